@@ -1,0 +1,41 @@
+"""The Flent tests fl knows how to drive: how many flows each has and which way they go."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FlentTest:
+    name: str
+    up: int  # TCP flows cli → srv
+    down: int  # TCP flows srv → cli
+    per_flow: bool  # accepts per-flow lists (cc_algos, markings, stream_delays)
+    streams_param: str | None = None  # test parameter giving the flow count (tcp_nup)
+
+    @property
+    def flows(self) -> int:
+        return self.up + self.down
+
+
+def _catalog() -> dict[str, FlentTest]:
+    tests = [
+        FlentTest("tcp_1up", 1, 0, per_flow=True),
+        FlentTest("tcp_1down", 0, 1, per_flow=False),
+        FlentTest("tcp_bidirectional", 1, 1, per_flow=False),
+        FlentTest("rrul", 4, 4, per_flow=False),
+        FlentTest("rrul_be", 4, 4, per_flow=False),
+        FlentTest("tcp_nup", 0, 0, per_flow=True, streams_param="upload_streams"),
+        FlentTest("tcp_ndown", 0, 0, per_flow=True, streams_param="download_streams"),
+    ]
+    for n in (2, 4, 6, 8, 12):
+        tests.append(FlentTest(f"tcp_{n}up", n, 0, per_flow=True))
+        tests.append(FlentTest(f"tcp_{n}down", 0, n, per_flow=True))
+    return {t.name: t for t in tests}
+
+
+FLENT_TESTS = _catalog()
+
+
+def flow_count(test: FlentTest, flows: int | None) -> int:
+    """Flows of a cell: fixed by the test, or given by the scenario for tcp_nup/tcp_ndown."""
+    return flows if test.streams_param else test.flows

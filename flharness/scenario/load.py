@@ -1,0 +1,144 @@
+"""Locate and read scenario files: strict YAML, ``extends`` merging, schema validation."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .. import REPO
+from ..errors import FlError, ScenarioError
+from .schema import AXES, Matrix, Scenario
+from .values import check_name
+
+SCENARIO_DIR = REPO / "scenarios"
+SUFFIXES = (".yml", ".yaml")
+
+
+def find_scenario(name: str, base: Path = SCENARIO_DIR) -> Path:
+    """NAME is a scenario in scenarios/ (without suffix) or a path to a scenario file."""
+    if "/" in name or name.endswith(SUFFIXES):
+        path = Path(name)
+        if not path.is_file():
+            raise FlError(f"{name}: no such scenario file")
+        return path.resolve()
+    try:
+        check_name(name, "scenario name")
+    except ValueError as e:
+        raise FlError(str(e)) from None
+    for suffix in SUFFIXES:
+        if (path := base / f"{name}{suffix}").is_file():
+            return path
+    known = ", ".join(list_scenarios(base)) or "none"
+    raise FlError(f"no scenario {name!r} in {base} (available: {known})")
+
+
+def list_scenarios(base: Path = SCENARIO_DIR) -> list[str]:
+    return sorted(p.stem for p in base.iterdir() if p.suffix in SUFFIXES) if base.is_dir() else []
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Read, merge and validate a scenario; any problem raises ScenarioError(file, key)."""
+    data = _read_merged(path, ())
+    data.setdefault("name", path.stem)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ScenarioError(path, _key_path(err["loc"]), _message(err)) from None
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys instead of silently keeping the last."""
+
+
+def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 (SafeLoader subclass)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1}" if mark else ""
+        raise ScenarioError(path, where, f"{e.problem or e.context}") from None
+    except (OSError, yaml.YAMLError) as e:
+        raise ScenarioError(path, "", str(e)) from None
+    if data is None:
+        raise ScenarioError(path, "", "the file is empty")
+    if not isinstance(data, dict):
+        raise ScenarioError(path, "", "a scenario file is a mapping of keys (name, test, rate, matrix, …)")
+    return data
+
+
+def _read_merged(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
+    """The file's settings on top of those of the files it ``extends`` (in order)."""
+    path = path.resolve()
+    if path in chain:
+        raise ScenarioError(path, "extends", "extends itself through " + " → ".join(p.name for p in chain))
+    data = read_yaml(path)
+    parents = data.get("extends", [])
+    if isinstance(parents, str):
+        parents = [parents]
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        raise ScenarioError(path, "extends", "a file name or a list of file names")
+    merged: dict[str, Any] = {}
+    for i, parent in enumerate(parents):
+        parent_path = path.parent / parent
+        if not parent_path.is_file():
+            raise ScenarioError(path, f"extends[{i}]", f"no such file {parent_path}")
+        merged = _merge(merged, _read_merged(parent_path, chain + (path,)))
+    merged.pop("name", None)  # a name is never inherited
+    merged.pop("extends", None)
+    return _merge(merged, data)
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge mappings; an axis set in ``over`` (fixed or swept) replaces it in ``base``."""
+    out = dict(base)
+    over_matrix = over.get("matrix") or {}
+    if isinstance(out.get("matrix"), dict):
+        out["matrix"] = {k: v for k, v in out["matrix"].items() if k not in over}
+    for axis in AXES:
+        if axis in over_matrix:
+            out.pop(axis, None)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "sysctls":
+            out[key] = _merge(out[key], value) if key != "matrix" else {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif item != "[key]":
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts) or "(top level)"
+
+
+def _message(err: dict[str, Any]) -> str:
+    if err["type"] == "extra_forbidden":
+        model = Matrix if tuple(err["loc"][:-1]) == ("matrix",) else Scenario
+        allowed = ", ".join(model.model_fields)
+        return f"unknown key {err['loc'][-1]!r} (allowed here: {allowed})"
+    msg = str(err["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(prefix)
+    if err["type"] in ("missing",):
+        return "required key is missing"
+    return msg

@@ -1,0 +1,227 @@
+"""Typed axis values of a scenario and their parsers.
+
+Every axis value can be written plainly (``50mbit``) or as a mapping
+``{value: 50mbit, label: fast, vars: {pfifo_limit: 1000}}``; qdisc values also take
+``shaper: htb|self``. Parsers raise ValueError with a message fit for one error line.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..flent_tests import FLENT_TESTS, FlentTest
+from ..qdisc import check_template, default_label, placeholder_text
+from ..units import Duration, Rate
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+CC_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+VAR_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+SYSCTL_KEY_RE = re.compile(r"^net(\.[A-Za-z0-9_-]+)+$")
+SYSCTL_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}$")
+HOSTS = ("cli", "mid", "srv")
+SCALAR_TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/%+-]+$")
+
+
+def check_name(text: object, what: str = "name") -> str:
+    """A name used in file names: letters, digits, _ . + -; no '..', no '/'."""
+    s = str(text)
+    if not NAME_RE.match(s) or ".." in s or len(s) > 100:
+        raise ValueError(f"{what} {s!r} must be letters, digits, '_', '.', '+', '-' "
+                         "(no '/', no '..', at most 100 characters)")
+    return s
+
+
+def slug(label: str) -> str:
+    """File-name form of a display label: 'fq_codel(1q,1ms/20ms)' → 'fq_codel_1q_1ms_20ms'."""
+    s = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label).strip("_.")
+    s = re.sub(r"\.\.+", ".", s)
+    return s or "x"
+
+
+@dataclass(frozen=True)
+class LinkRate:
+    up: Rate
+    down: Rate
+
+    @property
+    def label(self) -> str:
+        return self.up.text if self.up == self.down else f"{self.up.text}-{self.down.text}"
+
+
+@dataclass(frozen=True)
+class QdiscSpec:
+    """A tc qdisc with arguments; may contain {{ }} expressions resolved per cell."""
+
+    template: str
+    shaper: str | None = None  # 'htb', 'self', or None = decide from the kind
+
+
+@dataclass(frozen=True)
+class Point:
+    """One value of one axis, with where it was written (for error messages)."""
+
+    value: Any
+    label: str
+    raw: Any
+    key: str = ""
+    vars: dict[str, Any] = field(default_factory=dict)
+    explicit_label: bool = False
+
+    @property
+    def slug(self) -> str:
+        return slug(self.label)
+
+    def matches(self, wanted: object) -> bool:
+        w = str(wanted)
+        return w in (self.label, self.slug, str(self.raw))
+
+
+# ---- inner value parsers: raw YAML value -> (typed value, default label) ----
+
+def parse_rate(raw: Any) -> tuple[LinkRate, str]:
+    if isinstance(raw, dict):
+        unknown = set(raw) - {"up", "down"}
+        if unknown or set(raw) != {"up", "down"}:
+            raise ValueError("an asymmetric rate needs exactly the keys 'up' and 'down'")
+        r = LinkRate(Rate.parse(raw["up"]), Rate.parse(raw["down"]))
+    else:
+        rate = Rate.parse(raw)
+        r = LinkRate(rate, rate)
+    return r, r.label
+
+
+def parse_rtt(raw: Any) -> tuple[tuple[Duration, ...], str]:
+    items = raw if isinstance(raw, list) else [raw]
+    if not items:
+        raise ValueError("an RTT list needs one value per flow")
+    rtts = tuple(Duration.parse(x) for x in items)
+    return rtts, "-".join(r.text for r in rtts)
+
+
+def parse_cc(raw: Any) -> tuple[tuple[str, ...], str]:
+    if isinstance(raw, str):
+        items = raw.split("-vs-")
+    elif isinstance(raw, list) and raw:
+        items = raw
+    else:
+        raise ValueError("a congestion control is a name (cubic), a list per flow "
+                         "([cubic, reno]) or 'cubic-vs-reno'")
+    for cc in items:
+        if not isinstance(cc, str) or not CC_RE.match(cc):
+            raise ValueError(f"{cc!r} is not a congestion control name (e.g. cubic, bbr, reno)")
+    return tuple(items), "-vs-".join(items)
+
+
+def parse_qdisc(raw: Any) -> tuple[QdiscSpec, str]:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError("a qdisc is a tc qdisc spec string, e.g. 'fq_codel' or 'pfifo limit 1000'")
+    text = " ".join(raw.split())
+    check_template(text)
+    return QdiscSpec(text), default_label(placeholder_text(text))
+
+
+def parse_test(raw: Any) -> tuple[FlentTest, str]:
+    test = FLENT_TESTS.get(str(raw))
+    if test is None:
+        raise ValueError(f"unknown Flent test {raw!r} (fl drives: {', '.join(sorted(FLENT_TESTS))})")
+    return test, test.name
+
+
+def parse_length(raw: Any) -> tuple[float, str]:
+    seconds = parse_seconds(raw)
+    if not 1 <= seconds <= 86400:
+        raise ValueError(f"{raw!r}: length must be between 1 s and 24 h")
+    return seconds, f"{seconds:g}s"
+
+
+def parse_seconds(raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise ValueError(f"{raw!r} is not a number of seconds")
+    if isinstance(raw, (int, float)):
+        if raw < 0:
+            raise ValueError(f"{raw!r}: cannot be negative")
+        return float(raw)
+    return Duration.parse(raw).seconds
+
+
+def parse_flows(raw: Any) -> tuple[int, str]:
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 256:
+        raise ValueError(f"{raw!r}: flows must be an integer from 1 to 256")
+    return raw, f"{raw}flows"
+
+
+def parse_sysctls(raw: Any) -> tuple[dict[str, dict[str, str]], str]:
+    if not isinstance(raw, dict):
+        raise ValueError("sysctls map a host (cli, mid, srv) to {key: value}")
+    out: dict[str, dict[str, str]] = {}
+    for host, settings in raw.items():
+        if host not in HOSTS:
+            raise ValueError(f"unknown host {host!r} (hosts: {', '.join(HOSTS)})")
+        if not isinstance(settings, dict):
+            raise ValueError(f"{host}: expected a mapping of sysctl keys to values")
+        out[host] = {check_sysctl_key(k): check_sysctl_value(k, v) for k, v in settings.items()}
+    label = "_".join(f"{k.rsplit('.', 1)[-1]}{v}" for h in sorted(out) for k, v in sorted(out[h].items()))
+    return out, slug(label) if label else "default-sysctls"
+
+
+def check_sysctl_key(key: Any) -> str:
+    if not isinstance(key, str) or not SYSCTL_KEY_RE.match(key):
+        raise ValueError(f"sysctl key {key!r} must be a net.* key (e.g. net.ipv4.tcp_ecn): "
+                         "only per-namespace network sysctls are set")
+    return key
+
+
+def check_sysctl_value(key: str, value: Any) -> str:
+    if isinstance(value, bool) or not SYSCTL_VALUE_RE.match(str(value)):
+        raise ValueError(f"sysctl {key}: value {value!r} has characters other than "
+                         "letters, digits, spaces and _ . : , -")
+    return str(value)
+
+
+def check_vars(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ValueError("vars must be a mapping of names to numbers or words")
+    for k, v in raw.items():
+        if not isinstance(k, str) or not VAR_RE.match(k):
+            raise ValueError(f"variable name {k!r} must be lower-case letters, digits and _")
+        if isinstance(v, bool) or not (isinstance(v, (int, float)) or
+                                       (isinstance(v, str) and SCALAR_TOKEN_RE.match(v))):
+            raise ValueError(f"variable {k}: {v!r} must be a number or a word without spaces or shell characters")
+    return dict(raw)
+
+
+Parser = Callable[[Any], tuple[Any, str]]
+
+AXIS_PARSERS: dict[str, Parser] = {
+    "test": parse_test, "rate": parse_rate, "rtt": parse_rtt, "qdisc": parse_qdisc,
+    "cc": parse_cc, "length": parse_length, "flows": parse_flows, "sysctls": parse_sysctls,
+}
+
+
+def parse_point(axis: str, raw: Any, key: str) -> Point:
+    """Parse one axis value, plain or in the ``{value, label, vars[, shaper]}`` form."""
+    parser = AXIS_PARSERS[axis]
+    if isinstance(raw, dict) and "value" in raw:
+        allowed = {"value", "label", "vars"} | ({"shaper"} if axis == "qdisc" else set())
+        unknown = sorted(set(raw) - allowed)
+        if unknown:
+            raise ValueError(f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        value, label = parser(raw["value"])
+        if "shaper" in raw:
+            if raw["shaper"] not in ("htb", "self"):
+                raise ValueError(f"shaper {raw['shaper']!r} must be 'htb' (an htb class shapes, "
+                                 "the qdisc is its child) or 'self' (the qdisc shapes itself)")
+            value = QdiscSpec(value.template, raw["shaper"])
+        explicit = "label" in raw
+        if explicit:
+            label = check_label(raw["label"])
+        return Point(value, label, raw["value"], key, check_vars(raw.get("vars", {})), explicit)
+    return Point(*parser(raw), raw, key)
+
+
+def check_label(raw: Any) -> str:
+    s = str(raw)
+    if not re.match(r"^[\w.,:()/+= -]{1,64}$", s) or ".." in s:
+        raise ValueError(f"label {s!r} must be 1–64 letters, digits, spaces or _ . , : ( ) / + = -")
+    return s

@@ -1,0 +1,59 @@
+#!/bin/sh
+# Install everything fl needs on Debian 12 (bookworm), then run the demo scenario.
+#
+#   sudo ./install.sh            # install, then ./fl check and ./fl run demo
+#   sudo ./install.sh --no-demo  # install only
+#
+# What it changes on the system:
+#   * adds /etc/apt/sources.list.d/fl-non-free.sources (Debian's non-free component,
+#     bookworm + bookworm-updates) if netperf is not installable otherwise: netperf
+#     is only packaged in non-free;
+#   * apt-get installs the tools listed in PACKAGES below;
+#   * creates the virtualenv .venv/ in this checkout (Python deps from pyproject.toml).
+set -eu
+
+PACKAGES="flent netperf irtt fping tcpdump xz-utils iproute2 nftables ethtool
+          python3-venv python3-matplotlib rsync"
+NON_FREE=/etc/apt/sources.list.d/fl-non-free.sources
+HERE=$(cd "$(dirname "$0")" && pwd)
+DEMO=yes
+for arg in "$@"; do
+    case $arg in
+        --no-demo) DEMO=no ;;
+        *) echo "usage: $0 [--no-demo]" >&2; exit 2 ;;
+    esac
+done
+
+[ "$(id -u)" -eq 0 ] || { echo "install.sh: run as root (sudo ./install.sh)" >&2; exit 1; }
+. /etc/os-release
+[ "${VERSION_CODENAME:-}" = bookworm ] ||
+    echo "install.sh: warning: written for Debian 12 (bookworm), this is ${PRETTY_NAME:-unknown}" >&2
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+if ! apt-cache policy netperf | grep -q 'Candidate: [0-9]'; then
+    echo "install.sh: enabling Debian's non-free component for netperf in $NON_FREE"
+    cat >"$NON_FREE" <<EOF
+# Added by fl's install.sh: netperf (used by Flent) is only in Debian's non-free component.
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    apt-get update -q
+fi
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $PACKAGES
+
+# The virtualenv sees Debian's python3 packages (flent, matplotlib) for analysis.
+if [ ! -x "$HERE/.venv/bin/python" ]; then
+    /usr/bin/python3 -m venv --system-site-packages "$HERE/.venv"
+fi
+"$HERE/.venv/bin/pip" install -q --upgrade pip
+"$HERE/.venv/bin/pip" install -q -e "$HERE[test]"
+
+"$HERE/fl" check
+if [ "$DEMO" = yes ]; then
+    "$HERE/fl" run demo
+fi
