@@ -47,12 +47,12 @@ def check_template(text: str) -> None:
 
 
 def check_tokens(tokens: list[str], text: str) -> None:
-    if not tokens or not KIND_RE.match(tokens[0]):
-        raise ValueError(f"qdisc {text!r} must start with a qdisc kind such as fq_codel or pfifo")
-    for tok in tokens[1:]:
+    for tok in tokens:
         if not TOKEN_RE.match(tok):
             raise ValueError(f"qdisc {text!r}: {tok!r} is not a tc argument "
                              "(letters, digits and _ . : / % + - only)")
+    if not tokens or not KIND_RE.match(tokens[0]):
+        raise ValueError(f"qdisc {text!r} must start with a qdisc kind such as fq_codel or pfifo")
 
 
 @dataclass(frozen=True)

@@ -40,13 +40,15 @@ def list_scenarios(base: Path = SCENARIO_DIR) -> list[str]:
 
 def load_scenario(path: Path) -> Scenario:
     """Read, merge and validate a scenario; any problem raises ScenarioError(file, key)."""
-    data = _read_merged(path, ())
-    data.setdefault("name", path.stem)
+    data = read_merged(path)
     try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         raise ScenarioError(path, _key_path(err["loc"]), _message(err)) from None
+    if (problem := scenario.check_axes()) is not None:
+        raise ScenarioError(path, *problem)
+    return scenario
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -82,6 +84,13 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def read_merged(path: Path) -> dict[str, Any]:
+    """The scenario's settings with its ``extends`` merged in; the name defaults to the file's."""
+    data = _read_merged(path, ())
+    data.setdefault("name", path.stem)
+    return data
+
+
 def _read_merged(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
     """The file's settings on top of those of the files it ``extends`` (in order)."""
     path = path.resolve()
@@ -100,8 +109,7 @@ def _read_merged(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
             raise ScenarioError(path, f"extends[{i}]", f"no such file {parent_path}")
         merged = _merge(merged, _read_merged(parent_path, chain + (path,)))
     merged.pop("name", None)  # a name is never inherited
-    merged.pop("extends", None)
-    return _merge(merged, data)
+    return {**_merge(merged, data), "extends": parents}
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, field_validator,
-                      model_validator)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from .values import Point, check_name, check_vars, parse_point
 
@@ -89,16 +88,16 @@ class Scenario(BaseModel):
     include: list[dict[str, Any]] = []
     exclude: list[dict[str, Any]] = []
 
-    @model_validator(mode="after")
-    def _axes_declared_once(self) -> "Scenario":
-        swept = self.matrix.declared() if self.matrix else []
+    def check_axes(self) -> tuple[str, str] | None:
+        """(key, problem) if an axis is set twice or a required one is missing."""
+        swept = self.swept_axes()
         for axis in AXES:
             if axis in swept and getattr(self, axis) is not None:
-                raise ValueError(f"{axis} is set at the top level and under matrix: keep one")
+                return axis, "set both here and under matrix: keep one"
         for axis in REQUIRED_AXES:
             if axis not in swept and getattr(self, axis) is None:
-                raise ValueError(f"missing {axis}: give '{axis}:' or list values under 'matrix.{axis}:'")
-        return self
+                return axis, f"missing: give '{axis}:' or list values under 'matrix.{axis}:'"
+        return None
 
     def axes(self) -> dict[str, list[Point]]:
         """Every axis with its values (one value for fixed settings), key paths filled in."""

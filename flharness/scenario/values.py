@@ -128,11 +128,11 @@ def parse_test(raw: Any) -> tuple[FlentTest, str]:
     return test, test.name
 
 
-def parse_length(raw: Any) -> tuple[float, str]:
+def parse_length(raw: Any) -> tuple[int, str]:
     seconds = parse_seconds(raw)
-    if not 1 <= seconds <= 86400:
-        raise ValueError(f"{raw!r}: length must be between 1 s and 24 h")
-    return seconds, f"{seconds:g}s"
+    if seconds != int(seconds) or not 1 <= seconds <= 86400:
+        raise ValueError(f"{raw!r}: length is whole seconds from 1 to 86400 (Flent's -l)")
+    return int(seconds), f"{int(seconds)}s"
 
 
 def parse_seconds(raw: Any) -> float:

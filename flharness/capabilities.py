@@ -1,0 +1,86 @@
+"""What the kernel and tools can do (probed for real), and what each cell needs of them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .cells import Cell
+from .errors import ScenarioError
+from .qdisc import kernel_module
+from .testbed import probe
+
+#: Tools fl cannot run a cell without, and what each is for.
+REQUIRED_TOOLS = {
+    "flent": "runs the tests", "netperf": "Flent's TCP flows", "netserver": "netperf's server",
+    "fping": "Flent's ICMP ping", "tcpdump": "packet capture", "xz": "compresses captures",
+    "tc": "qdiscs", "ip": "namespaces, links", "ss": "socket statistics", "ethtool": "offloads",
+}
+OPTIONAL_TOOLS = {"irtt": "UDP latency (rrul tests)", "nft": "firewall counters, ECN rewrites"}
+
+
+@dataclass
+class Capabilities:
+    """A probe result: kernel release, tools, features, and verdicts for specific specs."""
+
+    data: dict[str, Any]
+    qdisc_keys: dict[str, str] = field(default_factory=dict)  # spec → scenario key (errors)
+
+    @property
+    def kernel(self) -> str:
+        return self.data.get("kernel", "?")
+
+    @property
+    def tools(self) -> dict[str, str | None]:
+        return self.data.get("tools", {})
+
+    def feature(self, name: str) -> bool:
+        return bool(self.data.get("features", {}).get(name))
+
+    def missing_tools(self) -> list[str]:
+        return [t for t in REQUIRED_TOOLS if not self.tools.get(t)]
+
+    def cc_ok(self, cc: str) -> bool:
+        return bool(self.data.get("ccs", {}).get(cc))
+
+    def unsupported(self, cell: Cell) -> str | None:
+        """Why this kernel cannot run the cell, or None if it can."""
+        for link in (cell.up, cell.down):
+            verdict = self.data.get("qdiscs", {}).get(" ".join(link.qdisc), {})
+            if verdict.get("verdict") == "unsupported":
+                return f"kernel lacks {kernel_module(link.qdisc[0])} (qdisc {' '.join(link.qdisc)})"
+            if not link.self_shaping and self.data.get("kinds", {}).get("htb") != "ok":
+                return "kernel lacks sch_htb (the shaper)"
+        if cell.max_rtt.seconds > 0:
+            for feature, what in (("netem", "sch_netem"), ("ifb", "ifb"), ("u32_mirred", "cls_u32/act_mirred")):
+                if not self.feature(feature):
+                    return f"kernel lacks {what} (needed for the {cell.coords['rtt'].label} RTT)"
+        for cc in sorted({f.cc for f in cell.flows}):
+            if not self.cc_ok(cc):
+                return f"kernel lacks tcp_{cc} (congestion control {cc})"
+        for host, settings in cell.sysctls.items():
+            for key in settings:
+                if not self.data.get("sysctls", {}).get(key, True):
+                    return f"kernel has no sysctl {key} ({host})"
+        return None
+
+    def check_specs(self, path: Path) -> None:
+        """tc rejecting a qdisc's arguments is a scenario error, reported before any setup."""
+        for spec, verdict in self.data.get("qdiscs", {}).items():
+            if verdict.get("verdict") == "invalid":
+                raise ScenarioError(path, self.qdisc_keys.get(spec, "qdisc"),
+                                    f"tc rejects {spec!r}: {verdict.get('message')}")
+
+
+def probe_for(cells: list[Cell]) -> Capabilities:
+    """Probe this machine for everything the cells use (every distinct qdisc spec, CC, sysctl)."""
+    specs = {(link.qdisc, link.self_shaping): c.coords["qdisc"].key
+             for c in cells for link in (c.up, c.down)}
+    request = {
+        "qdiscs": [[list(q), s] for q, s in specs],
+        "ccs": sorted({f.cc for c in cells for f in c.flows}),
+        "sysctls": sorted({k for c in cells for settings in c.sysctls.values() for k in settings}),
+    }
+    caps = Capabilities(probe.probe(request))
+    caps.qdisc_keys = {" ".join(q): key for (q, _), key in specs.items()}
+    return caps

@@ -1,0 +1,46 @@
+"""`fl check`: tools and versions, kernel qdiscs and congestion controls, privileges."""
+from __future__ import annotations
+
+from .capabilities import OPTIONAL_TOOLS, REQUIRED_TOOLS, Capabilities
+from .testbed import probe
+from .testbed.ansible import ansible_playbook
+
+
+def check() -> int:
+    caps = Capabilities(probe.probe({}))
+    ok = True
+    print(f"kernel {caps.kernel}; running as {'root' if caps.data.get('root') else 'a regular user'}")
+    print("\ntools:")
+    for name, what in {**REQUIRED_TOOLS, **OPTIONAL_TOOLS}.items():
+        version = caps.tools.get(name)
+        needed = name in REQUIRED_TOOLS
+        ok &= bool(version) or not needed
+        print(f"  {name:<10} {version or ('MISSING' if needed else 'missing (optional)'):<12} {what}")
+    ansible = _ansible_version()
+    ok &= ansible is not None
+    print(f"  {'ansible':<10} {ansible or 'MISSING':<12} builds the testbed")
+    if caps.data.get("error"):
+        print(f"\nno kernel probe: {caps.data['error']}")
+        return 1
+    kinds = caps.data.get("kinds", {})
+    print("\nqdiscs (tried in a throwaway namespace):")
+    print("  supported:   " + " ".join(k for k, v in kinds.items() if v == "ok"))
+    print("  unsupported: " + (" ".join(k for k, v in kinds.items() if v != "ok") or "none"))
+    ccs = caps.data.get("ccs", {})
+    print("\ncongestion controls (setsockopt TCP_CONGESTION):")
+    print("  usable:      " + " ".join(c for c, v in ccs.items() if v))
+    print("  unavailable: " + (" ".join(c for c, v in ccs.items() if not v) or "none"))
+    print("\nfeatures: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in caps.data.get("features", {}).items()))
+    if not caps.feature("netem"):
+        print("  without netem, cells with an RTT, loss or jitter are skipped on this kernel")
+    return 0 if ok and caps.data.get("root") else 1
+
+
+def _ansible_version() -> str | None:
+    import subprocess
+    try:
+        out = subprocess.run([ansible_playbook(), "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    first = out.splitlines()[0] if out else ""
+    return first.split("[core")[-1].strip(" ]") if "core" in first else (first or None)

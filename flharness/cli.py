@@ -1,0 +1,81 @@
+"""The `fl` command line: list, run, check, clean."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import REPO
+from .errors import FlError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except FlError as e:
+        print(f"fl: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("fl: interrupted", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fl", description="Declarative congestion-control and AQM "
+                                "experiments: scenario matrix → Ansible testbed → Flent.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    lst = sub.add_parser("list", help="print a scenario's cells, their count and estimated time")
+    lst.add_argument("name", nargs="?", help="scenario in scenarios/ or a path; none lists scenarios")
+    _common(lst)
+    lst.set_defaults(func=cmd_list)
+
+    run = sub.add_parser("run", help="run a scenario's cells (resumes: completed cells are kept)")
+    run.add_argument("name", help="scenario in scenarios/ or a path to a scenario file")
+    _common(run)
+    run.add_argument("--dry-run", action="store_true", help="print what would be done, touch nothing")
+    run.add_argument("--force", action="store_true", help="re-run cells that already completed")
+    run.add_argument("--inventory", type=Path, default=REPO / "inventory.ini", help="Ansible inventory")
+    run.set_defaults(func=cmd_run)
+
+    chk = sub.add_parser("check", help="tools, kernel qdiscs and congestion controls, privileges")
+    chk.set_defaults(func=cmd_check)
+
+    cln = sub.add_parser("clean", help="remove what a killed run left (only what fl created)")
+    cln.set_defaults(func=cmd_clean)
+    return p
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", default="default", help="results/<RUN>/ folder (default: default)")
+    p.add_argument("--only", action="append", default=[], metavar="PATTERN",
+                   help="only cells matching a glob or substring (repeatable)")
+    p.add_argument("--results", type=Path, default=REPO / "results", help=argparse.SUPPRESS)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .run.runner import RunOptions, run_scenario
+    from .scenario import find_scenario
+    opts = RunOptions(run=args.run, only=args.only, force=args.force, dry_run=args.dry_run,
+                      inventory=args.inventory, results=args.results)
+    return run_scenario(find_scenario(args.name), opts)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .listing import list_cells, list_all
+    from .scenario import find_scenario
+    if args.name is None:
+        return list_all()
+    return list_cells(find_scenario(args.name), args.run, args.only, args.results)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .check import check
+    return check()
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from .clean import clean
+    return clean()

@@ -1,0 +1,102 @@
+"""Checks on a finished cell: is everything there, and did the flows run as declared?"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..cells import Cell
+from ..testbed.ansible import PlaybookResult
+from . import flent_data, sockets
+
+REQUIRED_FILES = ("setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
+
+
+@dataclass
+class Verdict:
+    status: str = "ok"
+    reasons: list[str] = field(default_factory=list)
+    checks: dict[str, Any] = field(default_factory=dict)
+
+    def fail(self, reason: str) -> None:
+        self.status = "failed"
+        self.reasons.append(reason)
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
+
+
+def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, control_port: int) -> Verdict:
+    v = Verdict()
+    if not result.ok:
+        v.fail(f"collecting results failed: {result.reason()}")
+    exit_status = _flent_exit(cell_dir / "flent.log")
+    v.checks["flent_exit"] = exit_status
+    if exit_status != 0:
+        v.fail(f"flent exited with status {exit_status}: {_last_line(cell_dir / 'flent.log')}")
+    missing = [f for f in REQUIRED_FILES if not (cell_dir / f).is_file() or (cell_dir / f).stat().st_size == 0]
+    if missing:
+        v.fail(f"missing or empty: {', '.join(missing)}")
+    _check_flent_data(cell, cell_dir, v)
+    _check_ccs(cell, cell_dir, control_port, v)
+    return v
+
+
+def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> None:
+    data_files = sorted(p for p in cell_dir.glob("*.flent.gz") if p.name != f"{cell.name}.flent.gz")
+    if len(data_files) == 1:
+        data_files[0].rename(cell_dir / f"{cell.name}.flent.gz")
+    path = cell_dir / f"{cell.name}.flent.gz"
+    if not path.is_file():
+        v.fail("Flent wrote no data file")
+        return
+    data = flent_data.load(path)
+    failed = data.get("metadata", {}).get("FAILED_RUNNERS") or []
+    v.checks["failed_runners"] = failed
+    if failed:
+        v.fail(f"Flent runners failed: {', '.join(map(str, failed))}")
+    series = flent_data.flow_series(data)
+    goodput = {name: flent_data.goodput_mbit(data, name) for name in series}
+    v.checks["goodput_mbit"] = goodput
+    empty = [n for n, g in goodput.items() if not g]
+    if len(series) != len(cell.flows) or empty:
+        v.fail(f"expected {len(cell.flows)} flows with data, Flent has {len(series) - len(empty)}")
+    for direction, link in (("up", cell.up), ("down", cell.down)):
+        total = sum(g or 0 for n, g in goodput.items() if n.startswith(f"TCP {direction}load"))
+        if any(f.direction == direction for f in cell.flows):
+            v.checks[f"utilisation_{direction}"] = total * 1e6 / link.rate.bps
+
+
+def _check_ccs(cell: Cell, cell_dir: Path, control_port: int, v: Verdict) -> None:
+    declared, observed = [], []
+    for direction, host in (("up", "cli"), ("down", "srv")):
+        want = sorted(f.cc for f in cell.flows if f.direction == direction)
+        if not want:
+            continue
+        log = cell_dir / f"{host}.ss.log"
+        got = sockets.sender_ccs(log, control_port) if log.is_file() else []
+        declared += want
+        observed += got
+    ok = sockets.check_ccs(declared, observed)
+    v.checks["cc"] = {"declared": declared, "observed": observed, "ok": ok}
+    if not ok:
+        v.fail(f"flows ran {observed or 'nothing'} but the cell declares {declared}")
+
+
+def _flent_exit(log: Path) -> int | None:
+    try:
+        first = log.read_text(errors="replace").splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    m = re.match(r"# exit status: (\d+)", first)
+    return int(m.group(1)) if m else None
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""

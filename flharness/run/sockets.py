@@ -1,0 +1,39 @@
+"""The ss samples fl records on the endpoints: which congestion control each flow ran."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+_STATE_RE = re.compile(r"^\S+\s+\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)")
+_ACKED_RE = re.compile(r"\bbytes_acked:(\d+)")
+_WORD_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_FLAGS = {"ts", "sack", "ecn", "ecnseen", "fastopen", "cwr", "ece", "tfo"}  # printed before the CC
+#: A data flow has delivered at least this much; control connections move far less.
+DATA_FLOW_BYTES = 64 * 1024
+
+
+def sender_ccs(ss_log: Path, control_port: int) -> list[str]:
+    """Congestion controls of the sockets that sent data (sorted), from `ss -tin` samples."""
+    sockets: dict[tuple[str, str], tuple[str, int]] = {}
+    key: tuple[str, str] | None = None
+    for line in ss_log.read_text(errors="replace").splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        if not line[0].isspace():
+            m = _STATE_RE.match(line)
+            key = None
+            if m and control_port not in (int(m.group(2)), int(m.group(4))):
+                key = (f"{m.group(1)}:{m.group(2)}", f"{m.group(3)}:{m.group(4)}")
+            continue
+        if key is None:
+            continue
+        acked = int(m.group(1)) if (m := _ACKED_RE.search(line)) else 0
+        cc = next((w for w in line.split() if _WORD_RE.match(w) and w not in _FLAGS), "?")
+        old = sockets.get(key, ("", 0))
+        sockets[key] = (cc, max(acked, old[1]))
+    return sorted(cc for cc, acked in sockets.values() if acked >= DATA_FLOW_BYTES)
+
+
+def check_ccs(declared: list[str], observed: list[str]) -> bool:
+    return Counter(declared) == Counter(observed)

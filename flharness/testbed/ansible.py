@@ -1,0 +1,112 @@
+"""Run fl's playbooks with ansible-playbook: extra vars in, precise failures out."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .. import REPO
+
+PLAYBOOKS = REPO / "playbooks"
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    host: str
+    task: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.task}: {self.message}"
+
+
+@dataclass(frozen=True)
+class PlaybookResult:
+    playbook: str
+    rc: int
+    failures: list[TaskFailure]
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and not self.failures
+
+    def reason(self) -> str:
+        if self.failures:
+            return str(self.failures[0])
+        return f"{self.playbook} exited with status {self.rc}"
+
+
+class _UnsafeDumper(yaml.SafeDumper):
+    """Dumps every string as ``!unsafe``: Ansible then treats fl's values (qdisc templates,
+    notes, names) as data and never evaluates a ``{{ }}`` in them."""
+
+
+_UnsafeDumper.add_representer(str, lambda d, s: d.represent_scalar("!unsafe", s))
+
+
+def ansible_playbook() -> str:
+    """ansible-playbook of the Python running fl (the project's virtualenv)."""
+    local = Path(sys.executable).parent / "ansible-playbook"
+    return str(local) if local.exists() else "ansible-playbook"
+
+
+def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log: Path,
+                 limit: str | None = None) -> PlaybookResult:
+    """Run playbooks/<playbook>.yml; output goes to LOG; interrupts kill the whole tree."""
+    with tempfile.TemporaryDirectory(prefix="fl-ansible-") as tmp:
+        vars_file, events = Path(tmp) / "vars.yml", Path(tmp) / "events.jsonl"
+        vars_file.write_text(yaml.dump(extra_vars, Dumper=_UnsafeDumper))
+        argv = [ansible_playbook(), "-i", str(inventory), str(PLAYBOOKS / f"{playbook}.yml"),
+                "-e", f"@{vars_file}"] + (["--limit", limit] if limit else [])
+        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+               "ANSIBLE_CALLBACKS_ENABLED": os.environ.get("FL_DEBUG_CALLBACKS", "fl_events"), "FL_ANSIBLE_EVENTS": str(events),
+               "ANSIBLE_LOCAL_TEMP": str(Path(tmp) / "local"), "ANSIBLE_REMOTE_TEMP": "/tmp/.fl-ansible",
+               "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0"}
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a") as out:
+            out.write(f"\n### ansible-playbook {playbook}.yml\n")
+            out.flush()
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    cwd=REPO, start_new_session=True)
+            rc = wait_or_kill(proc)
+        failures = [TaskFailure(e["host"], e["task"], _failure_text(e))
+                    for e in map(json.loads, events.read_text().splitlines())] if events.exists() else []
+    return PlaybookResult(playbook, rc, failures)
+
+
+def wait_or_kill(proc: subprocess.Popen) -> int:
+    """Wait for a child started in its own session; on any exception kill its group."""
+    try:
+        return proc.wait()
+    except BaseException:
+        kill_group(proc)
+        raise
+
+
+def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _failure_text(event: dict[str, Any]) -> str:
+    detail = (event.get("stderr") or event.get("msg") or event.get("stdout") or "").strip()
+    lines = [ln for ln in detail.splitlines() if ln.strip()]
+    text = lines[-1] if lines else f"exit status {event.get('rc')}"
+    cmd = event.get("cmd")
+    return f"`{cmd}`: {text}" if cmd else text

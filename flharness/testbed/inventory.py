@@ -1,0 +1,86 @@
+"""Read and validate the testbed inventory (Ansible's own parser; fl checks the values)."""
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import FlError
+
+HOSTS = ("cli", "mid", "srv")
+IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,11}$")  # 15 minus the 'ifb4' prefix of its IFB
+BACKENDS = ("netns", "ssh")
+
+
+@dataclass(frozen=True)
+class Inventory:
+    path: Path
+    backend: str
+    srv_ip: str
+    hostvars: dict[str, dict[str, str]]
+
+    @property
+    def shared_fs(self) -> bool:
+        return self.backend == "netns"
+
+
+def load_inventory(path: Path) -> Inventory:
+    """Parse with Ansible's InventoryManager, then check every value fl passes to commands."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+
+    if not path.is_file():
+        raise FlError(f"{path}: no such inventory file")
+    loader = DataLoader()
+    inv = InventoryManager(loader=loader, sources=[str(path)])
+    variables = VariableManager(loader=loader, inventory=inv)
+    hostvars: dict[str, dict[str, str]] = {}
+    for name in HOSTS:
+        host = inv.get_host(name)
+        if host is None:
+            raise FlError(f"{path}: host {name!r} is missing (fl needs cli, mid and srv)")
+        hv = variables.get_vars(host=host)
+        hostvars[name] = {k: str(v) for k, v in hv.items() if k.startswith(("fl_", "ansible_"))}
+    _check(path, hostvars)
+    backend = hostvars["mid"].get("fl_backend", "")
+    srv_ip = hostvars["srv"]["fl_addr"].split("/")[0]
+    return Inventory(path, backend, srv_ip, hostvars)
+
+
+def _check(path: Path, hv: dict[str, dict[str, str]]) -> None:
+    def need(host: str, key: str) -> str:
+        if key not in hv[host]:
+            raise FlError(f"{path}: {host}: {key} is missing")
+        return hv[host][key]
+
+    def iface(host: str, key: str) -> None:
+        if not IFNAME_RE.match(need(host, key)):
+            raise FlError(f"{path}: {host}: {key}={hv[host][key]!r} is not an interface name "
+                          "(1-11 characters: letters, digits, _ . : -)")
+
+    def address(host: str, key: str, network: bool = False) -> None:
+        try:
+            (ipaddress.ip_network if network else ipaddress.ip_interface)(need(host, key))
+        except ValueError:
+            raise FlError(f"{path}: {host}: {key}={hv[host][key]!r} is not an IPv4/IPv6 "
+                          f"{'network' if network else 'address/prefix'}") from None
+
+    for host in HOSTS:
+        backend = need(host, "fl_backend")
+        if backend not in BACKENDS:
+            raise FlError(f"{path}: {host}: fl_backend={backend!r} must be one of {', '.join(BACKENDS)}")
+        for key in ("fl_netperf_port", "fl_irtt_port"):
+            if not need(host, key).isdigit() or not 0 < int(hv[host][key]) < 65536:
+                raise FlError(f"{path}: {host}: {key} must be a port number")
+    for host in ("cli", "srv"):
+        iface(host, "fl_if")
+        address(host, "fl_addr")
+        address(host, "fl_gateway")
+        address(host, "fl_route_to", network=True)
+    for side in ("cli", "srv"):
+        iface("mid", f"fl_if_{side}")
+        address("mid", f"fl_addr_{side}")
+    if len({hv[h]["fl_backend"] for h in HOSTS}) != 1:
+        raise FlError(f"{path}: cli, mid and srv must use the same fl_backend")

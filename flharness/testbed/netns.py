@@ -1,0 +1,44 @@
+"""Direct namespace handling: the safety net under the Ansible teardown, and `fl clean`.
+
+fl's namespaces are named ``fl-<6 hex>-<host>`` (testbeds) and ``fl-probe-<6 hex>``
+(capability probes); nothing else is ever touched.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+
+TESTBED_NS_RE = re.compile(r"^fl-[0-9a-f]{6}-(cli|mid|srv)$")
+PROBE_NS_RE = re.compile(r"^fl-probe-[0-9a-f]{6}$")
+
+
+def list_namespaces() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def is_fl_namespace(name: str) -> bool:
+    return bool(TESTBED_NS_RE.match(name) or PROBE_NS_RE.match(name))
+
+
+def pids_in(ns: str) -> list[int]:
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split() if p.isdigit()]
+
+
+def remove(ns: str) -> None:
+    """Kill every process in one of fl's namespaces (by PID), then delete it."""
+    if not is_fl_namespace(ns):
+        raise ValueError(f"refusing to touch namespace {ns!r}: not one of fl's")
+    for pid in pids_in(ns):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def testbed_namespaces(testbed_id: str) -> list[str]:
+    return [n for n in list_namespaces() if n.startswith(f"{testbed_id}-") and TESTBED_NS_RE.match(n)]

@@ -1,0 +1,105 @@
+"""What the roles get for a run and for one cell (Ansible extra vars), and dry-run rendering."""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from .. import REPO
+from ..cells import Cell
+from ..units import Duration
+from .inventory import Inventory
+
+NETEM_LIMIT = 100000  # packets: netem delay lines never drop
+FLENT_DELAY = 5  # Flent's default lead-in and lead-out (-d), seconds
+TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
+
+
+def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None = None) -> dict[str, Any]:
+    """fl_run: what the testbed must provide for all cells of this run."""
+    keys: dict[str, set[str]] = {}
+    for c in cells:
+        for host, settings in c.sysctls.items():
+            keys.setdefault(host, set()).update(settings)
+    return {"ifb": ifb and any(c.max_rtt.seconds > 0 for c in cells), "nft": nft,
+            "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or []}
+
+
+def delay_plan(cell: Cell) -> dict[str, Any] | None:
+    """netem classes on the middlebox's ingress IFBs: half of each flow's RTT each way.
+
+    One class when all flows share an RTT; otherwise one class per distinct delay,
+    chosen by the flows' TOS marks; unmarked traffic (ping) follows flow 1.
+    """
+    if cell.max_rtt.seconds == 0:
+        return None
+    halves = [Duration.of_seconds(f.rtt.seconds / 2) for f in cell.flows]
+    classes: list[Duration] = []
+    for h in halves:
+        if h not in classes:
+            classes.append(h)
+    filters = [{"tos": f"0x{f.tos:02x}", "class": classes.index(h)}
+               for f, h in zip(cell.flows, halves) if f.tos is not None] if len(classes) > 1 else []
+    return {"classes": [{"delay": c.text} for c in classes], "filters": filters,
+            "default": classes.index(halves[0]), "limit": NETEM_LIMIT}
+
+
+def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str) -> list[str]:
+    """The Flent command for a cell; every coordinate also goes in as a test parameter."""
+    params: dict[str, str] = {}
+    ccs = [f.cc for f in cell.flows]
+    if cell.test.per_flow:  # tcp_Nup ignores tcp_cong_control: set each flow's CC
+        params["cc_algos"] = ",".join(ccs)
+    elif ccs:
+        params["tcp_cong_control"] = ccs[0]
+    if any(f.tos is not None for f in cell.flows):
+        params["markings"] = ",".join(f"0x{f.tos or 0:02x}" for f in cell.flows)
+    if cell.test.streams_param:
+        params[cell.test.streams_param] = str(len(cell.flows))
+    params.update({"fl_scenario": cell.scenario, "fl_cell": cell.name, "fl_config_hash": cell.config_hash})
+    params.update({f"fl_{axis}": p.label for axis, p in cell.coords.items()})
+    note = json.dumps({"fl": {"scenario": cell.scenario, "cell": cell.name,
+                              "config_hash": cell.config_hash, "coordinates": cell.coordinates()}})
+    limit = cell.length + 2 * FLENT_DELAY + TIMEOUT_MARGIN
+    argv = ["timeout", "-k", "15", str(limit), "flent", cell.test.name,
+            "-H", inv.srv_ip, "-l", str(cell.length), "-s", f"{cell.step_size:g}",
+            "--netperf-control-port", inv.hostvars["cli"]["fl_netperf_port"],
+            "--socket-stats", "-x", "-D", str(out_dir), "-t", cell.name, "-n", note]
+    for key, value in params.items():
+        argv += ["--test-parameter", f"{key}={value}"]
+    return argv
+
+
+def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path) -> dict[str, Any]:
+    """fl_cell: everything the roles need for one cell (passed as Ansible extra vars)."""
+    out_dir = cell_dir if inv.shared_fs else "."
+    return {
+        "name": cell.name, "scenario": cell.scenario, "config_hash": cell.config_hash,
+        "dir": str(cell_dir), "sysctls": cell.sysctls,
+        "bottleneck": {d: {"rate": link.rate.text, "qdisc": list(link.qdisc),
+                           "self_shaping": link.self_shaping}
+                       for d, link in (("up", cell.up), ("down", cell.down))},
+        "delay": delay_plan(cell),
+        "flent": flent_argv(cell, inv, out_dir),
+    }
+
+
+def estimated_seconds(cell: Cell, overhead: float) -> float:
+    return cell.length + 2 * FLENT_DELAY + overhead
+
+
+def render_bottleneck(cell_v: dict[str, Any], run_v: dict[str, Any], inv: Inventory) -> str:
+    """The bottleneck script the bottleneck role would run (same template), for --dry-run."""
+    env = Environment(loader=FileSystemLoader(REPO / "roles" / "bottleneck" / "templates"),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=False,
+                      keep_trailing_newline=True)
+    env.filters["quote"] = lambda v: shlex.quote(str(v))
+    group = yaml.safe_load((REPO / "playbooks" / "group_vars" / "all.yml").read_text())
+    mid = inv.hostvars["mid"]
+    return env.get_template("bottleneck.sh.j2").render(
+        fl_cell=cell_v, fl_run=run_v, fl_htb_args=run_v["htb_args"], fl_if_cli=mid["fl_if_cli"],
+        fl_if_srv=mid["fl_if_srv"], fl_ifb_prefix=group["fl_ifb_prefix"])

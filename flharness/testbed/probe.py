@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Probe what this kernel and userland can do, for real, in a throwaway namespace.
+
+Standard library only: fl runs it in-process on the controller and ships it as a
+script to ssh hosts. Input (JSON, argv[1] or stdin): optional lists ``qdiscs``
+(``[tokens, self_shaping]``), ``ccs`` and ``sysctls``. Output (stdout): JSON with the
+kernel release, tool versions, features, qdisc/CC/sysctl verdicts.
+
+A qdisc spec is tried in the exact position fl uses (an htb class child, or the root
+for self-shaping qdiscs): "unsupported" means the kernel lacks the qdisc kind,
+"invalid" means tc rejected the arguments.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+
+#: Kinds `fl check` reports on, with the smallest arguments each accepts.
+KINDS = {
+    "pfifo": "pfifo", "bfifo": "bfifo", "pfifo_fast": "pfifo_fast", "htb": "htb",
+    "tbf": "tbf rate 1mbit burst 32k latency 400ms", "netem": "netem delay 1ms",
+    "fq_codel": "fq_codel", "codel": "codel", "cake": "cake", "fq": "fq", "pie": "pie",
+    "fq_pie": "fq_pie", "red": "red limit 400000 avpkt 1000 bandwidth 10mbit adaptive",
+    "sfq": "sfq", "dualpi2": "dualpi2", "prio": "prio", "hfsc": "hfsc", "drr": "drr",
+}
+#: Congestion controls `fl check` tries to select.
+CCS = ["reno", "cubic", "bbr", "dctcp", "prague", "bbr2", "bbr3", "vegas", "westwood", "htcp"]
+TOOLS = {
+    "flent": ["flent", "--version"], "netperf": ["netperf", "-V"], "netserver": ["netserver", "-V"],
+    "irtt": ["irtt", "version"], "fping": ["fping", "-v"], "tcpdump": ["tcpdump", "--version"],
+    "xz": ["xz", "--version"], "tc": ["tc", "-V"], "ip": ["ip", "-V"], "ethtool": ["ethtool", "--version"],
+    "nft": ["nft", "--version"], "ss": ["ss", "-V"],
+}
+UNKNOWN_KIND = re.compile(r"kind is unknown|Unknown qdisc|qdisc not found|Unknown filter|"
+                          r"not supported|Operation not supported", re.I)
+
+
+def sh(*argv: str, ns: str | None = None, timeout: float = 10) -> tuple[int, str]:
+    cmd = (["ip", "netns", "exec", ns] if ns else []) + list(argv)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 127, str(e)
+    return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def tool_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name, argv in TOOLS.items():
+        if shutil.which(argv[0]) is None:
+            out[name] = None
+            continue
+        _, text = sh(*argv)
+        m = re.search(r"\d+\.\d+(\.\d+)*", text)
+        out[name] = m.group(0) if m else "present"
+    return out
+
+
+class Probe:
+    def __init__(self) -> None:
+        self.ns = f"fl-probe-{uuid.uuid4().hex[:6]}"
+        self.dev = "fl0"
+
+    def __enter__(self) -> "Probe":
+        rc, msg = sh("ip", "netns", "add", self.ns)
+        if rc != 0:
+            raise RuntimeError(f"cannot create a network namespace: {msg}")
+        sh("ip", "-n", self.ns, "link", "add", "name", self.dev, "type", "veth", "peer", "name", "fl1")
+        sh("ip", "-n", self.ns, "link", "set", self.dev, "up")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for pid in sh("ip", "netns", "pids", self.ns)[1].split():
+            if pid.isdigit():
+                try:
+                    os.kill(int(pid), 9)
+                except ProcessLookupError:
+                    pass
+        sh("ip", "netns", "del", self.ns)
+
+    def tc(self, *args: str) -> tuple[int, str]:
+        return sh("tc", "-n", self.ns, *args)
+
+    def qdisc(self, tokens: list[str], self_shaping: bool) -> dict[str, str]:
+        """Try a qdisc where fl would put it; verdict ok / unsupported / invalid."""
+        self.tc("qdisc", "del", "dev", self.dev, "root")
+        if self_shaping:
+            rc, msg = self.tc("qdisc", "add", "dev", self.dev, "root", "handle", "1:", *tokens)
+        else:
+            self.tc("qdisc", "add", "dev", self.dev, "root", "handle", "1:", "htb", "default", "1")
+            self.tc("class", "add", "dev", self.dev, "parent", "1:", "classid", "1:1", "htb", "rate", "10mbit")
+            rc, msg = self.tc("qdisc", "add", "dev", self.dev, "parent", "1:1", "handle", "10:", *tokens)
+        if rc == 0:
+            return {"verdict": "ok"}
+        verdict = "unsupported" if UNKNOWN_KIND.search(msg) else "invalid"
+        return {"verdict": verdict, "message": msg.splitlines()[0] if msg else f"tc exit {rc}"}
+
+    def features(self) -> dict[str, bool]:
+        f: dict[str, bool] = {}
+        f["ifb"] = sh("ip", "-n", self.ns, "link", "add", "name", "flifb", "type", "ifb")[0] == 0
+        f["ingress"] = self.tc("qdisc", "add", "dev", self.dev, "handle", "ffff:", "ingress")[0] == 0
+        f["u32_mirred"] = f["ifb"] and f["ingress"] and self.tc(
+            "filter", "add", "dev", self.dev, "parent", "ffff:", "protocol", "all", "prio", "10", "u32",
+            "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", "flifb")[0] == 0
+        f["netem"] = self.qdisc(["netem", "delay", "1ms"], True)["verdict"] == "ok"
+        f["nftables"] = shutil.which("nft") is not None and \
+            sh("nft", "add", "table", "inet", "flprobe", ns=self.ns)[0] == 0
+        f["veth"] = sh("ip", "-n", self.ns, "link", "show", self.dev)[0] == 0
+        return f
+
+
+    def sysctl_exists(self, key: str) -> bool:
+        return sh("sysctl", "-n", key, ns=self.ns)[0] == 0
+
+    def sysctl_defaults(self, keys: list[str]) -> dict[str, str]:
+        return {k: sh("sysctl", "-n", k, ns=self.ns)[1] for k in keys if self.sysctl_exists(k)}
+
+
+def cc_usable(name: str) -> bool:
+    """Can a socket use this congestion control? (What netperf -K does; loads the module.)"""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, name.encode())
+        except OSError:
+            return False
+    return True
+
+
+def probe(request: dict) -> dict:
+    result: dict = {"kernel": platform.release(), "root": os.geteuid() == 0, "tools": tool_versions()}
+    if not result["root"]:
+        result["error"] = "not root: fl needs root (CAP_NET_ADMIN) to build namespaces and qdiscs"
+        return result
+    try:
+        with Probe() as p:
+            result["features"] = p.features()
+            result["kinds"] = {k: p.qdisc(spec.split(), k in ("tbf", "htb", "netem", "hfsc", "drr", "prio"))
+                               ["verdict"] for k, spec in KINDS.items()}
+            result["qdiscs"] = {" ".join(t): p.qdisc(list(t), bool(s)) for t, s in request.get("qdiscs", [])}
+            ccs = sorted(set(CCS) | set(request.get("ccs", [])))
+            result["ccs"] = {c: cc_usable(c) for c in ccs}
+            keys = request.get("sysctls", [])
+            result["sysctls"] = {k: p.sysctl_exists(k) for k in keys}
+            result["sysctl_defaults"] = p.sysctl_defaults(keys)
+    except RuntimeError as e:
+        result["error"] = str(e)
+    return result
+
+
+def main() -> None:
+    raw = sys.argv[1] if len(sys.argv) > 1 else (sys.stdin.read() if not sys.stdin.isatty() else "{}")
+    print(json.dumps(probe(json.loads(raw or "{}")), indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

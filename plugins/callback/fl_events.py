@@ -1,0 +1,53 @@
+"""Ansible callback plugin: record failed and unreachable tasks as JSON lines.
+
+fl sets FL_ANSIBLE_EVENTS to a file; each failure becomes one line with the host,
+the task, the command and its error output, so fl can say precisely why a cell or
+the testbed failed instead of pointing at a long Ansible log.
+"""
+from __future__ import annotations
+
+DOCUMENTATION = """
+    name: fl_events
+    type: notification
+    short_description: write task failures as JSON lines for fl
+    description: Writes one JSON object per failed or unreachable task to $FL_ANSIBLE_EVENTS.
+    requirements: [enabled in callbacks_enabled]
+"""
+
+import json
+import os
+
+from ansible.plugins.callback import CallbackBase
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "notification"
+    CALLBACK_NAME = "fl_events"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def _write(self, kind: str, result) -> None:
+        path = os.environ.get("FL_ANSIBLE_EVENTS")
+        if not path:
+            return
+        r = result._result
+        cmd = r.get("cmd")
+        event = {
+            "event": kind,
+            "host": result._host.get_name(),
+            "task": result._task.get_name(),
+            "msg": str(r.get("msg", ""))[:2000],
+            "rc": r.get("rc"),
+            "cmd": " ".join(cmd) if isinstance(cmd, list) else cmd,
+            "stderr": str(r.get("stderr", ""))[-2000:],
+            "stdout": str(r.get("stdout", ""))[-2000:],
+        }
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(event) + "\n")
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        if not ignore_errors:
+            self._write("failed", result)
+
+    def v2_runner_on_unreachable(self, result):
+        self._write("unreachable", result)
