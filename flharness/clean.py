@@ -1,6 +1,8 @@
 """`fl clean`: remove what killed runs left behind — only testbeds and namespaces fl created."""
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 from .errors import FlError
@@ -10,11 +12,28 @@ from .testbed.plan import run_vars
 from .testbed.testbed import STATE_DIR, Testbed, stale_testbeds
 
 
+def stop_orphan_playbook(pid: int | None) -> None:
+    """The killed run's ansible-playbook (its own process group), if it still runs."""
+    if not pid:
+        return
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return
+    if any(b"ansible-playbook" in part for part in cmdline[:2]):
+        print(f"  stopping its ansible-playbook (process group {pid})")
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def clean() -> int:
     removed = 0
     live_ids = {p.stem for p in STATE_DIR.glob("fl-*.json")} if STATE_DIR.is_dir() else set()
     for state in stale_testbeds():
         print(f"removing testbed {state['id']} ({state.get('backend')}, {state.get('inventory')})")
+        stop_orphan_playbook(state.get("playbook_pid"))
         try:
             inv = load_inventory(Path(state["inventory"]))
         except FlError as e:

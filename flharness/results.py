@@ -81,7 +81,7 @@ class ScenarioResults:
 
     def commit(self, partial: Path, record: CellRecord) -> Path:
         """Write cell.json and move the attempt into place (or aside, see module doc)."""
-        record.files = sorted(p.name for p in partial.iterdir() if p.is_file()) + [CELL_FILE]
+        record.files = sorted({p.name for p in partial.iterdir() if p.is_file()} | {CELL_FILE})
         (partial / CELL_FILE).write_text(record.model_dump_json(indent=1) + "\n")
         target = self.cell_dir(record.cell)
         old = self.record(record.cell)

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -59,13 +59,16 @@ def ansible_playbook() -> str:
 
 
 def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log: Path,
-                 limit: str | None = None) -> PlaybookResult:
-    """Run playbooks/<playbook>.yml; output goes to LOG; interrupts kill the whole tree."""
+                 on_start: Callable[[int], None] | None = None) -> PlaybookResult:
+    """Run playbooks/<playbook>.yml; output goes to LOG; interrupts kill the whole tree.
+
+    ON_START gets the child's PID (also its process group): `fl clean` uses it to stop
+    the playbook of a run that was killed."""
     with tempfile.TemporaryDirectory(prefix="fl-ansible-") as tmp:
         vars_file, events = Path(tmp) / "vars.yml", Path(tmp) / "events.jsonl"
         vars_file.write_text(yaml.dump(extra_vars, Dumper=_UnsafeDumper))
         argv = [ansible_playbook(), "-i", str(inventory), str(PLAYBOOKS / f"{playbook}.yml"),
-                "-e", f"@{vars_file}"] + (["--limit", limit] if limit else [])
+                "-e", f"@{vars_file}"]
         env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
                "ANSIBLE_CALLBACKS_ENABLED": os.environ.get("FL_DEBUG_CALLBACKS", "fl_events"), "FL_ANSIBLE_EVENTS": str(events),
                "ANSIBLE_LOCAL_TEMP": str(Path(tmp) / "local"), "ANSIBLE_REMOTE_TEMP": "/tmp/.fl-ansible",
@@ -76,6 +79,8 @@ def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log
             out.flush()
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                     cwd=REPO, start_new_session=True)
+            if on_start:
+                on_start(proc.pid)
             rc = wait_or_kill(proc)
         failures = [TaskFailure(e["host"], e["task"], _failure_text(e))
                     for e in map(json.loads, events.read_text().splitlines())] if events.exists() else []

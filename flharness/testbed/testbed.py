@@ -34,6 +34,7 @@ class Testbed:
         self.inv, self.run_vars, self.log = inventory, run_vars, log
         self.id = testbed_id or f"fl-{secrets.token_hex(3)}"
         self.state_file = STATE_DIR / f"{self.id}.json"
+        self.started = time.time()
 
     def extra_vars(self, cell: dict[str, Any] | None = None) -> dict[str, Any]:
         ev: dict[str, Any] = {"fl_testbed_id": self.id, "fl_state_root": str(STATE_ROOT),
@@ -43,13 +44,22 @@ class Testbed:
         return ev
 
     def playbook(self, name: str, cell: dict[str, Any] | None = None) -> PlaybookResult:
-        return run_playbook(name, self.inv.path, self.extra_vars(cell), self.log)
+        return run_playbook(name, self.inv.path, self.extra_vars(cell), self.log,
+                            on_start=lambda pid: self._save_state(playbook_pid=pid))
+
+    def _save_state(self, **extra: Any) -> None:
+        if not self.state_file.exists() and not extra.get("create"):
+            return
+        state = {"id": self.id, "inventory": str(self.inv.path), "backend": self.inv.backend,
+                 "pid": os.getpid(), "started": self.started, "run_vars": self.run_vars,
+                 "playbook_pid": extra.get("playbook_pid")}
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        tmp.rename(self.state_file)
 
     def __enter__(self) -> "Testbed":
         STATE_DIR.mkdir(parents=True, exist_ok=True)
-        self.state_file.write_text(json.dumps({
-            "id": self.id, "inventory": str(self.inv.path), "backend": self.inv.backend,
-            "pid": os.getpid(), "started": time.time(), "run_vars": self.run_vars}))
+        self._save_state(create=True)
         try:
             result = self.playbook("testbed_up")
         except BaseException:

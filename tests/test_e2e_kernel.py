@@ -1,0 +1,54 @@
+"""Kernel capability handling, dry runs and `fl check`, against this machine's kernel."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, needs_root_tools, netns_list, run_fl
+from flharness.capabilities import probe_for
+from flharness.cells import expand
+from flharness.scenario import load_scenario
+
+pytestmark = [pytest.mark.e2e, needs_root_tools()]
+MIX = REPO / "tests" / "scenarios" / "kernel-mix.yml"
+
+
+def test_unsupported_cells_are_skipped_with_the_reason_and_the_rest_run(tmp_path):
+    cells = expand(load_scenario(MIX), MIX)
+    caps = probe_for(cells)
+    expected = {c.name: caps.unsupported(c) for c in cells}
+    p = run_fl("run", str(MIX), "--results", str(tmp_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    root = tmp_path / "default" / "kernel-mix"
+    for name, why in expected.items():
+        rec = json.loads((root / name / "cell.json").read_text())
+        if why is None:
+            assert rec["status"] == "ok", rec["reason"]
+        else:
+            assert rec["status"] == "skipped" and rec["reason"] == why
+            assert f"skipped     {name}: {why}" in p.stdout
+    if not caps.feature("netem"):  # this project's host kernel: no netem, no fq_codel
+        assert expected["cubic-pfifo_100-10mbit-20ms"] == "kernel lacks sch_netem (needed for the 20ms RTT)"
+    if caps.data["kinds"]["fq_codel"] != "ok":
+        assert expected["cubic-fq_codel-10mbit-0ms"] == "kernel lacks sch_fq_codel (qdisc fq_codel)"
+    assert expected["cubic-pfifo_100-10mbit-0ms"] is None
+    ok = sum(w is None for w in expected.values())
+    assert f"{ok} ok, 0 failed, {len(cells) - ok} skipped" in p.stdout
+
+
+def test_dry_run_touches_nothing(tmp_path):
+    before = netns_list()
+    p = run_fl("run", "demo", "--dry-run", "--results", str(tmp_path / "r"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("cli: timeout -k 15") == 12
+    assert "run tc qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 1032" in p.stdout
+    assert netns_list() == before and not (tmp_path / "r").exists()
+
+
+def test_fl_check_reports_tools_and_kernel():
+    p = run_fl("check")
+    assert p.returncode == 0, p.stdout + p.stderr
+    for word in ("flent", "netperf", "tcpdump", "ansible", "supported:", "usable:"):
+        assert word in p.stdout
