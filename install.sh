@@ -1,26 +1,33 @@
 #!/bin/sh
 # Install everything fl needs on Debian 12 (bookworm), then run the demo scenario.
 #
-#   sudo ./install.sh            # install, then ./fl check and ./fl run demo
-#   sudo ./install.sh --no-demo  # install only
+#   ./install.sh            # install, then ./fl check and ./fl run demo
+#   ./install.sh --no-demo  # install only
+#   ./install.sh --no-vm    # without the VM backend (qemu, a distribution kernel, virtme-ng)
 #
 # What it changes on the system:
 #   * adds /etc/apt/sources.list.d/fl-non-free.sources (Debian's non-free component,
 #     bookworm + bookworm-updates) if netperf is not installable otherwise: netperf
 #     is only packaged in non-free;
-#   * apt-get installs the tools listed in PACKAGES below;
-#   * creates the virtualenv .venv/ in this checkout (Python deps from pyproject.toml).
+#   * apt-get installs the tools listed in PACKAGES below, and for the VM backend
+#     VM_PACKAGES: QEMU and Debian's distribution kernel (linux-image-amd64, which has
+#     netem, fq_codel, cake, pie, red, sfq, fq ... as modules) to boot in a VM;
+#   * creates the virtualenv .venv/ in this checkout (Python deps from pyproject.toml,
+#     plus virtme-ng for the VM backend).
 set -eu
 
 PACKAGES="flent netperf irtt fping tcpdump xz-utils iproute2 nftables ethtool
           python3-venv python3-matplotlib rsync"
+VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static"
 NON_FREE=/etc/apt/sources.list.d/fl-non-free.sources
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEMO=yes
+VM=yes
 for arg in "$@"; do
     case $arg in
         --no-demo) DEMO=no ;;
-        *) echo "usage: $0 [--no-demo]" >&2; exit 2 ;;
+        --no-vm) VM=no ;;
+        *) echo "usage: $0 [--no-demo] [--no-vm]" >&2; exit 2 ;;
     esac
 done
 
@@ -43,6 +50,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
     apt-get update -q
 fi
+[ "$VM" = yes ] && PACKAGES="$PACKAGES $VM_PACKAGES"
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $PACKAGES
 
@@ -51,7 +59,9 @@ if [ ! -x "$HERE/.venv/bin/python" ]; then
     /usr/bin/python3 -m venv --system-site-packages "$HERE/.venv"
 fi
 "$HERE/.venv/bin/pip" install -q --upgrade pip
-"$HERE/.venv/bin/pip" install -q -e "$HERE[test]"
+EXTRAS=test
+[ "$VM" = yes ] && EXTRAS=test,vm
+"$HERE/.venv/bin/pip" install -q -e "$HERE[$EXTRAS]"
 
 "$HERE/fl" check
 if [ "$DEMO" = yes ]; then

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -30,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="print a scenario's cells, their count and estimated time")
     lst.add_argument("name", nargs="?", help="scenario in scenarios/ or a path; none lists scenarios")
     _common(lst)
+    _vm_options(lst)
     lst.set_defaults(func=cmd_list)
 
     run = sub.add_parser("run", help="run a scenario's cells (resumes: completed cells are kept)")
@@ -38,9 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="print what would be done, touch nothing")
     run.add_argument("--force", action="store_true", help="re-run cells that already completed")
     run.add_argument("--inventory", type=Path, default=REPO / "inventory.ini", help="Ansible inventory")
+    _vm_options(run)
     run.set_defaults(func=cmd_run)
 
     chk = sub.add_parser("check", help="tools, kernel qdiscs and congestion controls, privileges")
+    _vm_options(chk)
     chk.set_defaults(func=cmd_check)
 
     cln = sub.add_parser("clean", help="remove what a killed run left (only what fl created)")
@@ -55,12 +59,37 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", type=Path, default=REPO / "results", help=argparse.SUPPRESS)
 
 
+def _vm_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("VM backend (run inside a VM booted with another kernel)")
+    g.add_argument("--vm", nargs="?", const="auto", metavar="KERNEL",
+                   help="kernel image, or 'auto' (newest in /boot with modules); default: this kernel")
+    g.add_argument("--vm-accel", default="auto", choices=("auto", "kvm", "tcg"),
+                   help="kvm when usable, else tcg (default auto)")
+    g.add_argument("--vm-clock", default="auto", choices=("auto", "virtual", "real"),
+                   help="virtual: QEMU icount, deterministic and faithful, ~3x slower (default on tcg)")
+    g.add_argument("--vm-cpus", type=int, default=None, help="vCPUs (1 with the virtual clock)")
+    g.add_argument("--vm-memory", default="1G", help="guest memory (default 1G)")
+    g.add_argument("--vm-timeout", type=float, default=None, metavar="MINUTES",
+                   help="kill the VM after this long (default: from the cells' estimates)")
+    g.add_argument("--in-vm", default=None, help=argparse.SUPPRESS)  # set by fl for the guest
+
+
+def _vm(args: argparse.Namespace):
+    from .testbed.vm import vm_config
+    return vm_config(args.vm, args.vm_accel, args.vm_clock, args.vm_cpus, args.vm_memory)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .run.runner import RunOptions, run_scenario
     from .scenario import find_scenario
     opts = RunOptions(run=args.run, only=args.only, force=args.force, dry_run=args.dry_run,
-                      inventory=args.inventory, results=args.results)
-    return run_scenario(find_scenario(args.name), opts)
+                      inventory=args.inventory, results=args.results,
+                      backend=json.loads(args.in_vm) if args.in_vm else None)
+    path = find_scenario(args.name)
+    if args.vm:
+        from .run.in_vm import run_scenario_in_vm
+        return run_scenario_in_vm(path, opts, _vm(args), args.vm_timeout)
+    return run_scenario(path, opts)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -68,11 +97,19 @@ def cmd_list(args: argparse.Namespace) -> int:
     from .scenario import find_scenario
     if args.name is None:
         return list_all()
-    return list_cells(find_scenario(args.name), args.run, args.only, args.results)
+    path = find_scenario(args.name)
+    if args.vm:
+        from .run.in_vm import fl_in_vm
+        return fl_in_vm(_vm(args), ["list", str(path), "--run", args.run, "--results", str(args.results),
+                                    *[f"--only={p}" for p in args.only]])
+    return list_cells(path, args.run, args.only, args.results)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
+    if args.vm:
+        from .run.in_vm import fl_in_vm
+        return fl_in_vm(_vm(args), ["check"])
     return check()
 
 

@@ -38,7 +38,6 @@ class CellRecord(BaseModel):
     fl: dict[str, Any] = {}
     files: list[str] = []
     checks: dict[str, Any] = {}
-    timing: dict[str, float] = {}
 
     @property
     def duration(self) -> float | None:

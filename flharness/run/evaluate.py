@@ -31,7 +31,7 @@ class Verdict:
 def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, control_port: int) -> Verdict:
     v = Verdict()
     if not result.ok:
-        v.fail(f"collecting results failed: {result.reason()}")
+        v.fail(result.reason())
     exit_status = _flent_exit(cell_dir / "flent.log")
     v.checks["flent_exit"] = exit_status
     if exit_status != 0:

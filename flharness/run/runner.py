@@ -29,6 +29,7 @@ from .evaluate import Verdict, evaluate
 from .progress import Progress
 
 CELL_OVERHEAD = 12.0  # seconds of Ansible setup and collection per cell, for estimates
+VIRTUAL_CLOCK_DILATION = 20.0
 
 
 @dataclass
@@ -39,6 +40,7 @@ class RunOptions:
     dry_run: bool = False
     inventory: Path = REPO / "inventory.ini"
     results: Path = REPO / "results"
+    backend: dict | None = None  # set in a VM guest: what the host booted (kind vm, kernel, clock…)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,11 @@ class Context:
     provenance: dict
 
     @property
+    def dilation(self) -> float:
+        """Timeouts are stretched on QEMU's virtual clock (I/O waits skip guest time)."""
+        return VIRTUAL_CLOCK_DILATION if (self.opts.backend or {}).get("clock") == "virtual" else 1.0
+
+    @property
     def control_port(self) -> int:
         return int(self.inventory.hostvars["cli"]["fl_netperf_port"])
 
@@ -78,7 +85,7 @@ def select(cells: list[Cell], patterns: list[str]) -> list[Cell]:
 
 def prepare(path: Path, opts: RunOptions) -> tuple[Context, list[Planned]]:
     """Everything that can fail on bad input, before anything is configured."""
-    _check_run_name(opts.run)
+    check_run_name(opts.run)
     scenario = load_scenario(path)
     cells = select(expand(scenario, path), opts.only)
     inventory = load_inventory(opts.inventory)
@@ -93,7 +100,7 @@ def prepare(path: Path, opts: RunOptions) -> tuple[Context, list[Planned]]:
     return ctx, plan(cells, caps, store, opts.force)
 
 
-def _check_run_name(name: str) -> None:
+def check_run_name(name: str) -> None:
     try:
         check_name(name, "run name")
     except ValueError as e:
@@ -116,7 +123,8 @@ def run_scenario(path: Path, opts: RunOptions) -> int:
     ctx, planned = prepare(path, opts)
     to_run = [p.cell for p in planned if p.action == "run"]
     rv = run_vars(to_run, ctx.caps.feature("ifb") and ctx.caps.feature("u32_mirred"),
-                  ctx.caps.feature("nftables"))
+                  ctx.caps.feature("nftables"), dilation=ctx.dilation,
+                  emulated=(opts.backend or {}).get("accel") == "tcg")
     if opts.dry_run:
         from .dry_run import print_dry_run
         print_dry_run(ctx, planned, rv)
@@ -150,22 +158,12 @@ def _run_cells(ctx: Context, cells: list[Cell], rv: dict) -> list[CellRecord]:
 
 def _run_cell(ctx: Context, tb: Testbed, cell: Cell, progress: Progress) -> CellRecord:
     partial = ctx.store.new_partial(cell.name)
-    cv = cell_vars(cell, ctx.inventory, partial)
+    cv = cell_vars(cell, ctx.inventory, partial, ctx.dilation)
     rec = _base_record(ctx, cell)
     rec.started = time.time()
     progress.start(cell.name)
-    timing: dict[str, float] = {}
     try:
-        setup = _timed(timing, "setup", tb.setup_cell, cv)
-        if setup.ok:
-            result = _timed(timing, "run_and_collect", tb.run_cell, cv)
-            if not result.ok:
-                tb.abort_cell(cv)
-            verdict = evaluate(cell, partial, result, ctx.control_port)
-        else:
-            tb.abort_cell(cv)
-            verdict = Verdict()
-            verdict.fail(f"setup failed: {setup.reason()}")
+        verdict = evaluate(cell, partial, tb.run_cell(cv), ctx.control_port)
     except KeyboardInterrupt:
         rec.status, rec.reason, rec.ended = "interrupted", "interrupted (SIGINT/SIGTERM)", time.time()
         with _no_interrupts():
@@ -173,19 +171,10 @@ def _run_cell(ctx: Context, tb: Testbed, cell: Cell, progress: Progress) -> Cell
         progress.finish(cell.name, "stopped", rec.ended - rec.started)
         raise
     rec.status, rec.reason, rec.checks, rec.ended = verdict.status, verdict.reason, verdict.checks, time.time()
-    rec.timing = timing
     with _no_interrupts():
         ctx.store.commit(partial, rec)
     progress.finish(cell.name, rec.status, rec.ended - rec.started, _detail(cell, verdict))
     return rec
-
-
-def _timed(timing: dict[str, float], name: str, fn, *args):
-    t0 = time.monotonic()
-    try:
-        return fn(*args)
-    finally:
-        timing[name] = round(time.monotonic() - t0, 2)
 
 
 def _detail(cell: Cell, verdict: Verdict) -> str:
@@ -199,9 +188,15 @@ def _base_record(ctx: Context, cell: Cell, status: str = "ok", reason: str = "")
     return CellRecord(
         scenario=cell.scenario, cell=cell.name, config_hash=cell.config_hash, status=status,
         reason=reason, coordinates=cell.coordinates(), swept=list(cell.swept), config=cell.config,
-        backend={"kind": ctx.inventory.backend, "inventory": str(ctx.inventory.path),
-                 "testbed": ctx.provenance.get("testbed"), "clock": "real"},
+        backend=_backend(ctx),
         kernel=ctx.caps.kernel, tools=ctx.caps.tools, fl=ctx.provenance.get("fl", {}))
+
+
+def _backend(ctx: Context) -> dict:
+    """Where a cell ran: the testbed (namespaces or ssh hosts) and, in a guest, the VM."""
+    base = {"testbed": ctx.inventory.backend, "inventory": str(ctx.inventory.path),
+            "testbed_id": ctx.provenance.get("testbed")}
+    return {**base, **ctx.opts.backend} if ctx.opts.backend else {**base, "kind": "host", "clock": "real"}
 
 
 def _record_skip(ctx: Context, p: Planned) -> CellRecord:
@@ -220,7 +215,7 @@ def _save_scenario(ctx: Context) -> None:
 
 def _start_invocation(ctx: Context, planned: list[Planned]) -> dict:
     inv = {"started": time.time(), "scenario": ctx.store.root.name, "kernel": ctx.caps.kernel,
-           "backend": ctx.inventory.backend, "only": ctx.opts.only, "force": ctx.opts.force,
+           "backend": _backend(ctx), "only": ctx.opts.only, "force": ctx.opts.force,
            "planned": {a: sum(p.action == a for p in planned) for a in ("run", "skip", "done")},
            **ctx.provenance, "tools": ctx.caps.tools}
     _append_run_json(ctx, inv)

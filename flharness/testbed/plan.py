@@ -19,14 +19,21 @@ FLENT_DELAY = 5  # Flent's default lead-in and lead-out (-d), seconds
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
 
 
-def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None = None) -> dict[str, Any]:
-    """fl_run: what the testbed must provide for all cells of this run."""
+def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None = None,
+             dilation: float = 1.0, emulated: bool = False) -> dict[str, Any]:
+    """fl_run: what the testbed must provide for all cells of this run.
+
+    DILATION stretches timeouts measured in the testbed's clock: in a VM on QEMU's
+    virtual clock, waiting for I/O (the host filesystem) skips guest time forward.
+    EMULATED (a TCG VM): captures get xz -1, since xz -6 is slow on an emulated CPU."""
     keys: dict[str, set[str]] = {}
     for c in cells:
         for host, settings in c.sysctls.items():
             keys.setdefault(host, set()).update(settings)
     return {"ifb": ifb and any(c.max_rtt.seconds > 0 for c in cells), "nft": nft,
-            "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or []}
+            "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
+            "wait_timeout": int(15 * dilation), "dilation": dilation,
+            "xz_level": 1 if emulated else 6}
 
 
 def delay_plan(cell: Cell) -> dict[str, Any] | None:
@@ -48,7 +55,7 @@ def delay_plan(cell: Cell) -> dict[str, Any] | None:
             "default": classes.index(halves[0]), "limit": NETEM_LIMIT}
 
 
-def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str) -> list[str]:
+def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, dilation: float = 1.0) -> list[str]:
     """The Flent command for a cell; every coordinate also goes in as a test parameter."""
     params: dict[str, str] = {}
     ccs = [f.cc for f in cell.flows]
@@ -64,7 +71,7 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str) -> list[str]:
     params.update({f"fl_{axis}": p.label for axis, p in cell.coords.items()})
     note = json.dumps({"fl": {"scenario": cell.scenario, "cell": cell.name,
                               "config_hash": cell.config_hash, "coordinates": cell.coordinates()}})
-    limit = cell.length + 2 * FLENT_DELAY + TIMEOUT_MARGIN
+    limit = int(cell.length + 2 * FLENT_DELAY + TIMEOUT_MARGIN * dilation)
     argv = ["timeout", "-k", "15", str(limit), "flent", cell.test.name,
             "-H", inv.srv_ip, "-l", str(cell.length), "-s", f"{cell.step_size:g}",
             "--netperf-control-port", inv.hostvars["cli"]["fl_netperf_port"],
@@ -74,7 +81,7 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str) -> list[str]:
     return argv
 
 
-def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path) -> dict[str, Any]:
+def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, dilation: float = 1.0) -> dict[str, Any]:
     """fl_cell: everything the roles need for one cell (passed as Ansible extra vars)."""
     out_dir = cell_dir if inv.shared_fs else "."
     return {
@@ -84,7 +91,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path) -> dict[str, Any]:
                            "self_shaping": link.self_shaping}
                        for d, link in (("up", cell.up), ("down", cell.down))},
         "delay": delay_plan(cell),
-        "flent": flent_argv(cell, inv, out_dir),
+        "flent": flent_argv(cell, inv, out_dir, dilation),
     }
 
 

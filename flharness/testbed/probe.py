@@ -42,7 +42,7 @@ UNKNOWN_KIND = re.compile(r"kind is unknown|Unknown qdisc|qdisc not found|Unknow
                           r"not supported|Operation not supported", re.I)
 
 
-def sh(*argv: str, ns: str | None = None, timeout: float = 10) -> tuple[int, str]:
+def sh(*argv: str, ns: str | None = None, timeout: float = 300) -> tuple[int, str]:
     cmd = (["ip", "netns", "exec", ns] if ns else []) + list(argv)
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

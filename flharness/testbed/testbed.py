@@ -88,14 +88,9 @@ class Testbed:
         finally:
             signal.signal(signal.SIGINT, previous)
 
-    def setup_cell(self, cell: dict[str, Any]) -> PlaybookResult:
-        return self.playbook("cell_setup", cell)
-
     def run_cell(self, cell: dict[str, Any]) -> PlaybookResult:
-        return self.playbook("cell_run", cell)
-
-    def abort_cell(self, cell: dict[str, Any]) -> PlaybookResult:
-        return self.playbook("cell_abort", cell)
+        """Configure, run Flent, collect (playbooks/cell.yml)."""
+        return self.playbook("cell", cell)
 
 
 def stale_testbeds() -> list[dict[str, Any]]:
