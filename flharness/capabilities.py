@@ -1,7 +1,7 @@
 """What the kernel and tools can do (probed for real), and what each cell needs of them."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ class Capabilities:
     """A probe result: kernel release, tools, features, and verdicts for specific specs."""
 
     data: dict[str, Any]
-    qdisc_keys: dict[str, str] = field(default_factory=dict)  # spec → scenario key (errors)
 
     @property
     def kernel(self) -> str:
@@ -64,23 +63,23 @@ class Capabilities:
                     return f"kernel has no sysctl {key} ({host})"
         return None
 
-    def check_specs(self, path: Path) -> None:
+    def check_specs(self, cells: list[Cell], path: Path) -> None:
         """tc rejecting a qdisc's arguments is a scenario error, reported before any setup."""
-        for spec, verdict in self.data.get("qdiscs", {}).items():
-            if verdict.get("verdict") == "invalid":
-                raise ScenarioError(path, self.qdisc_keys.get(spec, "qdisc"),
-                                    f"tc rejects {spec!r}: {verdict.get('message')}")
+        for cell in cells:
+            for link in (cell.up, cell.down):
+                spec = " ".join(link.qdisc)
+                verdict = self.data.get("qdiscs", {}).get(spec, {})
+                if verdict.get("verdict") == "invalid":
+                    raise ScenarioError(path, cell.coords["qdisc"].key,
+                                        f"tc rejects {spec!r}: {verdict.get('message')}")
 
 
 def probe_for(cells: list[Cell]) -> Capabilities:
     """Probe this machine for everything the cells use (every distinct qdisc spec, CC, sysctl)."""
-    specs = {(link.qdisc, link.self_shaping): c.coords["qdisc"].key
-             for c in cells for link in (c.up, c.down)}
+    specs = {(link.qdisc, link.self_shaping) for c in cells for link in (c.up, c.down)}
     request = {
-        "qdiscs": [[list(q), s] for q, s in specs],
+        "qdiscs": [[list(q), s] for q, s in sorted(specs)],
         "ccs": sorted({f.cc for c in cells for f in c.flows}),
         "sysctls": sorted({k for c in cells for settings in c.sysctls.values() for k in settings}),
     }
-    caps = Capabilities(probe.probe(request))
-    caps.qdisc_keys = {" ".join(q): key for (q, _), key in specs.items()}
-    return caps
+    return Capabilities(probe.probe(request))

@@ -34,8 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     _vm_options(lst)
     lst.set_defaults(func=cmd_list)
 
-    run = sub.add_parser("run", help="run a scenario's cells (resumes: completed cells are kept)")
-    run.add_argument("name", help="scenario in scenarios/ or a path to a scenario file")
+    run = sub.add_parser("run", help="run scenarios' cells (resumes: completed cells are kept)")
+    run.add_argument("names", nargs="+", metavar="NAME",
+                     help="scenario in scenarios/ or a path to a scenario file (one or more)")
     _common(run)
     run.add_argument("--dry-run", action="store_true", help="print what would be done, touch nothing")
     run.add_argument("--force", action="store_true", help="re-run cells that already completed")
@@ -80,16 +81,16 @@ def _vm(args: argparse.Namespace):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .run.runner import RunOptions, run_scenario
+    from .run.runner import RunOptions, run_scenarios
     from .scenario import find_scenario
     opts = RunOptions(run=args.run, only=args.only, force=args.force, dry_run=args.dry_run,
                       inventory=args.inventory, results=args.results,
                       backend=json.loads(args.in_vm) if args.in_vm else None)
-    path = find_scenario(args.name)
+    paths = [find_scenario(name) for name in args.names]
     if args.vm:
-        from .run.in_vm import run_scenario_in_vm
-        return run_scenario_in_vm(path, opts, _vm(args), args.vm_timeout)
-    return run_scenario(path, opts)
+        from .run.in_vm import run_scenarios_in_vm
+        return run_scenarios_in_vm(paths, opts, _vm(args), args.vm_timeout)
+    return run_scenarios(paths, opts)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -8,7 +8,8 @@ from .capabilities import probe_for
 from .cells import expand
 from .errors import FlError
 from .results import ScenarioResults
-from .run.runner import CELL_OVERHEAD, estimate_total, select
+from .run.planning import estimate_total, select
+from .run.runner import CELL_OVERHEAD
 from .scenario import list_scenarios, load_scenario
 from .scenario.load import SCENARIO_DIR
 
@@ -19,7 +20,7 @@ def list_all() -> int:
         try:
             scenario = load_scenario(path)
             cells = expand(scenario, path)
-            print(f"{name:<28} {len(cells):>5} cells  ~{estimate_total(cells):>7}  {scenario.description}")
+            print(f"{name:<28} {len(cells):>5} cells  ~{estimate_total(cells, CELL_OVERHEAD):>7}  {scenario.description}")
         except FlError as e:
             print(f"{name:<28} invalid: {e}")
     return 0
@@ -41,7 +42,7 @@ def list_cells(path: Path, run: str, only: list[str], results: Path) -> int:
         print(f"{cell.name:<{width}}  {cell.config_hash}  {status:<7} {note}")
     kernel = f"kernel {caps.kernel}" if caps else "kernel support not probed (needs root)"
     print(f"\n{len(cells)} cells ({scenario.repetitions} repetition(s)); {len(pending)} to run on this "
-          f"{kernel}; estimated {estimate_total(pending)} (test length + 10 s Flent lead-in/out "
+          f"{kernel}; estimated {estimate_total(pending, CELL_OVERHEAD)} (test length + 10 s Flent lead-in/out "
           f"+ ~{CELL_OVERHEAD:.0f} s setup per cell)")
     return 0
 

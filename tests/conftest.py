@@ -38,3 +38,14 @@ def needs_root_tools() -> pytest.MarkDecorator:
     missing = [t for t in ("flent", "netperf", "tcpdump", "tc") if shutil.which(t) is None]
     return pytest.mark.skipif(os.geteuid() != 0 or bool(missing),
                               reason=f"needs root and {', '.join(missing) or 'tools'}")
+
+
+def needs_vm() -> pytest.MarkDecorator:
+    from flharness.errors import FlError
+    from flharness.testbed.vm import resolve_kernel, vng
+    try:
+        resolve_kernel("auto")
+        ok = shutil.which(vng()) is not None and os.geteuid() == 0
+    except FlError:
+        ok = False
+    return pytest.mark.skipif(not ok, reason="needs root, virtme-ng and a kernel in /boot (./install.sh)")

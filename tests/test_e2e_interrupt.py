@@ -60,7 +60,7 @@ def test_sigint_mid_cell_leaves_nothing_and_the_next_run_resumes(tmp_path):
     results = tmp_path / "results"
     before = netns_list()
     proc = start_run(results)
-    wait_for_line(proc, "[2/3] cubic-vs-reno")
+    wait_for_line(proc, "[2/3] three-short/cubic-vs-reno")
     time.sleep(12)  # well inside cell 2's Flent run
     proc.send_signal(signal.SIGINT)
     out = proc.communicate(timeout=180)[0]
@@ -84,7 +84,7 @@ def test_fl_clean_removes_what_a_killed_run_left(tmp_path):
     results = tmp_path / "results"
     before = netns_list()
     proc = start_run(results)
-    wait_for_line(proc, "[1/3] cubic-vs-cubic")
+    wait_for_line(proc, "[1/3] three-short/cubic-vs-cubic")
     time.sleep(10)
     proc.kill()  # SIGKILL: fl cannot clean up
     proc.wait()

@@ -1,0 +1,75 @@
+"""Which cells a run will run, skip (the kernel lacks something) or keep (done before)."""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..capabilities import Capabilities
+from ..cells import Cell, expand
+from ..errors import FlError
+from ..results import ScenarioResults
+from ..scenario import Scenario, load_scenario
+from ..scenario.values import check_name
+from ..units import human_duration
+
+
+@dataclass(frozen=True)
+class Planned:
+    cell: Cell
+    action: str  # 'run', 'skip' (kernel cannot), 'done' (completed earlier, same config)
+    reason: str = ""
+
+
+@dataclass
+class ScenarioPlan:
+    path: Path
+    name: str
+    store: ScenarioResults
+    planned: list[Planned]
+
+    def cells(self, action: str) -> list[Cell]:
+        return [p.cell for p in self.planned if p.action == action]
+
+
+def check_run_name(name: str) -> None:
+    try:
+        check_name(name, "run name")
+    except ValueError as e:
+        raise FlError(f"--run: {e}") from None
+
+
+def select(cells: list[Cell], patterns: list[str], require_match: bool = True) -> list[Cell]:
+    """--only: glob patterns (*, ?, [..]) or plain substrings of cell names."""
+    if not patterns:
+        return cells
+
+    def hit(p: str, name: str) -> bool:
+        return fnmatch.fnmatchcase(name, p) if any(ch in p for ch in "*?[") else p in name
+
+    chosen = [c for c in cells if any(hit(p, c.name) for p in patterns)]
+    if not chosen and require_match:
+        raise FlError(f"--only {' '.join(patterns)}: no cell matches (cells look like {cells[0].name})")
+    return chosen
+
+
+def load_selected(path: Path, only: list[str], require_match: bool = True) -> tuple[Scenario, list[Cell]]:
+    scenario = load_scenario(path)
+    return scenario, select(expand(scenario, path), only, require_match)
+
+
+def plan(cells: list[Cell], caps: Capabilities, store: ScenarioResults, force: bool) -> list[Planned]:
+    out = []
+    for cell in cells:
+        if not force and store.is_done(cell.name, cell.config_hash):
+            out.append(Planned(cell, "done", "completed earlier with the same configuration"))
+        elif (why := caps.unsupported(cell)) is not None:
+            out.append(Planned(cell, "skip", why))
+        else:
+            out.append(Planned(cell, "run"))
+    return out
+
+
+def estimate_total(cells: list[Cell], overhead: float) -> str:
+    from ..testbed.plan import estimated_seconds
+    return human_duration(sum(estimated_seconds(c, overhead) for c in cells))

@@ -1,0 +1,151 @@
+"""The VM backend for real: a distribution kernel booted with virtme-ng, virtual time.
+
+One `fl run --vm` of the acceptance matrix (netem RTTs 20/80 ms × fq_codel/cake/FIFO ×
+two CC pairs at 10 Mbit/s) plus a repeat of one cell, interrupted during its second
+cell and then resumed. Checks: no qemu survives the interrupt, completed cells are
+kept, the rest runs; base RTT within ±1 ms of the declared RTT, goodput ≥ 93 %, FIFO
+queueing delay as the buffer implies (±15 %), fq_codel keeps ping within 10 ms of the
+base RTT, and the repeated cell's throughput within 1 % (determinism).
+Selected with `pytest -m vm` (about 25 minutes); not part of the default suite.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import FL, REPO, needs_vm, run_fl
+from test_e2e_interrupt import wait_for_line
+
+pytestmark = [pytest.mark.vm, needs_vm()]
+SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml") for n in ("vm-aqm", "vm-det")]
+RATE = 10e6
+LEAD_IN = 5.0  # Flent's -d: ping runs alone before the flows start
+
+
+def qemus(results: Path) -> list[str]:
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "qemu-system" in cmd and str(results) in cmd:
+            found.append(d.name)
+    return found
+
+
+def statuses(results: Path) -> dict[str, str]:
+    out = {}
+    for cell_json in results.glob("default/*/*/cell.json"):
+        out[f"{cell_json.parent.parent.name}/{cell_json.parent.name}"] = json.loads(cell_json.read_text())["status"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def vm(tmp_path_factory):
+    results = tmp_path_factory.mktemp("vm-results")
+    argv = [sys.executable, str(FL), "run", *SCENARIOS, "--vm", "--results", str(results)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for_line(proc, " 2/13] ", timeout=900)
+    time.sleep(20)  # inside the second cell
+    proc.send_signal(signal.SIGINT)
+    killed_out = proc.communicate(timeout=120)[0]
+    time.sleep(2)
+    killed = {"rc": proc.returncode, "qemus": qemus(results), "statuses": statuses(results),
+              "out": killed_out}
+    resumed = run_fl("run", *SCENARIOS, "--vm", "--results", str(results), timeout=3600)
+    return {"killed": killed, "resumed": resumed, "root": results / "default"}
+
+
+def cells(vm, scenario: str) -> dict[str, tuple[dict, dict]]:
+    out = {}
+    for d in sorted((vm["root"] / scenario).iterdir()):
+        if d.is_dir() and not d.name.startswith("."):
+            rec = json.loads((d / "cell.json").read_text())
+            data = json.load(gzip.open(d / f"{d.name}.flent.gz", "rt"))
+            out[d.name] = (rec, data)
+    return out
+
+
+def ping(data: dict, after: float = 0, before: float = 1e9) -> list[float]:
+    return [p for t, p in zip(data["x_values"], data["results"]["Ping (ms) ICMP"])
+            if p is not None and after <= t < before]
+
+
+def goodput(data: dict) -> float:
+    meta = data["metadata"]["SERIES_META"]
+    return sum(meta[f"TCP upload::{i}"]["MEAN_VALUE"] for i in (1, 2)) * 1e6
+
+
+def test_an_interrupted_vm_run_leaves_no_qemu_and_keeps_completed_cells(vm):
+    k = vm["killed"]
+    assert k["rc"] == 130, k["out"]
+    assert k["qemus"] == []
+    assert list(k["statuses"].values()).count("ok") == 1, k["statuses"]
+
+
+def test_the_next_run_resumes_and_every_cell_is_ok(vm):
+    r = vm["resumed"]
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "already done" in r.stdout
+    aqm, det = cells(vm, "vm-aqm"), cells(vm, "vm-det")
+    assert len(aqm) == 12 and len(det) == 1
+    for rec, _ in [*aqm.values(), *det.values()]:
+        assert rec["status"] == "ok", (rec["cell"], rec["reason"])
+        b = rec["backend"]
+        assert (b["kind"], b["clock"], b["accel"]) == ("vm", "virtual", "tcg")
+        assert rec["kernel"] == b["release"]
+
+
+def test_base_rtt_is_the_declared_rtt(vm):
+    for name, (rec, data) in cells(vm, "vm-aqm").items():
+        declared = rec["coordinates"]["rtt"]["value"][0]["ms"]
+        base = statistics.median(ping(data, before=LEAD_IN - 0.5))
+        assert abs(base - declared) <= 1.0, (name, base, declared)
+
+
+def test_goodput_is_at_least_93_percent(vm):
+    for name, (_, data) in cells(vm, "vm-aqm").items():
+        assert goodput(data) >= 0.93 * RATE, (name, goodput(data))
+
+
+def test_fifo_queueing_delay_is_what_the_buffer_implies(vm):
+    for name, (rec, data) in cells(vm, "vm-aqm").items():
+        if "pfifo" not in name:
+            continue
+        limit = int(rec["config"]["bottleneck"]["up"]["qdisc"].split()[-1])
+        theory = limit * 1514 * 8 / RATE * 1e3  # ms to drain a full FIFO
+        base = statistics.median(ping(data, before=LEAD_IN - 0.5))
+        loaded = sorted(ping(data, after=LEAD_IN + 2, before=LEAD_IN + rec["config"]["length"]))
+        peak = loaded[int(0.99 * (len(loaded) - 1))] - base
+        assert abs(peak - theory) <= 0.15 * theory, (name, peak, theory)
+
+
+def test_fq_codel_keeps_ping_near_the_base_rtt(vm):
+    for name, (rec, data) in cells(vm, "vm-aqm").items():
+        if "fq_codel" not in name:
+            continue
+        base = statistics.median(ping(data, before=LEAD_IN - 0.5))
+        loaded = statistics.median(ping(data, after=LEAD_IN + 2, before=LEAD_IN + rec["config"]["length"]))
+        assert loaded - base <= 10, (name, loaded, base)
+
+
+def test_the_same_cell_twice_gives_the_same_throughput(vm):
+    (rec_a, a), = cells(vm, "vm-det").values()
+    rec_b, b = cells(vm, "vm-aqm")[rec_a["cell"]]
+    assert rec_a["config_hash"] == rec_b["config_hash"]
+    assert abs(goodput(a) - goodput(b)) <= 0.01 * goodput(b), (goodput(a), goodput(b))
+
+
+def test_fl_check_in_the_vm_reports_its_kernel():
+    p = run_fl("check", "--vm", timeout=900)
+    assert "kernel 6." in p.stdout or "kernel " in p.stdout
+    assert "netem" in p.stdout.split("supported:")[1].split("\n")[0], p.stdout
