@@ -1,14 +1,18 @@
 """What the kernel and tools can do (probed for real), and what each cell needs of them."""
 from __future__ import annotations
 
+import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .cells import Cell
-from .errors import ScenarioError
+from .errors import FlError, ScenarioError
 from .qdisc import kernel_module
 from .testbed import probe
+from .testbed.ansible import run_playbook
+from .testbed.inventory import Inventory
 
 #: Tools fl cannot run a cell without, and what each is for.
 REQUIRED_TOOLS = {
@@ -74,12 +78,42 @@ class Capabilities:
                                         f"tc rejects {spec!r}: {verdict.get('message')}")
 
 
-def probe_for(cells: list[Cell]) -> Capabilities:
-    """Probe this machine for everything the cells use (every distinct qdisc spec, CC, sysctl)."""
+def probe_for(cells: list[Cell], inventory: Inventory | None = None) -> Capabilities:
+    """Probe for everything the cells use (every distinct qdisc spec, CC, sysctl): this
+    machine for the namespace backend, else each testbed host (through Ansible)."""
     specs = {(link.qdisc, link.self_shaping) for c in cells for link in (c.up, c.down)}
     request = {
         "qdiscs": [[list(q), s] for q, s in sorted(specs)],
         "ccs": sorted({f.cc for c in cells for f in c.flows}),
         "sysctls": sorted({k for c in cells for settings in c.sysctls.values() for k in settings}),
     }
-    return Capabilities(probe.probe(request))
+    if inventory is None or inventory.backend == "netns":
+        return Capabilities(probe.probe(request))
+    return Capabilities(merge_hosts(probe_hosts(inventory, request)))
+
+
+def probe_hosts(inventory: Inventory, request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="fl-probe-") as tmp:
+        result = run_playbook("probe", inventory.path, {
+            "fl_probe_script": probe.__file__, "fl_probe_request": request, "fl_probe_dir": tmp},
+            Path(tmp) / "ansible.log")
+        if not result.ok:
+            raise FlError(f"probing the testbed hosts failed: {result.reason()}")
+        return {h: json.loads((Path(tmp) / f"{h}.json").read_text()) for h in ("cli", "mid", "srv")}
+
+
+def merge_hosts(per_host: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One view of a testbed of separate hosts: the middlebox's qdiscs and features, a CC
+    only if both endpoints have it, a sysctl or tool only if every host has it."""
+    mid = per_host["mid"]
+    ends = [per_host["cli"], per_host["srv"]]
+    hosts = list(per_host.values())
+    merged = dict(mid)
+    merged["ccs"] = {c: all(e.get("ccs", {}).get(c) for e in ends) for c in mid.get("ccs", {})}
+    merged["sysctls"] = {k: all(h.get("sysctls", {}).get(k) for h in hosts) for k in mid.get("sysctls", {})}
+    merged["tools"] = {t: v if all(h.get("tools", {}).get(t) for h in hosts) else None
+                       for t, v in per_host["cli"].get("tools", {}).items()}
+    merged["root"] = all(h.get("root") for h in hosts)
+    merged["error"] = next((f"{n}: {h['error']}" for n, h in per_host.items() if h.get("error")), None)
+    merged["hosts"] = {n: {"kernel": h.get("kernel"), "tools": h.get("tools")} for n, h in per_host.items()}
+    return merged

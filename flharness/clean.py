@@ -9,7 +9,7 @@ from .errors import FlError
 from .testbed import netns
 from .testbed.inventory import load_inventory
 from .testbed.plan import run_vars
-from .testbed.testbed import STATE_DIR, Testbed, stale_testbeds
+from .testbed.testbed import STATE_DIR, STATE_ROOT, Testbed, stale_testbeds
 
 
 def stop_orphan_playbook(pid: int | None) -> None:
@@ -51,6 +51,9 @@ def clean() -> int:
             print(f"removing namespace {ns}")
             netns.remove(ns)
             removed += 1
+    for scratch in STATE_ROOT.glob("fl-*"):  # empty scratch roots of earlier testbeds
+        if scratch.is_dir() and scratch.name not in live_ids and not any(scratch.iterdir()):
+            scratch.rmdir()
     in_use = sorted(live_ids)
     if in_use:
         print(f"left alone (their fl process is still running): {', '.join(in_use)}")

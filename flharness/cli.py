@@ -40,7 +40,6 @@ def _parser() -> argparse.ArgumentParser:
     _common(run)
     run.add_argument("--dry-run", action="store_true", help="print what would be done, touch nothing")
     run.add_argument("--force", action="store_true", help="re-run cells that already completed")
-    run.add_argument("--inventory", type=Path, default=REPO / "inventory.ini", help="Ansible inventory")
     _vm_options(run)
     run.set_defaults(func=cmd_run)
 
@@ -64,20 +63,33 @@ def _vm_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("VM backend (run inside a VM booted with another kernel)")
     g.add_argument("--vm", nargs="?", const="auto", metavar="KERNEL",
                    help="kernel image, or 'auto' (newest in /boot with modules); default: this kernel")
-    g.add_argument("--vm-accel", default="auto", choices=("auto", "kvm", "tcg"),
+    g.add_argument("--vm-accel", choices=("auto", "kvm", "tcg"),
                    help="kvm when usable, else tcg (default auto)")
-    g.add_argument("--vm-clock", default="auto", choices=("auto", "virtual", "real"),
+    g.add_argument("--vm-clock", choices=("auto", "virtual", "real"),
                    help="virtual: QEMU icount, deterministic and faithful, ~3x slower (default on tcg)")
     g.add_argument("--vm-cpus", type=int, default=None, help="vCPUs (1 with the virtual clock)")
-    g.add_argument("--vm-memory", default="1G", help="guest memory (default 1G)")
+    g.add_argument("--vm-memory", help="guest memory (default 1G)")
     g.add_argument("--vm-timeout", type=float, default=None, metavar="MINUTES",
                    help="kill the VM after this long (default: from the cells' estimates)")
     g.add_argument("--in-vm", default=None, help=argparse.SUPPRESS)  # set by fl for the guest
+    p.add_argument("--inventory", type=Path, default=REPO / "inventory.ini",
+                   help="Ansible inventory of the testbed (and its fl_vm_* settings)")
 
 
 def _vm(args: argparse.Namespace):
+    """The VM to use: --vm options, else fl_vm_* settings of the inventory; None for none
+    (or when this fl already runs inside the VM)."""
+    from .testbed.inventory import vm_settings
     from .testbed.vm import vm_config
-    return vm_config(args.vm, args.vm_accel, args.vm_clock, args.vm_cpus, args.vm_memory)
+    if args.in_vm:
+        return None
+    inv = vm_settings(args.inventory)
+    kernel = args.vm or inv.get("kernel")
+    if not kernel:
+        return None
+    cpus = args.vm_cpus or (int(inv["cpus"]) if inv.get("cpus", "").isdigit() else None)
+    return vm_config(kernel, args.vm_accel or inv.get("accel", "auto"), args.vm_clock or inv.get("clock", "auto"),
+                     cpus, args.vm_memory or inv.get("memory", "1G"))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -87,9 +99,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                       inventory=args.inventory, results=args.results,
                       backend=json.loads(args.in_vm) if args.in_vm else None)
     paths = [find_scenario(name) for name in args.names]
-    if args.vm:
+    if (vm := _vm(args)) is not None:
         from .run.in_vm import run_scenarios_in_vm
-        return run_scenarios_in_vm(paths, opts, _vm(args), args.vm_timeout)
+        return run_scenarios_in_vm(paths, opts, vm, args.vm_timeout)
     return run_scenarios(paths, opts)
 
 
@@ -99,18 +111,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.name is None:
         return list_all()
     path = find_scenario(args.name)
-    if args.vm:
+    if (vm := _vm(args)) is not None:
         from .run.in_vm import fl_in_vm
-        return fl_in_vm(_vm(args), ["list", str(path), "--run", args.run, "--results", str(args.results),
-                                    *[f"--only={p}" for p in args.only]])
+        return fl_in_vm(vm, ["list", str(path), "--run", args.run, "--results", str(args.results),
+                             *[f"--only={p}" for p in args.only]])
     return list_cells(path, args.run, args.only, args.results)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
-    if args.vm:
+    if (vm := _vm(args)) is not None:
         from .run.in_vm import fl_in_vm
-        return fl_in_vm(_vm(args), ["check"])
+        return fl_in_vm(vm, ["check"])
     return check()
 
 

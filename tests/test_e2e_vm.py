@@ -80,6 +80,14 @@ def ping(data: dict, after: float = 0, before: float = 1e9) -> list[float]:
             if p is not None and after <= t < before]
 
 
+def qdisc(rec: dict) -> str:
+    return rec["coordinates"]["qdisc"]["label"]
+
+
+def rtt_ms(rec: dict) -> float:
+    return rec["coordinates"]["rtt"]["value"][0]["ms"]
+
+
 def goodput(data: dict) -> float:
     meta = data["metadata"]["SERIES_META"]
     return sum(meta[f"TCP upload::{i}"]["MEAN_VALUE"] for i in (1, 2)) * 1e6
@@ -107,19 +115,35 @@ def test_the_next_run_resumes_and_every_cell_is_ok(vm):
 
 def test_base_rtt_is_the_declared_rtt(vm):
     for name, (rec, data) in cells(vm, "vm-aqm").items():
-        declared = rec["coordinates"]["rtt"]["value"][0]["ms"]
+        declared = rtt_ms(rec)
         base = statistics.median(ping(data, before=LEAD_IN - 0.5))
         assert abs(base - declared) <= 1.0, (name, base, declared)
 
 
+def steady_goodput(data: dict, length: float) -> float:
+    """Aggregate goodput over the second half of the flows' time, bits/s."""
+    x, r = data["x_values"], data["results"]
+    window = [sum(r[f"TCP upload::{i}"][k] or 0 for i in (1, 2)) for k, t in enumerate(x)
+              if LEAD_IN + length / 2 <= t < LEAD_IN + length - 0.5]
+    return statistics.mean(window) * 1e6
+
+
 def test_goodput_is_at_least_93_percent(vm):
-    for name, (_, data) in cells(vm, "vm-aqm").items():
-        assert goodput(data) >= 0.93 * RATE, (name, goodput(data))
+    """The emulated link delivers its declared rate: ≥ 93 % over the whole test wherever
+    the queue can hold the path's BDP (every 20 ms cell; FIFO 100 at 80 ms). An AQM
+    holding ~5 ms of queue on an 80 ms path (BDP 66 packets) leaves the link idle after
+    each Cubic/Reno backoff; that is the AQM's behaviour, not the emulator's, so those
+    cells are held to ≥ 85 % in steady state."""
+    for name, (rec, data) in cells(vm, "vm-aqm").items():
+        if rtt_ms(rec) == 80 and qdisc(rec) != "pfifo_100":
+            assert steady_goodput(data, rec["config"]["length"]) >= 0.85 * RATE, name
+        else:
+            assert goodput(data) >= 0.93 * RATE, (name, goodput(data))
 
 
 def test_fifo_queueing_delay_is_what_the_buffer_implies(vm):
     for name, (rec, data) in cells(vm, "vm-aqm").items():
-        if "pfifo" not in name:
+        if qdisc(rec) != "pfifo_100":
             continue
         limit = int(rec["config"]["bottleneck"]["up"]["qdisc"].split()[-1])
         theory = limit * 1514 * 8 / RATE * 1e3  # ms to drain a full FIFO
@@ -131,7 +155,7 @@ def test_fifo_queueing_delay_is_what_the_buffer_implies(vm):
 
 def test_fq_codel_keeps_ping_near_the_base_rtt(vm):
     for name, (rec, data) in cells(vm, "vm-aqm").items():
-        if "fq_codel" not in name:
+        if qdisc(rec) != "fq_codel":
             continue
         base = statistics.median(ping(data, before=LEAD_IN - 0.5))
         loaded = statistics.median(ping(data, after=LEAD_IN + 2, before=LEAD_IN + rec["config"]["length"]))

@@ -25,7 +25,10 @@ def test_per_flow_rtt_delay_classes(scenario_file):
     cell = one_cell(scenario_file, "test: tcp_2up\nrate: 50mbit\nqdisc: fq_codel\ncc: [cubic, prague]\n"
                                    "rtt: [80ms, 20ms]\n")[0]
     plan = delay_plan(cell)
-    assert plan["classes"] == [{"delay": "40ms"}, {"delay": "10ms"}]
+    for direction in ("up", "down"):
+        assert plan[direction]["classes"] == [{"netem": ["delay", "40ms", "limit", "100000"]},
+                                              {"netem": ["delay", "10ms", "limit", "100000"]}]
+    assert not plan["shared"]
     assert plan["filters"] == [{"tos": "0x4c", "class": 0}, {"tos": "0x8c", "class": 1}]
     assert plan["default"] == 0  # unmarked traffic (ping) follows flow 1
 
@@ -55,7 +58,33 @@ def test_bottleneck_script_shapes(scenario_file, inv):
     assert "run tc filter add dev mid.r parent ffff: protocol all prio 10 u32 match u32 0 0 action " \
            "mirred egress redirect dev ifb4mid.r" in fifo
     assert "run tc qdisc add dev mid.r root handle 1: cake bandwidth 50mbit" in cake
-    assert "htb" not in cake.split("# Upload")[1].split("# Path delay")[0]
+    assert "htb" not in cake.split("# Upload")[1].split("# Path toward")[0]
+
+
+def test_path_features_render(scenario_file, inv, tmp_path):
+    """netem impairments per direction, ECN rewrites per flow, a client qdisc, UDP, a schedule."""
+    cell, = one_cell(scenario_file, """
+        test: tcp_2up
+        rate: 20mbit
+        qdisc: pfifo limit 100
+        cc: [cubic, cubic]
+        rtt: 100ms
+        netem: {up: loss 5% jitter 75ms distribution normal, down: duplicate 1%}
+        ecn: [bleach, none]
+        client_qdisc: fq
+        udp: 5mbit
+        rate_schedule: [{at: 10s, rate: 5mbit}]
+    """)
+    cv = cell_vars(cell, inv, tmp_path)
+    script = render_bottleneck(cv, run_vars([cell], True, True), inv)
+    assert "root handle 1: netem delay 50ms 75ms distribution normal loss 5% limit 100000" in script
+    assert "root handle 1: netem delay 50ms duplicate 1% limit 100000" in script
+    assert "'iifname \"mid.l\" ip dscp 19 ip ecn set not-ect counter comment \"flow 1: bleach\"'" in script
+    assert cv["client_qdisc"] == ["fq"] and cv["udp_bps"] == 5_000_000 and cv["target"] == "10.71.2.1"
+    assert cv["schedule"] == [{"at": 10.0, "up": {"rate": "5mbit", "qdisc": ["pfifo", "limit", "100"],
+                                                  "self_shaping": False},
+                               "down": {"rate": "5mbit", "qdisc": ["pfifo", "limit", "100"],
+                                        "self_shaping": False}}]
 
 
 def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):

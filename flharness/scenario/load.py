@@ -45,7 +45,10 @@ def load_scenario(path: Path) -> Scenario:
         scenario = Scenario.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        raise ScenarioError(path, _key_path(err["loc"]), _message(err)) from None
+        loc = tuple(err["loc"])
+        if loc[:1] == ("matrix",) and len(loc) > 1 and loc[1] == 0 and not isinstance(data.get("matrix"), list):
+            loc = loc[:1] + loc[2:]  # one matrix, written as a mapping
+        raise ScenarioError(path, _key_path(loc), _message({**err, "loc": loc})) from None
     if (problem := scenario.check_axes()) is not None:
         raise ScenarioError(path, *problem)
     return scenario
@@ -141,8 +144,8 @@ def _key_path(loc: tuple[Any, ...]) -> str:
 
 def _message(err: dict[str, Any]) -> str:
     if err["type"] == "extra_forbidden":
-        model = Matrix if tuple(err["loc"][:-1]) == ("matrix",) else Scenario
-        allowed = ", ".join(model.model_fields)
+        model = Matrix if err["loc"][:1] == ("matrix",) else Scenario
+        allowed = ", ".join(f for f in model.model_fields if f != "matrix_is_list")
         return f"unknown key {err['loc'][-1]!r} (allowed here: {allowed})"
     msg = str(err["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):

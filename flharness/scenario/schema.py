@@ -1,111 +1,126 @@
 """The scenario file schema: one pydantic model defines every key and every axis.
 
 A setting written at the top level has one value; the same setting under ``matrix:``
-lists the values to sweep. Cells are the cross product of the matrix, pruned by
-``include``/``exclude`` rules, times ``repetitions``.
+lists the values to sweep. ``matrix`` may also be a list of such mappings: the cells
+are then the union of their cross products (e.g. one file for several experiments).
+Cells are pruned by ``include``/``exclude`` rules and repeated ``repetitions`` times.
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator,
+                      model_validator)
 
-from .values import Point, check_name, check_vars, parse_point
+from .values import AXIS_PARSERS, Point, check_name, check_vars, parse_point
 
-#: Axes in the order they appear in cell names; 'rtt' and 'length' have defaults.
-AXES = ("cc", "qdisc", "rate", "rtt", "test", "flows", "length", "sysctls")
+#: Every axis, in the order they appear in cell names (from the parsers' registry).
+AXES = ("cc", "qdisc", "rate", "rtt", *[a for a in AXIS_PARSERS if a not in ("cc", "qdisc", "rate", "rtt")])
 NAMED_AXES = ("cc", "qdisc", "rate", "rtt")  # always part of a cell name
 REQUIRED_AXES = ("test", "rate", "qdisc", "cc")
-DEFAULTS: dict[str, Any] = {"rtt": "0ms", "length": 60}
+DEFAULTS: dict[str, Any] = {"rtt": "0ms", "length": 60, "start": "0s", "ecn": "none",
+                            "client_qdisc": "none", "udp": "none", "tunnel": "none", "replay_window": 32}
 
 
 def _point(axis: str) -> Any:
     return Annotated[Point, BeforeValidator(lambda raw: parse_point(axis, raw, ""))]
 
 
-def _axis_list(axis: str) -> Any:
-    return Annotated[list[_point(axis)] | None, Field(default=None, min_length=1)]
-
-
 _STRICT = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
 
 
-class Matrix(BaseModel):
-    """Axes to sweep: each key lists the values one cell coordinate takes."""
+def _no_duplicates(cls: type, points: list[Point] | None) -> list[Point] | None:
+    seen: dict[str, int] = {}
+    for i, p in enumerate(points or []):
+        for key in {repr(p.value), p.slug}:
+            if key in seen:
+                raise ValueError(f"value {p.raw!r} (item {i}) repeats item {seen[key]}")
+            seen[key] = i
+    return points
 
+
+class _MatrixBase(BaseModel):
     model_config = _STRICT
-    cc: _axis_list("cc")
-    qdisc: _axis_list("qdisc")
-    rate: _axis_list("rate")
-    rtt: _axis_list("rtt")
-    test: _axis_list("test")
-    flows: _axis_list("flows")
-    length: _axis_list("length")
-    sysctls: _axis_list("sysctls")
-
-    @field_validator(*AXES)
-    @classmethod
-    def _no_duplicates(cls, points: list[Point] | None) -> list[Point] | None:
-        seen: dict[str, int] = {}
-        for i, p in enumerate(points or []):
-            for key in {repr(p.value), p.slug}:
-                if key in seen:
-                    raise ValueError(f"value {p.raw!r} (item {i}) repeats item {seen[key]}")
-                seen[key] = i
-        return points
-
-    @model_validator(mode="after")
-    def _not_empty(self) -> "Matrix":
-        if not self.declared():
-            raise ValueError("the matrix is empty: list at least one axis, e.g. rate: [10mbit, 50mbit]")
-        return self
 
     def declared(self) -> list[str]:
         return [a for a in AXES if getattr(self, a) is not None]
 
 
-class Scenario(BaseModel):
+#: Axes to sweep: each key lists the values one cell coordinate takes.
+Matrix = create_model(
+    "Matrix", __base__=_MatrixBase,
+    __validators__={"no_duplicates": field_validator(*AXES)(_no_duplicates)},
+    **{a: (Annotated[list[_point(a)] | None, Field(min_length=1)], None) for a in AXES})
+
+#: Every axis as a top-level key with one value.
+_Axes = create_model("_Axes", __config__=_STRICT, **{a: (_point(a) | None, None) for a in AXES})
+
+
+def _matrices(raw: Any) -> Any:
+    """One matrix is a list of one; an empty matrix is an error."""
+    items = raw if isinstance(raw, list) else [raw]
+    if not items or any(isinstance(m, dict) and not m for m in items):
+        raise ValueError("the matrix is empty: list at least one axis, e.g. rate: [10mbit, 50mbit]")
+    return items
+
+
+class Scenario(_Axes):
     """A scenario file after ``extends`` are merged."""
 
-    model_config = _STRICT
     name: Annotated[str | None, BeforeValidator(lambda v: v if v is None else check_name(v, "name"))] = None
     description: str = ""
     extends: list[str] = []
-    test: _point("test") | None = None
-    rate: _point("rate") | None = None
-    rtt: _point("rtt") | None = None
-    qdisc: _point("qdisc") | None = None
-    cc: _point("cc") | None = None
-    flows: _point("flows") | None = None
-    length: _point("length") | None = None
-    sysctls: _point("sysctls") | None = None
     step_size: float = Field(0.05, ge=0.01, le=10)
     repetitions: int = Field(1, ge=1, le=1000)
     qdiscs: dict[Annotated[str, BeforeValidator(check_name)], _point("qdisc")] = {}
     vars: Annotated[dict[str, Any], BeforeValidator(check_vars)] = {}
-    matrix: Matrix | None = None
+    matrix: Annotated[list[Matrix] | None, BeforeValidator(_matrices)] = None
+    matrix_is_list: bool = False  # set by fl: the file wrote a list of matrices
     include: list[dict[str, Any]] = []
     exclude: list[dict[str, Any]] = []
 
+    @model_validator(mode="before")
+    @classmethod
+    def _note_matrix_form(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            if "matrix_is_list" in data:
+                raise ValueError("unknown key 'matrix_is_list'")
+            data = {**data, "matrix_is_list": isinstance(data.get("matrix"), list)}
+        return data
+
+    def matrices(self) -> list[Any]:
+        return self.matrix or []
+
+    def swept_axes(self) -> list[str]:
+        """Axes swept in any sub-matrix, in name order."""
+        swept = {a for m in self.matrices() for a in m.declared()}
+        return [a for a in AXES if a in swept]
+
     def check_axes(self) -> tuple[str, str] | None:
         """(key, problem) if an axis is set twice or a required one is missing."""
-        swept = self.swept_axes()
-        for axis in AXES:
-            if axis in swept and getattr(self, axis) is not None:
-                return axis, "set both here and under matrix: keep one"
-        for axis in REQUIRED_AXES:
-            if axis not in swept and getattr(self, axis) is None:
-                return axis, f"missing: give '{axis}:' or list values under 'matrix.{axis}:'"
+        for i, m in enumerate(self.matrices() or [None]):
+            declared = m.declared() if m else []
+            where = f"matrix[{i}]" if self.matrix_is_list else "matrix"
+            for axis in AXES:
+                if axis in declared and getattr(self, axis) is not None:
+                    return axis, f"set both here and under {where}: keep one"
+            for axis in REQUIRED_AXES:
+                if axis not in declared and getattr(self, axis) is None:
+                    return axis, f"missing: give '{axis}:' or list values under '{where}.{axis}:'"
         return None
 
-    def axes(self) -> dict[str, list[Point]]:
-        """Every axis with its values (one value for fixed settings), key paths filled in."""
+    def axes_list(self) -> list[dict[str, list[Point]]]:
+        """Per sub-matrix, every axis with its values (one value for fixed settings)."""
+        return [self._axes(m, f"matrix[{i}]" if self.matrix_is_list else "matrix")
+                for i, m in enumerate(self.matrices() or [None])]
+
+    def _axes(self, matrix: Any, where: str) -> dict[str, list[Point]]:
         out: dict[str, list[Point]] = {}
         for axis in AXES:
-            swept = getattr(self.matrix, axis) if self.matrix else None
+            swept = getattr(matrix, axis) if matrix is not None else None
             if swept is not None:
-                out[axis] = [dataclasses.replace(p, key=f"matrix.{axis}[{i}]") for i, p in enumerate(swept)]
+                out[axis] = [dataclasses.replace(p, key=f"{where}.{axis}[{i}]") for i, p in enumerate(swept)]
             elif (fixed := getattr(self, axis)) is not None:
                 out[axis] = [dataclasses.replace(fixed, key=axis)]
             elif axis in DEFAULTS:
@@ -124,6 +139,3 @@ class Scenario(BaseModel):
             resolved.append(p)
         axes["qdisc"] = resolved
         return axes
-
-    def swept_axes(self) -> list[str]:
-        return self.matrix.declared() if self.matrix else []

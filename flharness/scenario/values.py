@@ -193,10 +193,19 @@ def check_vars(raw: Any) -> dict[str, Any]:
 
 Parser = Callable[[Any], tuple[Any, str]]
 
-AXIS_PARSERS: dict[str, Parser] = {
-    "test": parse_test, "rate": parse_rate, "rtt": parse_rtt, "qdisc": parse_qdisc,
-    "cc": parse_cc, "length": parse_length, "flows": parse_flows, "sysctls": parse_sysctls,
-}
+def _axis_parsers() -> dict[str, Parser]:
+    from . import features as f
+    return {
+        "test": parse_test, "rate": parse_rate, "rtt": parse_rtt, "qdisc": parse_qdisc,
+        "cc": parse_cc, "length": parse_length, "flows": parse_flows, "sysctls": parse_sysctls,
+        "start": f.parse_start, "ecn": f.parse_ecn, "netem": f.parse_netem,
+        "rate_schedule": f.parse_schedule, "client_qdisc": f.parse_client_qdisc, "udp": f.parse_udp,
+        "tunnel": f.parse_tunnel, "replay_window": f.parse_replay_window,
+    }
+
+
+#: Every axis a scenario can set or sweep, with its parser: the one list of axes.
+AXIS_PARSERS: dict[str, Parser] = _axis_parsers()
 
 
 def parse_point(axis: str, raw: Any, key: str) -> Point:

@@ -25,24 +25,39 @@ class Inventory:
         return self.backend == "netns"
 
 
-def load_inventory(path: Path) -> Inventory:
-    """Parse with Ansible's InventoryManager, then check every value fl passes to commands."""
+def vm_settings(path: Path) -> dict[str, str]:
+    """fl_vm_kernel, fl_vm_accel, … of the inventory (keys without the prefix); {} if none."""
+    if not path.is_file():
+        raise FlError(f"{path}: no such inventory file")
+    mid = _hostvars(path).get("mid", {})
+    return {k.removeprefix("fl_vm_"): v for k, v in mid.items() if k.startswith("fl_vm_") and v}
+
+
+def _hostvars(path: Path) -> dict[str, dict[str, str]]:
+    """Variables of cli, mid and srv as Ansible resolves them (groups and hosts merged)."""
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
     from ansible.vars.manager import VariableManager
 
-    if not path.is_file():
-        raise FlError(f"{path}: no such inventory file")
     loader = DataLoader()
     inv = InventoryManager(loader=loader, sources=[str(path)])
     variables = VariableManager(loader=loader, inventory=inv)
-    hostvars: dict[str, dict[str, str]] = {}
+    out: dict[str, dict[str, str]] = {}
     for name in HOSTS:
-        host = inv.get_host(name)
-        if host is None:
+        if (host := inv.get_host(name)) is not None:
+            out[name] = {k: str(v) for k, v in variables.get_vars(host=host).items()
+                         if k.startswith(("fl_", "ansible_"))}
+    return out
+
+
+def load_inventory(path: Path) -> Inventory:
+    """Parse with Ansible's InventoryManager, then check every value fl passes to commands."""
+    if not path.is_file():
+        raise FlError(f"{path}: no such inventory file")
+    hostvars = _hostvars(path)
+    for name in HOSTS:
+        if name not in hostvars:
             raise FlError(f"{path}: host {name!r} is missing (fl needs cli, mid and srv)")
-        hv = variables.get_vars(host=host)
-        hostvars[name] = {k: str(v) for k, v in hv.items() if k.startswith(("fl_", "ansible_"))}
     _check(path, hostvars)
     backend = hostvars["mid"].get("fl_backend", "")
     srv_ip = hostvars["srv"]["fl_addr"].split("/")[0]

@@ -30,19 +30,21 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
     for c in cells:
         for host, settings in c.sysctls.items():
             keys.setdefault(host, set()).update(settings)
-    return {"ifb": ifb and any(c.max_rtt.seconds > 0 for c in cells), "nft": nft,
+    return {"ifb": ifb and any(c.needs_path_netem for c in cells), "nft": nft,
+            "udp": any(c.ends.udp for c in cells), "tunnels": sorted({c.path.tunnel for c in cells} - {"none"}),
             "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
             "wait_timeout": int(15 * dilation), "dilation": dilation,
             "xz_level": 1 if emulated else 6}
 
 
 def delay_plan(cell: Cell) -> dict[str, Any] | None:
-    """netem classes on the middlebox's ingress IFBs: half of each flow's RTT each way.
+    """netem on the middlebox's ingress IFBs: half of each flow's RTT each way, plus the
+    cell's netem impairments per direction ('up' = traffic from cli).
 
     One class when all flows share an RTT; otherwise one class per distinct delay,
     chosen by the flows' TOS marks; unmarked traffic (ping) follows flow 1.
     """
-    if cell.max_rtt.seconds == 0:
+    if not cell.needs_path_netem:
         return None
     halves = [Duration.of_seconds(f.rtt.seconds / 2) for f in cell.flows]
     classes: list[Duration] = []
@@ -51,8 +53,29 @@ def delay_plan(cell: Cell) -> dict[str, Any] | None:
             classes.append(h)
     filters = [{"tos": f"0x{f.tos:02x}", "class": classes.index(h)}
                for f, h in zip(cell.flows, halves) if f.tos is not None] if len(classes) > 1 else []
-    return {"classes": [{"delay": c.text} for c in classes], "filters": filters,
-            "default": classes.index(halves[0]), "limit": NETEM_LIMIT}
+
+    def netem(direction: str, half: Duration) -> list[str]:
+        args = cell.path.netem.delay_args(direction, half) if cell.path.netem else ["delay", half.text]
+        return args + ["limit", str(NETEM_LIMIT)]
+
+    return {d: {"classes": [{"netem": netem(d, c)} for c in classes]} for d in ("up", "down")} | {
+        "filters": filters, "default": classes.index(halves[0]), "shared": len(classes) == 1}
+
+
+def ecn_rules(cell: Cell) -> list[dict[str, Any]]:
+    """Per-flow ECN rewrites at the middlebox, on packets from cli (flows told apart by DSCP)."""
+    return [{"flow": f.index, "dscp": f.dscp, "actions": f.ecn.split("+")}
+            for f in cell.flows if f.ecn != "none" and f.dscp is not None]
+
+
+def schedule_plan(cell: Cell) -> list[dict[str, Any]]:
+    """Rate steps, seconds after Flent's start (the first packet of its ping)."""
+    return [{"at": s.at.seconds, "up": _link_vars(s.up), "down": _link_vars(s.down)}
+            for s in cell.path.schedule]
+
+
+def _link_vars(link: Any) -> dict[str, Any]:
+    return {"rate": link.rate.text, "qdisc": list(link.qdisc), "self_shaping": link.self_shaping}
 
 
 def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, dilation: float = 1.0) -> list[str]:
@@ -67,6 +90,8 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, dilation: float 
         params["markings"] = ",".join(f"0x{f.tos or 0:02x}" for f in cell.flows)
     if cell.test.streams_param:
         params[cell.test.streams_param] = str(len(cell.flows))
+    if any(f.start.seconds for f in cell.flows):
+        params["stream_delays"] = ",".join(f"{f.start.seconds:g}" for f in cell.flows)
     params.update({"fl_scenario": cell.scenario, "fl_cell": cell.name, "fl_config_hash": cell.config_hash})
     params.update({f"fl_{axis}": p.label for axis, p in cell.coords.items()})
     note = json.dumps({"fl": {"scenario": cell.scenario, "cell": cell.name,
@@ -87,10 +112,12 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, dilation: float = 1.0)
     return {
         "name": cell.name, "scenario": cell.scenario, "config_hash": cell.config_hash,
         "dir": str(cell_dir), "sysctls": cell.sysctls,
-        "bottleneck": {d: {"rate": link.rate.text, "qdisc": list(link.qdisc),
-                           "self_shaping": link.self_shaping}
-                       for d, link in (("up", cell.up), ("down", cell.down))},
-        "delay": delay_plan(cell),
+        "bottleneck": {"up": _link_vars(cell.up), "down": _link_vars(cell.down)},
+        "delay": delay_plan(cell), "ecn": ecn_rules(cell), "schedule": schedule_plan(cell),
+        "client_qdisc": list(cell.ends.client_qdisc) if cell.ends.client_qdisc else None,
+        "udp": cell.ends.udp.text if cell.ends.udp else None,
+        "udp_bps": cell.ends.udp.bps if cell.ends.udp else 0, "flent_delay": FLENT_DELAY,
+        "target": inv.srv_ip, "length": cell.length,
         "flent": flent_argv(cell, inv, out_dir, dilation),
     }
 
@@ -106,7 +133,9 @@ def render_bottleneck(cell_v: dict[str, Any], run_v: dict[str, Any], inv: Invent
                       keep_trailing_newline=True)
     env.filters["quote"] = lambda v: shlex.quote(str(v))
     group = yaml.safe_load((REPO / "playbooks" / "group_vars" / "all.yml").read_text())
+    defaults = yaml.safe_load((REPO / "roles" / "bottleneck" / "defaults" / "main.yml").read_text())
     mid = inv.hostvars["mid"]
     return env.get_template("bottleneck.sh.j2").render(
         fl_cell=cell_v, fl_run=run_v, fl_htb_args=run_v["htb_args"], fl_if_cli=mid["fl_if_cli"],
-        fl_if_srv=mid["fl_if_srv"], fl_ifb_prefix=group["fl_ifb_prefix"])
+        fl_if_srv=mid["fl_if_srv"], fl_ifb_prefix=group["fl_ifb_prefix"],
+        fl_ecn_actions=defaults["fl_ecn_actions"])

@@ -132,10 +132,18 @@ def deadline(cfg: VmConfig, test_seconds: list[float]) -> float:
     return BOOT_ALLOWANCE + sum(t * SLOWDOWN[cfg.clock] + CELL_ALLOWANCE[cfg.clock] for t in test_seconds)
 
 
-def run_fl_in_vm(cfg: VmConfig, fl_args: list[str], rwdirs: list[Path], timeout: float) -> int:
-    """Boot the VM, run `fl FL_ARGS` in it (told it is a guest), return its exit status."""
+#: virtme-ng's exit status when the guest stopped without its command finishing
+#: (kernel panic, QEMU crash).
+GUEST_DIED = 255
+
+
+def run_fl_in_vm(cfg: VmConfig, fl_args: list[str], rwdirs: list[Path], timeout: float,
+                 kernel_log: Path | None = None) -> int:
+    """Boot the VM, run `fl FL_ARGS` in it (told it is a guest), return its exit status.
+    The guest's kernel messages are appended to KERNEL_LOG (in a --rwdir) if given."""
     venv = Path(sys.prefix)
-    guest = ["env", f"FL_VENV={venv}", "/bin/sh", str(Path(__file__).with_name("vm_guest.sh")),
+    klog = [f"FL_VM_KLOG={kernel_log}"] if kernel_log else []
+    guest = ["env", f"FL_VENV={venv}", *klog, "/bin/sh", str(Path(__file__).with_name("vm_guest.sh")),
              sys.executable, str(REPO / "fl"), *fl_args, "--in-vm", json.dumps(cfg.describe())]
     argv = cfg.vng_argv(guest, rwdirs)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
@@ -146,7 +154,12 @@ def run_fl_in_vm(cfg: VmConfig, fl_args: list[str], rwdirs: list[Path], timeout:
     old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
     proc = subprocess.Popen(argv, env=env, start_new_session=True, stdin=subprocess.DEVNULL)
     try:
-        return proc.wait(timeout=timeout)
+        rc = proc.wait(timeout=timeout)
+        if rc == GUEST_DIED:
+            print("fl: the VM stopped unexpectedly (guest kernel panic or QEMU crash)"
+                  + (f"; its last kernel messages:\n{_tail(kernel_log)}" if kernel_log else ""),
+                  file=sys.stderr, flush=True)
+        return rc
     except subprocess.TimeoutExpired:
         print(f"fl: the VM passed its deadline ({timeout:.0f} s): killed", file=sys.stderr)
         return 124
@@ -156,6 +169,13 @@ def run_fl_in_vm(cfg: VmConfig, fl_args: list[str], rwdirs: list[Path], timeout:
         _kill_strays(proc.pid)
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no kernel log)"
 
 
 def _kill_strays(group: int) -> None:

@@ -13,5 +13,10 @@ if mount -t 9p -o trans=virtio,version=9p2000.L,cache=loose,msize=512000,ro flro
         [ -d "$ro$dir" ] && mount --bind "$ro$dir" "$dir"
     done
 fi
+# The guest kernel's messages go to the results folder as they happen (FL_VM_KLOG), so
+# a guest that dies leaves its last words behind.
+if [ -n "${FL_VM_KLOG:-}" ]; then
+    { echo "=== boot $(date -u +%FT%TZ): $(uname -r)"; dmesg -w; } >>"$FL_VM_KLOG" 2>&1 &
+fi
 export HOME=/tmp/fl-home MPLCONFIGDIR=/tmp/fl-home/mpl PYTHONDONTWRITEBYTECODE=1
 exec "$@"

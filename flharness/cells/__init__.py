@@ -1,0 +1,5 @@
+"""Cells: the scenario's matrix expanded into runs with typed coordinates, names, hashes."""
+from .expand import expand
+from .model import FLOW_DSCPS, Cell, Flow, Link
+
+__all__ = ["Cell", "FLOW_DSCPS", "Flow", "Link", "expand"]

@@ -1,0 +1,134 @@
+"""One cell from one combination of axis values: flows, links, path, name and hash."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ScenarioError
+from ..flent_tests import FlentTest, flow_count
+from ..qdisc import QdiscContext, default_label, is_self_shaping, render
+from ..scenario.schema import AXES, NAMED_AXES, Scenario
+from ..scenario.values import Point, QdiscSpec
+from ..units import Duration, Rate
+from .model import FLOW_DSCPS, Cell, Endpoints, Flow, Link, PathSetup, Step, jsonable
+
+#: Bumped when the meaning of a resolved configuration changes (invalidates resume).
+CONFIG_FORMAT = 1
+
+
+def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path) -> Cell:
+    test: FlentTest = combo["test"].value
+    flows = _flows(test, _flow_total(test, combo, path), combo, path)
+    variables = {**scenario.vars, **{k: v for p in combo.values() for k, v in p.vars.items()}}
+    rtt = max((f.rtt for f in flows), default=Duration.of_seconds(0))
+
+    def links(up: Rate, down: Rate) -> tuple[Link, Link]:
+        return _link(combo["qdisc"], up, rtt, variables, path), _link(combo["qdisc"], down, rtt, variables, path)
+
+    up, down = links(combo["rate"].value.up, combo["rate"].value.down)
+    schedule = tuple(Step(s.at, *links(s.up, s.down)) for s in combo["rate_schedule"].value) \
+        if "rate_schedule" in combo else ()
+    cpath = PathSetup(combo["netem"].value if "netem" in combo else None, schedule,
+                     combo["tunnel"].value, combo["replay_window"].value)
+    client_q = combo["client_qdisc"].value
+    ends = Endpoints(combo["sysctls"].value if "sysctls" in combo else {},
+                     tuple(client_q.split()) if client_q else None, combo["udp"].value)
+    coords = _with_rendered_qdisc_label(combo, up, down)
+    config = _config(scenario, test, combo, rep, flows, up, down, cpath, ends)
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    swept = tuple(scenario.swept_axes())
+    parts = [coords[a].slug for a in NAMED_AXES] + [coords[a].slug for a in AXES
+                                                    if a in swept and a not in NAMED_AXES]
+    if scenario.repetitions > 1:
+        parts.append(f"r{rep}")
+    return Cell(scenario.name or path.stem, "-".join(parts), rep, coords, swept, test,
+                combo["length"].value, scenario.step_size, flows, up, down, cpath, ends, config, digest)
+
+
+def _config(scenario: Scenario, test: FlentTest, combo: dict[str, Point], rep: int,
+            flows: tuple[Flow, ...], up: Link, down: Link, cpath: PathSetup, ends: Endpoints) -> dict[str, Any]:
+    """The fully resolved configuration that is hashed; features left at their defaults are
+    left out, so adding a feature to fl never changes the hash of cells that do not use it."""
+    def flow(f: Flow) -> dict[str, Any]:
+        d: dict[str, Any] = {"direction": f.direction, "cc": f.cc, "rtt": f.rtt.text, "tos": f.tos}
+        if f.start.seconds:
+            d["start"] = f.start.text
+        if f.ecn != "none":
+            d["ecn"] = f.ecn
+        return d
+
+    config: dict[str, Any] = {
+        "format": CONFIG_FORMAT, "test": test.name, "length": combo["length"].value,
+        "step_size": scenario.step_size, "repetition": rep, "flows": [flow(f) for f in flows],
+        "bottleneck": {"up": up.as_json(), "down": down.as_json()}, "sysctls": ends.sysctls,
+    }
+    extras = {
+        "netem": jsonable(cpath.netem) if cpath.netem else None,
+        "rate_schedule": [{"at": s.at.text, "up": s.up.as_json(), "down": s.down.as_json()}
+                          for s in cpath.schedule] or None,
+        "tunnel": cpath.tunnel if cpath.tunnel != "none" else None,
+        "replay_window": cpath.replay_window if cpath.tunnel == "ipsec" else None,
+        "client_qdisc": " ".join(ends.client_qdisc) if ends.client_qdisc else None,
+        "udp": ends.udp.text if ends.udp else None,
+    }
+    return {**config, **{k: v for k, v in extras.items() if v is not None}}
+
+
+def _with_rendered_qdisc_label(combo: dict[str, Point], up: Link, down: Link) -> dict[str, Point]:
+    """A qdisc with {{ }} and no label is named after what it renders to in this cell."""
+    coords = dict(combo)
+    point = combo["qdisc"]
+    if not point.explicit_label and "{{" in point.value.template:
+        up_l, down_l = default_label(" ".join(up.qdisc)), default_label(" ".join(down.qdisc))
+        label = up_l if up_l == down_l else f"{up_l}-{down_l}"
+        coords["qdisc"] = Point(point.value, label, point.raw, point.key, point.vars)
+    return coords
+
+
+def _flow_total(test: FlentTest, combo: dict[str, Point], path: Path) -> int:
+    flows = combo.get("flows")
+    if test.streams_param and flows is None:
+        raise ScenarioError(path, combo["test"].key, f"{test.name} needs 'flows:' (the number of streams)")
+    if not test.streams_param and flows is not None:
+        raise ScenarioError(path, flows.key, f"{test.name} has a fixed number of flows; "
+                            "'flows' is for tcp_nup and tcp_ndown")
+    return flow_count(test, flows.value if flows else None)
+
+
+def _per_flow(combo: dict[str, Point], axis: str, what: str, test: FlentTest, n: int, path: Path) -> list[Any]:
+    """An axis value given once for all flows or once per flow, as one value per flow."""
+    point = combo[axis]
+    items = list(point.value)
+    if len(items) not in (1, n):
+        raise ScenarioError(path, point.key, f"{len(items)} {what} for {n} flow(s) of {test.name}: "
+                            "give one for all flows or one per flow")
+    if len(set(items)) > 1 and not test.per_flow:
+        raise ScenarioError(path, point.key, f"{test.name} cannot set {what} per flow; "
+                            "use one value, or a tcp_Nup/tcp_nup test")
+    return items * n if len(items) == 1 else items
+
+
+def _flows(test: FlentTest, n: int, combo: dict[str, Point], path: Path) -> tuple[Flow, ...]:
+    ccs = _per_flow(combo, "cc", "congestion controls", test, n, path)
+    rtts = _per_flow(combo, "rtt", "RTTs", test, n, path)
+    starts = _per_flow(combo, "start", "start times", test, n, path)
+    ecns = _per_flow(combo, "ecn", "ECN actions", test, n, path)
+    marked = len(set(rtts)) > 1 or any(e != "none" for e in ecns)  # flows told apart on the path
+    if marked and n > len(FLOW_DSCPS):
+        raise ScenarioError(path, combo["rtt"].key, f"per-flow path treatment supports at most "
+                            f"{len(FLOW_DSCPS)} flows")
+    directions = ["up"] * test.up + ["down"] * test.down if not test.streams_param else \
+        ["up" if test.streams_param == "upload_streams" else "down"] * n
+    return tuple(Flow(i + 1, directions[i], ccs[i], rtts[i], FLOW_DSCPS[i] << 2 if marked else None,
+                      starts[i], ecns[i]) for i in range(n))
+
+
+def _link(point: Point, rate: Rate, rtt: Duration, variables: dict[str, Any], path: Path) -> Link:
+    spec: QdiscSpec = point.value
+    try:
+        tokens = render(spec.template, QdiscContext(rate, rtt, variables))
+    except ValueError as e:
+        raise ScenarioError(path, point.key, str(e)) from None
+    return Link(rate, tuple(tokens), is_self_shaping(tokens, spec.shaper))

@@ -1,0 +1,73 @@
+"""Matrix expansion: the union of the scenario's cross products, pruned by its rules."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from ..errors import ScenarioError
+from ..scenario.schema import Scenario
+from ..scenario.values import Point
+from .build import make_cell
+from .model import Cell
+
+
+def expand(scenario: Scenario, path: Path) -> list[Cell]:
+    """All cells of a scenario, in matrix order; raises ScenarioError on inconsistent input."""
+    axes_list = scenario.axes_list()
+    combos = [dict(zip(axes, values)) for axes in axes_list for values in itertools.product(*axes.values())]
+    kept = _prune(combos, scenario, _union(axes_list), path)
+    cells: dict[str, Cell] = {}
+    for combo in kept:
+        for rep in range(1, scenario.repetitions + 1):
+            cell = make_cell(scenario, combo, rep, path)
+            other = cells.get(cell.name)
+            if other is not None and other.config_hash != cell.config_hash:
+                raise ScenarioError(path, cell.coords["qdisc"].key,
+                                    f"two different cells get the name {cell.name!r}: give the "
+                                    "values distinct labels ({value: ..., label: ...})")
+            if other is not None and len(axes_list) == 1:
+                raise ScenarioError(path, cell.coords["qdisc"].key,
+                                    f"two axis values give the same cell {cell.name!r}")
+            cells[cell.name] = cell  # a cell two sub-matrices share is run once
+    return list(cells.values())
+
+
+def _union(axes_list: list[dict[str, list[Point]]]) -> dict[str, list[Point]]:
+    union: dict[str, list[Point]] = {}
+    for axes in axes_list:
+        for axis, points in axes.items():
+            union.setdefault(axis, []).extend(points)
+    return union
+
+
+def _prune(combos: list[dict[str, Point]], scenario: Scenario, axes: dict[str, list[Point]],
+           path: Path) -> list[dict[str, Point]]:
+    includes = [_check_rule(r, f"include[{i}]", axes, path) for i, r in enumerate(scenario.include)]
+    excludes = [_check_rule(r, f"exclude[{i}]", axes, path) for i, r in enumerate(scenario.exclude)]
+
+    def hit(rule: dict[str, list[Any]], combo: dict[str, Point]) -> bool:
+        return all(any(combo[a].matches(v) for v in vals) for a, vals in rule.items())
+
+    kept = [c for c in combos if (not includes or any(hit(r, c) for r in includes))
+            and not any(hit(r, c) for r in excludes)]
+    if not kept:
+        raise ScenarioError(path, "exclude" if excludes else "include",
+                            "the include/exclude rules leave no cells to run")
+    return kept
+
+
+def _check_rule(rule: Any, key: str, axes: dict[str, list[Point]], path: Path) -> dict[str, list[Any]]:
+    if not isinstance(rule, dict) or not rule:
+        raise ScenarioError(path, key, "a rule maps axis names to a value or a list of values")
+    out = {}
+    for axis, wanted in rule.items():
+        if axis not in axes:
+            raise ScenarioError(path, f"{key}.{axis}", f"not an axis (axes: {', '.join(axes)})")
+        values = wanted if isinstance(wanted, list) else [wanted]
+        for v in values:
+            if not any(p.matches(v) for p in axes[axis]):
+                known = ", ".join(dict.fromkeys(p.label for p in axes[axis]))
+                raise ScenarioError(path, f"{key}.{axis}", f"{v!r} is none of the {axis} values ({known})")
+        out[axis] = values
+    return out

@@ -1,0 +1,156 @@
+"""Path-emulation and endpoint axes: netem impairments, rate schedules, per-flow ECN
+rewrites and start times, a client qdisc, a competing UDP flow, tunnels.
+
+Each parser turns a raw YAML value into (typed value, default label), raising
+ValueError with a one-line message, like the core axes in values.py.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..qdisc import check_template, default_label
+from ..units import Duration, Rate
+
+#: netem words fl passes through (fl itself writes `delay`, from the RTT).
+NETEM_WORDS = {"loss", "random", "state", "gemodel", "ecn", "corrupt", "duplicate", "reorder",
+               "gap", "slot", "packets", "bytes", "distribution", "uniform", "normal", "pareto",
+               "paretonormal", "jitter"}
+NETEM_NUMBER_RE = re.compile(r"^\d+(\.\d+)?(%|us|ms|s)?$")
+ECN_ACTIONS = {
+    "none": "leave ECN alone",
+    "bleach": "every packet Not-ECT",
+    "ect1": "ECT(0) becomes ECT(1)",
+    "ect0": "ECT(1) becomes ECT(0)",
+    "force-ect1": "every packet but SYNs ECT(1) (CE kept)",
+    "ce-bleach": "CE becomes ECT(0)",
+}
+TUNNELS = ("none", "wireguard", "ipsec", "fou")
+
+
+@dataclass(frozen=True)
+class Netem:
+    """Extra netem arguments per direction; `jitter` goes into netem's delay clause."""
+
+    up: tuple[str, ...]
+    down: tuple[str, ...]
+
+    def delay_args(self, direction: str, delay: Duration) -> list[str]:
+        """netem arguments for one direction: delay (+ jitter, distribution), then the rest."""
+        words = list(self.up if direction == "up" else self.down)
+        clause, rest = ["delay", delay.text], []
+        i = 0
+        while i < len(words):
+            if words[i] == "jitter":
+                clause.append(words[i + 1])
+                if i + 2 < len(words) and words[i + 2].endswith("%"):
+                    clause.append(words[i + 2])
+                    i += 1
+                i += 2
+            elif words[i] == "distribution":
+                clause += words[i:i + 2]
+                i += 2
+            else:
+                rest.append(words[i])
+                i += 1
+        return clause + rest
+
+
+@dataclass(frozen=True)
+class Step:
+    at: Duration  # seconds after Flent starts (its time axis; flows start 5 s later)
+    up: Rate
+    down: Rate
+
+
+def parse_netem(raw: Any) -> tuple[Netem, str]:
+    if isinstance(raw, dict):
+        if not set(raw) <= {"up", "down"} or not raw:
+            raise ValueError("netem per direction takes the keys 'up' and/or 'down'")
+        up, down = (_netem_words(raw.get(d, "")) for d in ("up", "down"))
+    else:
+        up = down = _netem_words(raw)
+    label = "_".join(up) if up == down else f"up_{'_'.join(up) or 'none'}_down_{'_'.join(down) or 'none'}"
+    return Netem(up, down), label or "nonetem"
+
+
+def _netem_words(raw: Any) -> tuple[str, ...]:
+    words = str(raw).split()
+    for i, w in enumerate(words):
+        if w == "delay":
+            raise ValueError("netem: give the delay as rtt (fl adds half of it each way); "
+                             "use 'jitter 75ms' for delay variation")
+        if w not in NETEM_WORDS and not NETEM_NUMBER_RE.match(w):
+            raise ValueError(f"netem: {w!r} is not a netem word or number "
+                             f"(words: {', '.join(sorted(NETEM_WORDS))})")
+        if w == "jitter" and (i + 1 >= len(words) or not re.match(r"^\d+(\.\d+)?(us|ms|s)$", words[i + 1])):
+            raise ValueError("netem: jitter needs a time, e.g. 'jitter 75ms'")
+    return tuple(words)
+
+
+def parse_schedule(raw: Any) -> tuple[tuple[Step, ...], str]:
+    if not isinstance(raw, list) or not raw:
+        raise ValueError("a rate schedule is a list of steps like {at: 30s, rate: 10mbit}")
+    steps = []
+    for item in raw:
+        if not isinstance(item, dict) or set(item) != {"at", "rate"}:
+            raise ValueError("each rate-schedule step is {at: TIME, rate: RATE or {up: R, down: R}}")
+        at = Duration.parse(item["at"] if isinstance(item["at"], str) else f"{item['at']}s")
+        rate = item["rate"]
+        up, down = (Rate.parse(rate["up"]), Rate.parse(rate["down"])) if isinstance(rate, dict) \
+            else (Rate.parse(rate),) * 2
+        steps.append(Step(at, up, down))
+    if [s.at for s in steps] != sorted({s.at for s in steps}):
+        raise ValueError("rate-schedule steps must be in increasing time order")
+    label = "-".join(f"{s.up.text if s.up == s.down else f'{s.up.text}_{s.down.text}'}@{s.at.text}"
+                     for s in steps)
+    return tuple(steps), label
+
+
+def parse_ecn(raw: Any) -> tuple[tuple[str, ...], str]:
+    items = raw if isinstance(raw, list) else [raw]
+    out = []
+    for item in items:
+        actions = str(item).split("+")
+        for a in actions:
+            if a not in ECN_ACTIONS:
+                raise ValueError(f"ECN action {a!r} is none of: "
+                                 + "; ".join(f"{k} ({v})" for k, v in ECN_ACTIONS.items()))
+        out.append("+".join(actions))
+    return tuple(out), "-".join(out)
+
+
+def parse_start(raw: Any) -> tuple[tuple[Duration, ...], str]:
+    items = raw if isinstance(raw, list) else [raw]
+    starts = tuple(Duration.parse(x if isinstance(x, str) else f"{x}s") for x in items)
+    return starts, "start" + "-".join(s.text for s in starts)
+
+
+def parse_client_qdisc(raw: Any) -> tuple[str | None, str]:
+    if raw in (None, "none", ""):
+        return None, "noclientq"
+    text = " ".join(str(raw).split())
+    check_template(text)
+    if "{{" in text:
+        raise ValueError("client_qdisc: expressions are not supported here")
+    return text, "cli_" + default_label(text)
+
+
+def parse_udp(raw: Any) -> tuple[Rate | None, str]:
+    if raw in (None, "none", 0):
+        return None, "noudp"
+    rate = Rate.parse(raw)
+    return rate, f"udp{rate.text}"
+
+
+def parse_tunnel(raw: Any) -> tuple[str, str]:
+    if raw not in TUNNELS:
+        raise ValueError(f"tunnel {raw!r} is none of: {', '.join(TUNNELS)}")
+    return raw, raw
+
+
+def parse_replay_window(raw: Any) -> tuple[int, str]:
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= 4096:
+        raise ValueError(f"{raw!r}: replay_window is an integer from 0 to 4096 (IPsec ESP)")
+    return raw, f"replay{raw}"
