@@ -13,6 +13,7 @@ from .qdisc import kernel_module
 from .testbed import probe
 from .testbed.ansible import run_playbook
 from .testbed.inventory import Inventory
+from .testbed.plan import delay_plan
 
 #: Tools fl cannot run a cell without, and what each is for.
 REQUIRED_TOOLS = {
@@ -20,7 +21,8 @@ REQUIRED_TOOLS = {
     "fping": "Flent's ICMP ping", "tcpdump": "packet capture", "xz": "compresses captures",
     "tc": "qdiscs", "ip": "namespaces, links", "ss": "socket statistics", "ethtool": "offloads",
 }
-OPTIONAL_TOOLS = {"irtt": "UDP latency (rrul tests)", "nft": "firewall counters, ECN rewrites"}
+OPTIONAL_TOOLS = {"irtt": "UDP latency (rrul tests)", "nft": "firewall counters, ECN rewrites",
+                  "iperf": "competing UDP flows (scenario key udp)"}
 
 
 @dataclass
@@ -47,17 +49,33 @@ class Capabilities:
         return bool(self.data.get("ccs", {}).get(cc))
 
     def unsupported(self, cell: Cell) -> str | None:
-        """Why this kernel cannot run the cell, or None if it can."""
+        """Why this kernel (or testbed) cannot run the cell, or None if it can."""
+        return self._bottleneck_gap(cell) or self._path_gap(cell) or self._endpoint_gap(cell)
+
+    def _verdict(self, tokens: tuple[str, ...] | list[str]) -> dict[str, Any]:
+        return self.data.get("qdiscs", {}).get(" ".join(tokens), {})
+
+    def _bottleneck_gap(self, cell: Cell) -> str | None:
         for link in (cell.up, cell.down):
-            verdict = self.data.get("qdiscs", {}).get(" ".join(link.qdisc), {})
-            if verdict.get("verdict") == "unsupported":
+            if self._verdict(link.qdisc).get("verdict") == "unsupported":
                 return f"kernel lacks {kernel_module(link.qdisc[0])} (qdisc {' '.join(link.qdisc)})"
             if not link.self_shaping and self.data.get("kinds", {}).get("htb") != "ok":
                 return "kernel lacks sch_htb (the shaper)"
-        if cell.max_rtt.seconds > 0:
+        return None
+
+    def _path_gap(self, cell: Cell) -> str | None:
+        if cell.needs_path_netem:
+            need = f"the {cell.coords['rtt'].label} RTT" if cell.max_rtt.seconds else "netem impairments"
             for feature, what in (("netem", "sch_netem"), ("ifb", "ifb"), ("u32_mirred", "cls_u32/act_mirred")):
                 if not self.feature(feature):
-                    return f"kernel lacks {what} (needed for the {cell.coords['rtt'].label} RTT)"
+                    return f"kernel lacks {what} (needed for {need})"
+        if any(f.ecn != "none" for f in cell.flows) and not self.feature("nftables"):
+            return "no nftables (nft) on the middlebox: needed for the per-flow ECN rewrites"
+        if cell.path.tunnel != "none":
+            return f"fl does not build {cell.path.tunnel} tunnels yet (scenario key tunnel)"
+        return None
+
+    def _endpoint_gap(self, cell: Cell) -> str | None:
         for cc in sorted({f.cc for f in cell.flows}):
             if not self.cc_ok(cc):
                 return f"kernel lacks tcp_{cc} (congestion control {cc})"
@@ -65,23 +83,41 @@ class Capabilities:
             for key in settings:
                 if not self.data.get("sysctls", {}).get(key, True):
                     return f"kernel has no sysctl {key} ({host})"
+        q = cell.ends.client_qdisc
+        if q and self._verdict(q).get("verdict") == "unsupported":
+            return f"kernel lacks {kernel_module(q[0])} (client qdisc {' '.join(q)})"
+        if cell.ends.udp and not self.tools.get("iperf"):
+            return "no iperf on the testbed: needed for the competing UDP flow"
         return None
 
     def check_specs(self, cells: list[Cell], path: Path) -> None:
-        """tc rejecting a qdisc's arguments is a scenario error, reported before any setup."""
+        """tc rejecting a qdisc's or netem's arguments is a scenario error, reported
+        before any setup."""
         for cell in cells:
-            for link in (cell.up, cell.down):
-                spec = " ".join(link.qdisc)
-                verdict = self.data.get("qdiscs", {}).get(spec, {})
+            for axis, tokens in _specs_of(cell):
+                verdict = self._verdict(tokens)
                 if verdict.get("verdict") == "invalid":
-                    raise ScenarioError(path, cell.coords["qdisc"].key,
-                                        f"tc rejects {spec!r}: {verdict.get('message')}")
+                    raise ScenarioError(path, cell.coords[axis].key,
+                                        f"tc rejects {' '.join(tokens)!r}: {verdict.get('message')}")
+
+
+def _specs_of(cell: Cell) -> list[tuple[str, tuple[str, ...]]]:
+    """(axis, tc tokens) of every qdisc the cell puts on the testbed."""
+    out = [("qdisc", link.qdisc) for link in (cell.up, cell.down)]
+    if cell.ends.client_qdisc:
+        out.append(("client_qdisc", cell.ends.client_qdisc))
+    plan = delay_plan(cell)
+    for direction in ("up", "down"):
+        for c in (plan[direction]["classes"] if plan else []):
+            out.append(("netem" if cell.path.netem else "rtt", ("netem", *c["netem"])))
+    return out
 
 
 def probe_for(cells: list[Cell], inventory: Inventory | None = None) -> Capabilities:
     """Probe for everything the cells use (every distinct qdisc spec, CC, sysctl): this
     machine for the namespace backend, else each testbed host (through Ansible)."""
     specs = {(link.qdisc, link.self_shaping) for c in cells for link in (c.up, c.down)}
+    specs |= {(tokens, True) for c in cells for axis, tokens in _specs_of(c) if axis != "qdisc"}
     request = {
         "qdiscs": [[list(q), s] for q, s in sorted(specs)],
         "ccs": sorted({f.cc for c in cells for f in c.flows}),

@@ -18,6 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     except FlError as e:
         print(f"fl: error: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `fl list … | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("fl: interrupted", file=sys.stderr)
         return 130

@@ -41,9 +41,10 @@ def list_cells(path: Path, run: str, only: list[str], results: Path) -> int:
         note = f"skip: {why}" if why else ""
         print(f"{cell.name:<{width}}  {cell.config_hash}  {status:<7} {note}")
     kernel = f"kernel {caps.kernel}" if caps else "kernel support not probed (needs root)"
-    print(f"\n{len(cells)} cells ({scenario.repetitions} repetition(s)); {len(pending)} to run on this "
-          f"{kernel}; estimated {estimate_total(pending, CELL_OVERHEAD)} (test length + 10 s Flent lead-in/out "
-          f"+ ~{CELL_OVERHEAD:.0f} s setup per cell)")
+    print(f"\n{len(cells)} cells ({scenario.repetitions} repetition(s)), "
+          f"~{estimate_total(cells, CELL_OVERHEAD)} for all; {len(pending)} to run on this {kernel}, "
+          f"~{estimate_total(pending, CELL_OVERHEAD)} (test length + 10 s Flent lead-in/out "
+          f"+ ~{CELL_OVERHEAD:.0f} s setup per cell; a TCG VM takes ~4× as long)")
     return 0
 
 

@@ -19,7 +19,7 @@ from .units import Duration, Rate
 KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/%+-]{1,64}$")
 _EXPR_RE = re.compile(r"\{\{(.*?)\}\}", re.S)
-_EXPR_CHARS_RE = re.compile(r"^[A-Za-z0-9_.'\"(), *+/-]*$")
+_EXPR_CHARS_RE = re.compile(r"^[A-Za-z0-9_.'\"(), *+/<>=!-]*$")
 WIRE_PACKET_BYTES = 1514  # a full-size Ethernet frame as shapers and FIFOs count it
 
 #: Qdiscs that shape by themselves (given a rate/bandwidth) and so sit at the root.
@@ -30,20 +30,34 @@ _env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 
 def check_template(text: str) -> None:
     """Reject anything but tc words outside {{ }} and plain expressions inside."""
+    check_tokens(check_expressions(text, "qdisc").split(), text)
+
+
+def check_expressions(text: str, what: str) -> str:
+    """Check the {{ }} expressions of TEXT (plain expressions only, compilable); return
+    the text with each replaced by 0, for checking what is around them."""
     if "{%" in text or "{#" in text:
-        raise ValueError(f"qdisc {text!r}: only {{{{ expression }}}} templates are allowed")
+        raise ValueError(f"{what} {text!r}: only {{{{ expression }}}} templates are allowed")
     for expr in _EXPR_RE.findall(text):
         if not _EXPR_CHARS_RE.match(expr):
-            raise ValueError(f"qdisc {text!r}: expression {{{{{expr}}}}} has characters "
+            raise ValueError(f"{what} {text!r}: expression {{{{{expr}}}}} has characters "
                              "outside names, numbers, quotes and + - * / ( ) ,")
     literal = _EXPR_RE.sub(" 0 ", text)
     if "{" in literal or "}" in literal:
-        raise ValueError(f"qdisc {text!r}: unbalanced {{{{ }}}}")
-    check_tokens(literal.split(), text)
+        raise ValueError(f"{what} {text!r}: unbalanced {{{{ }}}}")
     try:
         _env.from_string(text)
     except TemplateError as e:
-        raise ValueError(f"qdisc {text!r}: {e}") from None
+        raise ValueError(f"{what} {text!r}: {e}") from None
+    return literal
+
+
+def render_text(template: str, names: dict[str, Any], what: str) -> str:
+    """Render a checked template in the sandbox; errors become one-line ValueErrors."""
+    try:
+        return _env.from_string(template).render(names)
+    except (TemplateError, ValueError, TypeError, ZeroDivisionError) as e:
+        raise ValueError(f"{what} {template!r}: {e}") from None
 
 
 def check_tokens(tokens: list[str], text: str) -> None:
@@ -57,11 +71,13 @@ def check_tokens(tokens: list[str], text: str) -> None:
 
 @dataclass(frozen=True)
 class QdiscContext:
-    """What a qdisc expression may use: the direction's rate and the cell's RTT."""
+    """What a qdisc expression may use: the direction's rate and name ('up' or 'down'),
+    the cell's RTT and its variables."""
 
     rate: Rate
     rtt: Duration
     vars: dict[str, Any]
+    direction: str = "up"
 
     def names(self) -> dict[str, Any]:
         def seconds(d: object) -> float:
@@ -76,17 +92,14 @@ class QdiscContext:
         def bdp_packets(factor: float = 1) -> int:
             return max(1, round(self.rate.bps * self.rtt.seconds * factor / 8 / WIRE_PACKET_BYTES))
 
-        return {**self.vars, "rate": self.rate.text, "rate_bps": int(self.rate.bps),
+        return {**self.vars, "direction": self.direction, "rate": self.rate.text, "rate_bps": int(self.rate.bps),
                 "rtt_ms": self.rtt.ms, "packets": packets, "bytes": bytes_,
                 "bdp_packets": bdp_packets}
 
 
 def render(template: str, ctx: QdiscContext) -> list[str]:
     """The qdisc spec for one cell and direction, as checked tc tokens."""
-    try:
-        text = _env.from_string(template).render(ctx.names())
-    except (TemplateError, ValueError, TypeError, ZeroDivisionError) as e:
-        raise ValueError(f"qdisc {template!r}: {e}") from None
+    text = render_text(template, ctx.names(), "qdisc")
     tokens = text.split()
     check_tokens(tokens, text)
     return tokens

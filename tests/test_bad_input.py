@@ -60,6 +60,26 @@ CASES = [
     ("vars-injection", GOOD + "vars: {limit: 'a;b'}\n", "vars", "shell characters"),
     ("not-a-mapping", "- rate: 10mbit\n", "", "a scenario file is a mapping"),
     ("extends-missing", "extends: nowhere.yml\n" + GOOD, "extends[0]", "no such file"),
+    # path and endpoint features
+    ("netem-delay", GOOD + "netem: delay 20ms\n", "netem", "give the delay as rtt"),
+    ("netem-injection", GOOD + "netem: 'loss 5%; reboot'\n", "netem", "not a netem word"),
+    ("netem-jitter-no-time", GOOD + "netem: jitter lots\n", "netem", "jitter needs a time"),
+    ("netem-direction", GOOD + "netem: {left: loss 1%}\n", "netem", "'up' and/or 'down'"),
+    ("ecn-unknown-action", GOOD + "ecn: [none, paint-it-red]\n", "ecn", "is none of"),
+    ("ecn-count", GOOD + "ecn: [none, bleach, bleach]\n", "ecn", "3 ECN actions for 2"),
+    ("schedule-unordered", GOOD + "rate_schedule: [{at: 20s, rate: 5mbit}, {at: 10s, rate: 1mbit}]\n",
+     "rate_schedule", "increasing time order"),
+    ("schedule-bad-rate", GOOD + "rate_schedule: [{at: 10s, rate: fast}]\n", "rate_schedule", "not a tc rate"),
+    ("start-negative", GOOD + "start: [0s, -5s]\n", "start", "negative"),
+    ("client-qdisc-injection", GOOD + "client_qdisc: 'fq $(reboot)'\n", "client_qdisc", "not a tc argument"),
+    ("udp-rate-typo", GOOD + "udp: 20mbits\n", "udp", "not a tc rate"),
+    ("tunnel-unknown", GOOD + "tunnel: gre\n", "tunnel", "is none of"),
+    ("replay-window-range", GOOD + "replay_window: 5000\n", "replay_window", "0 to 4096"),
+    ("sysctl-template-statement", GOOD + "sysctls: {cli: {net.ipv4.tcp_ecn: '{% if 1 %}1{% endif %}'}}\n",
+     "sysctls", "characters"),
+    ("sysctl-template-renders-bad", GOOD + "sysctls: {cli: {net.ipv4.tcp_ecn: \"{{ '1;reboot' }}\"}}\n",
+     "sysctls", "characters"),
+    ("flows-for-tcp-nup-missing", GOOD.replace("tcp_2up", "tcp_nup"), "test", "needs 'flows:'"),
 ]
 
 

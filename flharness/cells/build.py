@@ -8,9 +8,9 @@ from typing import Any
 
 from ..errors import ScenarioError
 from ..flent_tests import FlentTest, flow_count
-from ..qdisc import QdiscContext, default_label, is_self_shaping, render
+from ..qdisc import QdiscContext, default_label, is_self_shaping, render, render_text
 from ..scenario.schema import AXES, NAMED_AXES, Scenario
-from ..scenario.values import Point, QdiscSpec
+from ..scenario.values import Point, QdiscSpec, check_sysctl_value
 from ..units import Duration, Rate
 from .model import FLOW_DSCPS, Cell, Endpoints, Flow, Link, PathSetup, Step, jsonable
 
@@ -25,7 +25,8 @@ def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path)
     rtt = max((f.rtt for f in flows), default=Duration.of_seconds(0))
 
     def links(up: Rate, down: Rate) -> tuple[Link, Link]:
-        return _link(combo["qdisc"], up, rtt, variables, path), _link(combo["qdisc"], down, rtt, variables, path)
+        return (_link(combo["qdisc"], up, "up", rtt, variables, path),
+                _link(combo["qdisc"], down, "down", rtt, variables, path))
 
     up, down = links(combo["rate"].value.up, combo["rate"].value.down)
     schedule = tuple(Step(s.at, *links(s.up, s.down)) for s in combo["rate_schedule"].value) \
@@ -33,14 +34,14 @@ def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path)
     cpath = PathSetup(combo["netem"].value if "netem" in combo else None, schedule,
                      combo["tunnel"].value, combo["replay_window"].value)
     client_q = combo["client_qdisc"].value
-    ends = Endpoints(combo["sysctls"].value if "sysctls" in combo else {},
-                     tuple(client_q.split()) if client_q else None, combo["udp"].value)
+    sysctls = _sysctls(combo, [f.cc for f in flows], variables, path) if "sysctls" in combo else {}
+    ends = Endpoints(sysctls, tuple(client_q.split()) if client_q else None, combo["udp"].value)
     coords = _with_rendered_qdisc_label(combo, up, down)
     config = _config(scenario, test, combo, rep, flows, up, down, cpath, ends)
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
     swept = tuple(scenario.swept_axes())
     parts = [coords[a].slug for a in NAMED_AXES] + [coords[a].slug for a in AXES
-                                                    if a in swept and a not in NAMED_AXES]
+                                                    if a in swept and a in coords and a not in NAMED_AXES]
     if scenario.repetitions > 1:
         parts.append(f"r{rep}")
     return Cell(scenario.name or path.stem, "-".join(parts), rep, coords, swept, test,
@@ -125,10 +126,26 @@ def _flows(test: FlentTest, n: int, combo: dict[str, Point], path: Path) -> tupl
                       starts[i], ecns[i]) for i in range(n))
 
 
-def _link(point: Point, rate: Rate, rtt: Duration, variables: dict[str, Any], path: Path) -> Link:
+def _sysctls(combo: dict[str, Point], ccs: list[str], variables: dict[str, Any],
+             path: Path) -> dict[str, dict[str, str]]:
+    """Sysctl values for this cell: {{ }} rendered with its CCs and vars, checked again."""
+    point = combo["sysctls"]
+    names = {**variables, "cc": ccs}
+    out: dict[str, dict[str, str]] = {}
+    try:
+        for host, settings in point.value.items():
+            out[host] = {k: check_sysctl_value(k, render_text(v, names, f"sysctl {k}").strip())
+                         if "{{" in v else v for k, v in settings.items()}
+    except ValueError as e:
+        raise ScenarioError(path, point.key, str(e)) from None
+    return out
+
+
+def _link(point: Point, rate: Rate, direction: str, rtt: Duration, variables: dict[str, Any],
+          path: Path) -> Link:
     spec: QdiscSpec = point.value
     try:
-        tokens = render(spec.template, QdiscContext(rate, rtt, variables))
+        tokens = render(spec.template, QdiscContext(rate, rtt, variables, direction))
     except ValueError as e:
         raise ScenarioError(path, point.key, str(e)) from None
     return Link(rate, tuple(tokens), is_self_shaping(tokens, spec.shaper))

@@ -25,6 +25,7 @@ ECN_ACTIONS = {
     "ect0": "ECT(1) becomes ECT(0)",
     "force-ect1": "every packet but SYNs ECT(1) (CE kept)",
     "ce-bleach": "CE becomes ECT(0)",
+    "strip-negotiation": "ECE/CWR removed from the SYN: the flow does not negotiate ECN",
 }
 TUNNELS = ("none", "wireguard", "ipsec", "fou")
 
@@ -64,7 +65,9 @@ class Step:
     down: Rate
 
 
-def parse_netem(raw: Any) -> tuple[Netem, str]:
+def parse_netem(raw: Any) -> tuple[Netem | None, str]:
+    if raw in (None, "none", ""):
+        return None, "nonetem"
     if isinstance(raw, dict):
         if not set(raw) <= {"up", "down"} or not raw:
             raise ValueError("netem per direction takes the keys 'up' and/or 'down'")

@@ -102,8 +102,8 @@ class Scenario(_Axes):
         for i, m in enumerate(self.matrices() or [None]):
             declared = m.declared() if m else []
             where = f"matrix[{i}]" if self.matrix_is_list else "matrix"
-            for axis in AXES:
-                if axis in declared and getattr(self, axis) is not None:
+            for axis in AXES:  # in a list of matrices, a sub-matrix may override a setting
+                if axis in declared and getattr(self, axis) is not None and not self.matrix_is_list:
                     return axis, f"set both here and under {where}: keep one"
             for axis in REQUIRED_AXES:
                 if axis not in declared and getattr(self, axis) is None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..flent_tests import FLENT_TESTS, FlentTest
-from ..qdisc import check_template, default_label, placeholder_text
+from ..qdisc import check_expressions, check_template, default_label, placeholder_text
 from ..units import Duration, Rate
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
@@ -161,7 +161,8 @@ def parse_sysctls(raw: Any) -> tuple[dict[str, dict[str, str]], str]:
         if not isinstance(settings, dict):
             raise ValueError(f"{host}: expected a mapping of sysctl keys to values")
         out[host] = {check_sysctl_key(k): check_sysctl_value(k, v) for k, v in settings.items()}
-    label = "_".join(f"{k.rsplit('.', 1)[-1]}{v}" for h in sorted(out) for k, v in sorted(out[h].items()))
+    pairs = dict.fromkeys(f"{k.rsplit('.', 1)[-1]}{v}" for h in sorted(out) for k, v in sorted(out[h].items()))
+    label = "_".join(pairs)  # a setting on several hosts is named once
     return out, slug(label) if label else "default-sysctls"
 
 
@@ -173,10 +174,14 @@ def check_sysctl_key(key: Any) -> str:
 
 
 def check_sysctl_value(key: str, value: Any) -> str:
-    if isinstance(value, bool) or not SYSCTL_VALUE_RE.match(str(value)):
+    """A sysctl value, possibly with {{ }} expressions of the cell (e.g. of its `cc`
+    list: "{{ 3 if 'prague' in cc else 1 }}"), rendered and checked again per cell."""
+    text = str(value)
+    literal = check_expressions(text, f"sysctl {key}") if "{{" in text else text
+    if isinstance(value, bool) or not SYSCTL_VALUE_RE.match(literal.strip() or "x"):
         raise ValueError(f"sysctl {key}: value {value!r} has characters other than "
                          "letters, digits, spaces and _ . : , -")
-    return str(value)
+    return text
 
 
 def check_vars(raw: Any) -> dict[str, Any]:

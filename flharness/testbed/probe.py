@@ -36,7 +36,7 @@ TOOLS = {
     "flent": ["flent", "--version"], "netperf": ["netperf", "-V"], "netserver": ["netserver", "-V"],
     "irtt": ["irtt", "version"], "fping": ["fping", "-v"], "tcpdump": ["tcpdump", "--version"],
     "xz": ["xz", "--version"], "tc": ["tc", "-V"], "ip": ["ip", "-V"], "ethtool": ["ethtool", "--version"],
-    "nft": ["nft", "--version"], "ss": ["ss", "-V"],
+    "nft": ["nft", "--version"], "ss": ["ss", "-V"], "iperf": ["iperf", "-v"],
 }
 UNKNOWN_KIND = re.compile(r"kind is unknown|Unknown qdisc|qdisc not found|Unknown filter|"
                           r"not supported|Operation not supported", re.I)

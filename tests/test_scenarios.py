@@ -1,0 +1,69 @@
+"""The shipped scenarios: each loads, expands to the predecessor's cell counts, and keeps
+names published results can be matched with."""
+import pytest
+
+from flharness.cells import expand
+from flharness.scenario import load_scenario
+from flharness.scenario.load import SCENARIO_DIR, find_scenario, list_scenarios
+
+COUNTS = {
+    "s1-rttfair": 192, "s2-codel-rate-step": 64, "s3-codel-variable-rate": 16, "s4-bidir-asym": 36,
+    "s5-tunnel": 4, "s6-rfc3168": 24, "s7-oneflow": 6, "s8-rfc3168-second": 24,
+    "s9-tunnel-reordering": 11, "s10-ect1-gaming": 8, "s11-ect1-gaming-latency": 8, "s12-pacing": 2,
+    "s13-rfc3168-prague-second": 8, "pantheon-1mbit": 15, "geni-tcp-lab": 18, "demo": 12, "aqm": 24,
+}
+
+
+def cells_of(name):
+    path = find_scenario(name)
+    return expand(load_scenario(path), path)
+
+
+def test_every_scenario_is_counted():
+    assert sorted(list_scenarios(SCENARIO_DIR)) == sorted(COUNTS)
+
+
+@pytest.mark.parametrize("name", sorted(COUNTS))
+def test_cell_counts(name):
+    cells = cells_of(name)
+    assert len(cells) == COUNTS[name]
+    assert len({c.name for c in cells}) == len(cells)
+
+
+def test_s1_names_and_per_flow_rtts():
+    cells = {c.name: c for c in cells_of("s1-rttfair")}
+    c = cells["cubic-vs-prague-pfifo_1000-50mbit-80ms-20ms"]
+    assert [(f.cc, f.rtt.ms) for f in c.flows] == [("cubic", 80), ("prague", 20)]
+    assert c.up.qdisc == ("pfifo", "limit", "1000")
+    assert c.sysctls["cli"]["net.ipv4.tcp_ecn"] == "3"  # AccECN where Prague runs
+    assert cells["cubic-vs-cubic-pfifo_200-10mbit-10ms-10ms"].sysctls["srv"]["net.ipv4.tcp_ecn"] == "1"
+    assert cells["prague-vs-cubic-cnq_codel_af-10mbit-20ms-10ms"].up.self_shaping
+
+
+def test_s2_rate_step_and_bursty_path():
+    c = {c.name: c for c in cells_of("s2-codel-rate-step")}["cubic-dualpi2-50mbit-80ms-bursty-5mbit"]
+    (step,) = c.path.schedule
+    assert step.at.seconds == 30 and step.up.rate.text == "5mbit" and step.down.rate.text == "5mbit"
+    assert c.path.netem.up == ("slot", "800us", "5ms", "packets", "16")
+
+
+def test_s4_per_direction_fifo():
+    c = {c.name: c for c in cells_of("s4-bidir-asym")}["cubic-pfifo_100-pfifo_1000-5mbit-100mbit-80ms"]
+    assert c.up.qdisc == ("pfifo", "limit", "100") and c.down.qdisc == ("pfifo", "limit", "1000")
+    assert len(c.flows) == 8
+
+
+def test_s6_bleaches_only_the_classic_flow():
+    c = {c.name: c for c in cells_of("s6-rfc3168")}["prague-vs-reno-red_400000b-50mbit-20ms-noecn"]
+    assert [f.ecn for f in c.flows] == ["none", "bleach"]
+    assert all(f.tos is not None for f in c.flows)  # told apart on the path
+    assert c.up.qdisc[-3:] == ("bandwidth", "50mbit", "ecn")
+
+
+def test_geni_sub_matrices():
+    cells = {c.name: c for c in cells_of("geni-tcp-lab")}
+    udp = cells["cubic-sfq-100mbit-0ms-tcp_nup-10flows-udp20mbit"]
+    assert len(udp.flows) == 10 and udp.ends.udp.bps == 20e6 and udp.up.qdisc == ("sfq",)
+    sack = cells["cubic-droptail-100mbit-0ms-tcp_1up-sack_off-loss_10-noudp"]
+    assert sack.sysctls == {"cli": {"net.ipv4.tcp_sack": "0"}, "srv": {"net.ipv4.tcp_sack": "0"}}
+    assert sack.path.netem.up == ("loss", "10%")
