@@ -8,20 +8,17 @@ Selected with `pytest -m vm` (about 20 minutes).
 """
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import statistics
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from conftest import REPO, needs_vm, run_fl
+from resultlib import LEAD_IN, cells, ecn_split, find, packets, series, step_time
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml") for n in ("vm-features", "pantheon-short")]
-LEAD_IN = 5.0  # Flent's -d: ping runs alone before the flows start
 CLI, SRV = "10.71.1.1", "10.71.2.1"
 
 
@@ -31,35 +28,6 @@ def run(tmp_path_factory):
     p = run_fl("run", *SCENARIOS, "--vm", "--results", str(results), timeout=3600)
     assert p.returncode == 0, p.stdout + p.stderr
     return results / "default"
-
-
-def cells(root: Path, scenario: str) -> dict[str, Path]:
-    return {d.name: d for d in sorted((root / scenario).iterdir()) if d.is_dir() and not d.name.startswith(".")}
-
-
-def find(root: Path, scenario: str, **coords: str) -> tuple[dict, dict, Path]:
-    """The one cell whose coordinate labels are COORDS: (cell.json, Flent data, folder)."""
-    hits = []
-    for d in cells(root, scenario).values():
-        rec = json.loads((d / "cell.json").read_text())
-        if all(rec["coordinates"].get(axis, {}).get("label") == label for axis, label in coords.items()):
-            hits.append((rec, json.load(gzip.open(d / f"{d.name}.flent.gz", "rt")), d))
-    assert len(hits) == 1, (coords, [h[0]["cell"] for h in hits])
-    return hits[0]
-
-
-def series(data: dict, name: str, after: float = 0, before: float = 1e9) -> list[tuple[float, float]]:
-    return [(t, v) for t, v in zip(data["x_values"], data["results"][name])
-            if v is not None and after <= t < before]
-
-
-def packets(pcap: Path, expr: str) -> int:
-    """Packets in an xz-compressed pcap matching a tcpdump filter."""
-    xz = subprocess.Popen(["xz", "-dc", str(pcap)], stdout=subprocess.PIPE)
-    out = subprocess.run(["tcpdump", "-nr", "-", expr], stdin=xz.stdout, capture_output=True, text=True)
-    xz.wait()
-    assert out.returncode == 0, out.stderr
-    return len(out.stdout.splitlines())
 
 
 def test_every_cell_ran_in_the_vm(run):
@@ -84,10 +52,8 @@ def test_per_flow_rtt_from_socket_stats(run):
 def test_rate_step_shows_at_its_time(run):
     """10 → 2 Mbit/s declared at t = 10 s of the test: the goodput falls at 10 ± 0.5 s."""
     rec, data, d = find(run, "vm-features", rate_schedule="2mbit@10s")
-    before = statistics.mean(v for _, v in series(data, "TCP upload::1", 7, 9.5))
-    after = statistics.mean(v for _, v in series(data, "TCP upload::1", 11.5, 14.5))
+    before, after, step = step_time(data, "TCP upload", (7, 9.5), (11.5, 14.5))
     assert before > 8 and after < 2.2, (before, after)
-    step = next(t for t, v in series(data, "TCP upload::1", 8) if v < (before + after) / 2)
     assert abs(step - 10) <= 0.5, step
     assert "planned t=10.0" in (d / "teardown.log").read_text()
 
@@ -115,12 +81,10 @@ def test_ecn_bleaching_per_flow(run):
     """Both flows are ECN-capable at the client; at the server flow 1 (DSCP 19) arrives
     Not-ECT, flow 2 (DSCP 35) ECT/CE; nft's rule counter shows the rewrites."""
     _, _, d = find(run, "vm-features", ecn="bleach-none")
-    cli, srv = d / "cli.pcap.xz", d / "srv.pcap.xz"
-    flow1, flow2 = "ip[1] & 0xfc == 0x4c and greater 1000", "ip[1] & 0xfc == 0x8c and greater 1000"
-    assert packets(cli, f"{flow1} and ip[1] & 3 != 0") > 100  # sent ECN-capable
-    assert packets(srv, flow1) > 100 and packets(srv, f"{flow1} and ip[1] & 3 != 0") == 0
-    total2 = packets(srv, flow2)
-    assert total2 > 100 and packets(srv, f"{flow2} and ip[1] & 3 != 0") == total2
+    assert packets(d / "cli.pcap.xz", "ip[1] & 0xfc == 0x4c and ip[1] & 3 != 0 and greater 1000") > 100
+    (all1, ect1), (all2, ect2) = ecn_split(d, 0x4c), ecn_split(d, 0x8c)
+    assert all1 > 100 and ect1 == 0, (all1, ect1)
+    assert all2 > 100 and ect2 >= 0.95 * all2, (all2, ect2)  # retransmissions go Not-ECT (RFC 3168)
     counter = re.search(r'ip ecn set not-ect counter packets (\d+) .*flow 1: bleach', (d / "teardown.log").read_text())
     assert counter and int(counter.group(1)) > 100
 
@@ -130,6 +94,6 @@ def test_pantheon_schemes_at_1mbit_200ms(run):
         rec, data, _ = find(run, "pantheon-short", cc=cc)
         base = statistics.median(v for _, v in series(data, "Ping (ms) ICMP", 0.5, LEAD_IN - 0.5))
         assert abs(base - 200) <= 2, (cc, base)
-        goodput = data["metadata"]["SERIES_META"]["TCP upload::1"]["MEAN_VALUE"]
+        goodput = data["metadata"]["SERIES_META"]["TCP upload"]["MEAN_VALUE"]
         assert goodput >= 0.8, (cc, goodput)
         assert rec["config"]["bottleneck"]["up"]["qdisc"] == "bfifo limit 625000"

@@ -15,7 +15,13 @@ DATA_FLOW_BYTES = 64 * 1024
 
 def sender_ccs(ss_log: Path, control_port: int) -> list[str]:
     """Congestion controls of the sockets that sent data (sorted), from `ss -tin` samples."""
-    sockets: dict[tuple[str, str], tuple[str, int]] = {}
+    return sorted(cc for cc, acked in sockets(ss_log, control_port).values() if acked >= DATA_FLOW_BYTES)
+
+
+def sockets(ss_log: Path, control_port: int) -> dict[tuple[str, str], tuple[str, int]]:
+    """(local, peer) 'addr:port' → (congestion control, most bytes acked seen), for every
+    socket of an `ss -tin` sample log except the netperf control connections."""
+    found: dict[tuple[str, str], tuple[str, int]] = {}
     key: tuple[str, str] | None = None
     for line in ss_log.read_text(errors="replace").splitlines():
         if line.startswith("#") or not line.strip():
@@ -30,9 +36,8 @@ def sender_ccs(ss_log: Path, control_port: int) -> list[str]:
             continue
         acked = int(m.group(1)) if (m := _ACKED_RE.search(line)) else 0
         cc = next((w for w in line.split() if _WORD_RE.match(w) and w not in _FLAGS), "?")
-        old = sockets.get(key, ("", 0))
-        sockets[key] = (cc, max(acked, old[1]))
-    return sorted(cc for cc, acked in sockets.values() if acked >= DATA_FLOW_BYTES)
+        found[key] = (cc, max(acked, found.get(key, ("", 0))[1]))
+    return found
 
 
 def check_ccs(declared: list[str], observed: list[str]) -> bool:

@@ -1,0 +1,141 @@
+"""Per-cell metrics from a cell's folder: Flent's data (through Flent's ResultSet), the
+socket statistics Flent sampled, and the pcaps.
+
+Time windows (Flent's time axis, t = 0 when its ping starts; flows run from the lead-in
+plus their start delay until lead-in + length):
+  * steady state: a window of W seconds ending 1 s before the flow's last socket sample
+    (the predecessor's D_SS definition; W defaults to min(60 s, 2/3 of the test));
+  * under load: while every flow runs; * base: the lead-in, before any flow starts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import flentlib
+from .flows import FlowInfo, declared_flows, match_connections
+from .pcap import Conn, connections
+
+#: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
+METRICS_VERSION = 1
+NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged
+
+
+@dataclass(frozen=True)
+class Settings:
+    steady_window: float | None = None  # seconds; None = min(60, 2/3 of the test)
+
+    def window(self, length: float) -> float:
+        return self.steady_window or min(60.0, round(length * 2 / 3))
+
+
+def cell_metrics(cell_dir: Path, record: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """Everything fl reports about one cell that ran (status ok or failed)."""
+    out: dict[str, Any] = {"version": METRICS_VERSION, "cell": record["cell"], "invalid": []}
+    if record["status"] != "ok":
+        out["invalid"].append(f"cell {record['status']}: {record.get('reason')}")
+    data_file = cell_dir / f"{record['cell']}.flent.gz"
+    if not data_file.is_file():
+        out["invalid"].append("no Flent data file")
+        return out
+    rs = flentlib.load(data_file)
+    length = float(rs.meta("LENGTH"))
+    lead = (float(rs.meta("TOTAL_LENGTH")) - length) / 2
+    flows = declared_flows(record, rs.series_names)
+    window = settings.window(length)
+    out["steady_window_s"] = window
+    out["flows"] = [_flow(rs, f, lead, length, window) for f in flows]
+    out["ping_ms"] = _ping(rs, lead, lead + max((f.start_s for f in flows), default=0), lead + length)
+    _add_pcap_counts(out["flows"], flows, cell_dir, rs)
+    _add_aggregates(out, record)
+    out["invalid"] += _problems(out, rs, record)
+    return out
+
+
+def _flow(rs: Any, f: FlowInfo, lead: float, length: float, window: float) -> dict[str, Any]:
+    rates = [(t, v) for t, v in rs.raw_series(f.series, raw_key="tcp_delivery_rate") if v]
+    steady = None
+    if rates:
+        end = rates[-1][0] - 1.0
+        in_window = [v for t, v in rates if end - window < t < end]
+        steady = float(np.mean(in_window)) if in_window else None
+    rtts = [v for t, v in rs.raw_series(f.series, raw_key="tcp_rtt")
+            if lead + f.start_s <= t <= lead + length and v]
+    return {"index": f.index, "series": f.series, "direction": f.direction, "cc": f.cc,
+            "rtt_ms": f.rtt_ms, "start_s": f.start_s, "label": f.label,
+            "mean_mbit": rs.series_meta(f.series, "MEAN_VALUE"),
+            "steady_mbit": steady, "tcp_rtt_ms": _stats(rtts), "socket_samples": len(rates)}
+
+
+def _ping(rs: Any, lead: float, loaded_from: float, loaded_to: float) -> dict[str, Any]:
+    name = "Ping (ms) ICMP"
+    if name not in rs:
+        return {}
+    pts = [(t, v) for t, v in zip(rs.x_values, rs.series(name)) if v is not None]
+    base = [v for t, v in pts if t < lead - 0.5]
+    loaded = [v for t, v in pts if loaded_from <= t < loaded_to]
+    return {"base_median": float(np.median(base)) if base else None, "loaded": _stats(loaded)}
+
+
+def _stats(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return {"median": float(p50), "p95": float(p95), "p99": float(p99), "n": len(values)}
+
+
+def _add_pcap_counts(rows: list[dict[str, Any]], flows: list[FlowInfo], cell_dir: Path, rs: Any) -> None:
+    """Retransmissions on the sender's side; ECN codepoints and loss on the receiver's."""
+    server = (rs.meta("HOSTS") or [None])[0]
+    sides = {"up": ("cli", "srv"), "down": ("srv", "cli")}
+    loaded: dict[str, dict] = {}
+    for direction, (sender, receiver) in sides.items():
+        if not any(f.direction == direction for f in flows):
+            continue
+        pcaps = [cell_dir / f"{h}.pcap.xz" for h in (sender, receiver)]
+        if not all(p.is_file() for p in pcaps):
+            continue
+        for h, p in zip((sender, receiver), pcaps):
+            loaded.setdefault(h, connections(p, set()))
+        match = match_connections(flows, direction, loaded[sender], server, cell_dir / f"{sender}.ss.log")
+        for row in rows:
+            if (key := match.get(row["index"])) is not None:
+                row["pcap"] = _counts(loaded[sender][key], loaded[receiver].get(key))
+
+
+def _counts(sent: Conn, received: Conn | None) -> dict[str, Any]:
+    got = received.data if received else 0
+    return {"sent": sent.data, "received": got, "retrans": sent.retrans,
+            "loss": (sent.data - got) / sent.data if sent.data else None,
+            "ecn_received": dict(received.ecn) if received else {}, "dscp": sent.dscp}
+
+
+def _add_aggregates(out: dict[str, Any], record: dict[str, Any]) -> None:
+    steady = [f["steady_mbit"] for f in out["flows"]]
+    if len(steady) > 1 and all(s for s in steady):
+        out["jain"] = sum(steady) ** 2 / (len(steady) * sum(s * s for s in steady))
+        out["ratio"] = max(steady) / min(steady)
+    out["utilisation"] = {}
+    for direction in ("up", "down"):
+        means = [f["mean_mbit"] for f in out["flows"] if f["direction"] == direction]
+        rate = record["config"]["bottleneck"][direction]["rate_bps"]
+        if means and all(m is not None for m in means):
+            out["utilisation"][direction] = sum(means) * 1e6 / rate
+
+
+def _problems(out: dict[str, Any], rs: Any, record: dict[str, Any]) -> list[str]:
+    problems = []
+    if rs.meta("FAILED_RUNNERS"):
+        problems.append(f"Flent runners failed: {rs.meta('FAILED_RUNNERS')}")
+    if not out["flows"]:
+        problems.append("no TCP flow series in the Flent data")
+    for f in out["flows"]:
+        rate = record["config"]["bottleneck"][f["direction"]]["rate_bps"]
+        if not f["socket_samples"]:
+            problems.append(f"flow {f['index']}: no socket statistics (tcp_delivery_rate)")
+        if f["mean_mbit"] is None or f["mean_mbit"] * 1e6 < NEAR_ZERO * rate:
+            problems.append(f"flow {f['index']}: near-zero goodput ({f['mean_mbit']} Mbit/s)")
+    return problems

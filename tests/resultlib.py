@@ -1,0 +1,54 @@
+"""Reading a results folder in tests: cells by coordinates, Flent series, pcap counts."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+from pathlib import Path
+
+LEAD_IN = 5.0  # Flent's -d: ping runs alone before the flows start
+
+
+def cells(root: Path, scenario: str) -> dict[str, Path]:
+    return {d.name: d for d in sorted((root / scenario).iterdir()) if d.is_dir() and not d.name.startswith(".")}
+
+
+def find(root: Path, scenario: str, **coords: str) -> tuple[dict, dict, Path]:
+    """The one cell whose coordinate labels are COORDS: (cell.json, Flent data, folder)."""
+    hits = []
+    for d in cells(root, scenario).values():
+        rec = json.loads((d / "cell.json").read_text())
+        if all(rec["coordinates"].get(axis, {}).get("label") == label for axis, label in coords.items()):
+            hits.append((rec, json.load(gzip.open(d / f"{d.name}.flent.gz", "rt")), d))
+    assert len(hits) == 1, (coords, [h[0]["cell"] for h in hits])
+    return hits[0]
+
+
+def series(data: dict, name: str, after: float = 0, before: float = 1e9) -> list[tuple[float, float]]:
+    return [(t, v) for t, v in zip(data["x_values"], data["results"][name])
+            if v is not None and after <= t < before]
+
+
+def packets(pcap: Path, expr: str) -> int:
+    """Packets in an xz-compressed pcap matching a tcpdump filter."""
+    xz = subprocess.Popen(["xz", "-dc", str(pcap)], stdout=subprocess.PIPE)
+    out = subprocess.run(["tcpdump", "-nr", "-", expr], stdin=xz.stdout, capture_output=True, text=True)
+    xz.wait()
+    assert out.returncode == 0, out.stderr
+    return len(out.stdout.splitlines())
+
+
+def step_time(data: dict, name: str, high: tuple[float, float], low: tuple[float, float]) -> tuple[float, float, float]:
+    """(mean before, mean after, first time after HIGH's start below their midpoint) of a
+    throughput series stepping down between the windows HIGH and LOW."""
+    before = sum(v for _, v in series(data, name, *high)) / len(series(data, name, *high))
+    after = sum(v for _, v in series(data, name, *low)) / len(series(data, name, *low))
+    step = next(t for t, v in series(data, name, high[0]) if v < (before + after) / 2)
+    return before, after, step
+
+
+def ecn_split(cell_dir: Path, tos: int) -> tuple[int, int]:
+    """(all, ECN-capable) data packets with TOS's DSCP in the server-side capture."""
+    flow = f"ip[1] & 0xfc == {tos:#x} and greater 1000"
+    pcap = cell_dir / "srv.pcap.xz"
+    return packets(pcap, flow), packets(pcap, f"{flow} and ip[1] & 3 != 0")
