@@ -10,8 +10,9 @@
 #     bookworm + bookworm-updates) if netperf is not installable otherwise: netperf
 #     is only packaged in non-free;
 #   * apt-get installs the tools listed in PACKAGES below (TEST_PACKAGES are for the test
-#     suite: openssh-server's sshd is started by the tests inside their own namespaces,
-#     and install.sh keeps the package from starting a system-wide sshd), and for the VM backend
+#     suite: the tests start their own sshd inside their namespaces and their own nginx
+#     on loopback, and install.sh keeps the packages from starting system-wide services;
+#     chromium checks the published results page headless), and for the VM backend
 #     VM_PACKAGES: QEMU and Debian's distribution kernel (linux-image-amd64, which has
 #     netem, fq_codel, cake, pie, red, sfq, fq ... as modules) to boot in a VM;
 #   * creates the virtualenv .venv/ in this checkout (Python deps from pyproject.toml,
@@ -21,7 +22,7 @@ set -eu
 PACKAGES="flent netperf irtt fping iperf tcpdump xz-utils iproute2 nftables ethtool
           python3-venv python3-matplotlib rsync"
 VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static"
-TEST_PACKAGES="openssh-server openssh-client"
+TEST_PACKAGES="openssh-server openssh-client nginx chromium"
 NON_FREE=/etc/apt/sources.list.d/fl-non-free.sources
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEMO=yes
@@ -57,7 +58,8 @@ fi
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $PACKAGES
 MADE_POLICY=no
-if ! dpkg -s openssh-server >/dev/null 2>&1 && [ ! -e /usr/sbin/policy-rc.d ]; then
+if { ! dpkg -s openssh-server >/dev/null 2>&1 || ! dpkg -s nginx >/dev/null 2>&1; } &&
+   [ ! -e /usr/sbin/policy-rc.d ]; then
     # Debian's standard switch: packages installed now do not start their services.
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d
     MADE_POLICY=yes

@@ -52,6 +52,24 @@ def _parser() -> argparse.ArgumentParser:
 
     cln = sub.add_parser("clean", help="remove what a killed run left (only what fl created)")
     cln.set_defaults(func=cmd_clean)
+
+    plot = sub.add_parser("plot", help="metrics, plots, tables, dataset and the results index of a run")
+    plot.add_argument("--run", default="default", help="results/<RUN>/ folder (default: default)")
+    plot.add_argument("--results", type=Path, default=REPO / "results", help=argparse.SUPPRESS)
+    plot.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
+    plot.add_argument("--template-dir", type=Path, default=REPO,
+                      help="folder with README.md.j2 and templates/ (default: the repository's)")
+    plot.set_defaults(func=cmd_plot)
+
+    push = sub.add_parser("push", help="publish a run folder and its index to a web server, check its links")
+    push.add_argument("--run", default="default", help="results/<RUN>/ folder (default: default)")
+    push.add_argument("--results", type=Path, default=REPO / "results", help=argparse.SUPPRESS)
+    push.add_argument("--dest", help="local directory or [user@]host:path served by the web server "
+                      "(default: the inventory's fl_push_dest)")
+    push.add_argument("--url", help="http(s) URL of that directory, to check the pushed links "
+                      "(default: the inventory's fl_push_url)")
+    push.add_argument("--inventory", type=Path, default=REPO / "inventory.ini", help=argparse.SUPPRESS)
+    push.set_defaults(func=cmd_push)
     return p
 
 
@@ -127,6 +145,33 @@ def cmd_check(args: argparse.Namespace) -> int:
         from .run.in_vm import fl_in_vm
         return fl_in_vm(vm, ["check"])
     return check()
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .report.build import build
+    from .scenario.values import check_name
+    try:
+        check_name(args.run, "run name")
+    except ValueError as e:
+        raise FlError(str(e)) from None
+    return build(args.results / args.run, args.jobs, args.template_dir)
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from .report.push import push
+    from .scenario.values import check_name
+    from .testbed.inventory import prefixed_settings
+    try:
+        check_name(args.run, "run name")
+    except ValueError as e:
+        raise FlError(str(e)) from None
+    conf = prefixed_settings(args.inventory, "fl_push_") if not (args.dest and args.url) else {}
+    dest, url = args.dest or conf.get("dest"), args.url or conf.get("url")
+    if not dest:
+        raise FlError("no destination: give --dest or set fl_push_dest in the inventory")
+    if url and not url.startswith(("http://", "https://")):
+        raise FlError(f"--url {url!r}: an http:// or https:// URL")
+    return push(args.results / args.run, dest, url)
 
 
 def cmd_clean(args: argparse.Namespace) -> int:

@@ -49,3 +49,15 @@ def needs_vm() -> pytest.MarkDecorator:
     except FlError:
         ok = False
     return pytest.mark.skipif(not ok, reason="needs root, virtme-ng and a kernel in /boot (./install.sh)")
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """The shipped demo scenario run once for the session: (fl's output, results root).
+    Run folder results/e2e/; test_e2e_demo checks the run, test_e2e_report its analysis."""
+    results = tmp_path_factory.mktemp("results")
+    before = netns_list()
+    p = run_fl("run", "demo", "--run", "e2e", "--results", str(results))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert netns_list() == before, "the run left namespaces behind"
+    return p.stdout, results

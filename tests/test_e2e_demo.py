@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, needs_root_tools, netns_list, run_fl
+from conftest import REPO, needs_root_tools, run_fl
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 FILES = ("cell.json", "setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
@@ -23,15 +23,11 @@ CLI, SRV, CONTROL_PORT = "10.71.1.1", "10.71.2.1", 12865
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    results = tmp_path_factory.mktemp("results")
-    before = netns_list()
-    p = run_fl("run", "demo", "--run", "e2e", "--results", str(results))
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert netns_list() == before, "the run left namespaces behind"
+def demo(demo_run):
+    out, results = demo_run
     root = results / "e2e" / "demo"
-    cells = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-    return p.stdout, cells
+    cells = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".") and d.name != "charts")
+    return out, cells
 
 
 def test_all_cells_ran_with_all_files(demo):

@@ -8,12 +8,12 @@ Cells are pruned by ``include``/``exclude`` rules and repeated ``repetitions`` t
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator,
                       model_validator)
 
-from .values import AXIS_PARSERS, Point, check_name, check_vars, parse_point
+from .values import AXIS_PARSERS, Point, check_name, check_vars, parse_point, parse_seconds
 
 #: Every axis, in the order they appear in cell names (from the parsers' registry).
 AXES = ("cc", "qdisc", "rate", "rtt", *[a for a in AXIS_PARSERS if a not in ("cc", "qdisc", "rate", "rtt")])
@@ -65,6 +65,15 @@ def _matrices(raw: Any) -> Any:
     return items
 
 
+class Analysis(BaseModel):
+    """How `fl plot` summarises the scenario (never part of a cell's configuration)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    #: steady-state window, ending 1 s before each flow's last sample (default: min(60 s, 2/3 of the test))
+    steady_window: Annotated[float | None, BeforeValidator(lambda v: v if v is None else parse_seconds(v))] = None
+    fairness: Literal["jain", "ratio"] = "jain"  # the last column of the fairness table
+
+
 class Scenario(_Axes):
     """A scenario file after ``extends`` are merged."""
 
@@ -77,6 +86,7 @@ class Scenario(_Axes):
     vars: Annotated[dict[str, Any], BeforeValidator(check_vars)] = {}
     matrix: Annotated[list[Matrix] | None, BeforeValidator(_matrices)] = None
     matrix_is_list: bool = False  # set by fl: the file wrote a list of matrices
+    analysis: Analysis = Analysis()
     include: list[dict[str, Any]] = []
     exclude: list[dict[str, Any]] = []
 

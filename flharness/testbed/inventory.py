@@ -27,10 +27,15 @@ class Inventory:
 
 def vm_settings(path: Path) -> dict[str, str]:
     """fl_vm_kernel, fl_vm_accel, … of the inventory (keys without the prefix); {} if none."""
+    return prefixed_settings(path, "fl_vm_")
+
+
+def prefixed_settings(path: Path, prefix: str) -> dict[str, str]:
+    """The inventory's variables starting with PREFIX (as the middlebox sees them), without it."""
     if not path.is_file():
         raise FlError(f"{path}: no such inventory file")
     mid = _hostvars(path).get("mid", {})
-    return {k.removeprefix("fl_vm_"): v for k, v in mid.items() if k.startswith("fl_vm_") and v}
+    return {k.removeprefix(prefix): v for k, v in mid.items() if k.startswith(prefix) and v}
 
 
 def _hostvars(path: Path) -> dict[str, dict[str, str]]:

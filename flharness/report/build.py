@@ -1,0 +1,37 @@
+"""The `fl plot` pipeline: collect (metrics) → per-cell plots → charts → dataset → index."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .. import REPO
+from .charts import scenario_charts
+from .collect import collect
+from .dataset import rows, write_csv, write_summary
+from .index import render, to_html
+from .plots import draw_cell_plots
+
+
+def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO) -> int:
+    started = time.monotonic()
+    run = collect(run_dir, workers)
+    counts = draw_cell_plots(run.scenarios, workers)
+    charts = {s.name: scenario_charts(s, s.dir / "charts") for s in run.scenarios}
+    write_csv(rows(run), run_dir / "dataset.csv")
+    write_summary(run, run_dir / "summary.json")
+    text = render(run, charts, template_dir)
+    _write_if_changed(run_dir / "README.md", text)
+    _write_if_changed(run_dir / "index.html", to_html(text, f"fl results: {run.name}", template_dir))
+    cells = run.cells()
+    invalid = sum(1 for c in cells if c.metrics and c.invalid)
+    print(f"{run_dir}: {len(cells)} cells ({invalid} invalid); plots: {counts['drawn']} drawn, "
+          f"{counts['current']} current, {counts['failed']} failed; index: README.md, index.html "
+          f"({time.monotonic() - started:.1f} s)")
+    return 1 if counts["failed"] else 0
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.is_file() or path.read_text() != text:
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)

@@ -1,0 +1,128 @@
+"""Scenario charts with matplotlib (SVG): grouped bars of per-flow steady-state goodput
+by CC pair × qdisc, one chart per combination of the other swept axes; and a
+throughput-vs-delay scatter per CC. Each chart is drawn only when its data changed."""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .collect import CellResult, ScenarioResult  # noqa: E402
+from .tables import stat  # noqa: E402
+
+FACET_SKIP = {"cc", "qdisc", "repetition", "test", "length"}
+HATCHES = ["", "//", "..", "xx", "\\\\", "oo"]
+
+
+def draw_if_changed(path: Path, data: Any, draw: Callable[[Path], None]) -> bool:
+    """Draw PATH unless it exists and was drawn from the same DATA (a .key file beside it)."""
+    key = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    stamp = path.with_name(f".{path.name}.key")
+    if path.is_file() and stamp.is_file() and stamp.read_text() == key:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draw(path)
+    stamp.write_text(key)
+    return True
+
+
+def scenario_charts(s: ScenarioResult, out_dir: Path) -> list[dict[str, str]]:
+    """Every chart of a scenario: [{'title', 'path'}], paths relative to OUT_DIR's parent."""
+    charts = []
+    cells = [c for c in s.cells if c.valid]
+    facets = [a for a in s.swept if a not in FACET_SKIP]
+    groups: dict[tuple, list[CellResult]] = defaultdict(list)
+    for c in cells:
+        groups[tuple(c.label(a) for a in facets)].append(c)
+    for key, group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
+        suffix = "_".join(str(k) for k in key if k) or "all"
+        title = ", ".join(f"{a} {k or '–'}" for a, k in zip(facets, key)) or s.name
+        path = out_dir / f"{s.name}_cc_qdisc_{_slug(suffix)}.svg"
+        data = _bar_data(group)
+        draw_if_changed(path, data, lambda p, d=data, t=title: _bars(d, f"{s.name}: {t}", p))
+        charts.append({"title": f"Steady-state goodput per flow, {title}", "path": path.name})
+    if cells:
+        data = [[c.label("cc"), sum(f["mean_mbit"] or 0 for f in c.metrics["flows"]),
+                 max((f["tcp_rtt_ms"] or {}).get("p95", 0) for f in c.metrics["flows"])] for c in cells]
+        path = out_dir / f"{s.name}_throughput_delay.svg"
+        draw_if_changed(path, data, lambda p: _scatter(data, s.name, p))
+        charts.append({"title": "Throughput vs 95th percentile TCP RTT, per CC", "path": path.name})
+    return charts
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in text)
+
+
+def _bar_data(cells: list[CellResult]) -> dict[str, Any]:
+    """{cc label: {qdisc label: [[flow label, mean, ci], ...]}} over repetitions."""
+    by: dict[str, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
+    labels: dict[tuple[str, str], list[str]] = {}
+    for c in cells:
+        flows = c.metrics["flows"]
+        runs = by[c.label("cc") or "?"][c.label("qdisc") or "?"]
+        while len(runs) < len(flows):
+            runs.append([])
+        for i, f in enumerate(flows):
+            runs[i].append(f["steady_mbit"] or 0.0)
+        labels[(c.label("cc") or "?", c.label("qdisc") or "?")] = [f["label"] for f in flows]
+    out: dict[str, Any] = {}
+    for cc, per_q in by.items():
+        out[cc] = {}
+        for q, runs in per_q.items():
+            stats = [stat(r) for r in runs]
+            out[cc][q] = [[labels[(cc, q)][i], st.mean, st.ci or 0.0] for i, st in enumerate(stats) if st]
+    return out
+
+
+def _bars(data: dict[str, Any], title: str, path: Path) -> None:
+    ccs = sorted(data)
+    qdiscs = sorted({q for per_q in data.values() for q in per_q})
+    nflows = max((len(v) for per_q in data.values() for v in per_q.values()), default=1)
+    width = 0.8 / max(1, len(qdiscs) * nflows)
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(ccs) + 2), 4))
+    colours = plt.get_cmap("tab10")
+    for qi, q in enumerate(qdiscs):
+        for fi in range(nflows):
+            xs, ys, errs = [], [], []
+            for xi, cc in enumerate(ccs):
+                bars = data[cc].get(q, [])
+                if fi < len(bars):
+                    xs.append(xi - 0.4 + width * (qi * nflows + fi + 0.5))
+                    ys.append(bars[fi][1])
+                    errs.append(bars[fi][2])
+            ax.bar(xs, ys, width, yerr=errs, color=colours(qi), hatch=HATCHES[fi % len(HATCHES)],
+                   edgecolor="black", linewidth=0.4, label=f"{q}, flow {fi + 1}")
+    ax.set_xticks(range(len(ccs)), ccs, rotation=20, ha="right")
+    ax.set_ylabel("steady-state goodput (Mbit/s)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _scatter(points: list[list[Any]], title: str, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    by: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for cc, tput, delay in points:
+        by[cc or "?"].append((delay, tput))
+    for cc, pts in sorted(by.items()):
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=cc, alpha=0.6)
+        ax.scatter([sum(p[0] for p in pts) / len(pts)], [sum(p[1] for p in pts) / len(pts)],
+                   marker="X", s=90, edgecolor="black")
+    ax.set_xlabel("95th percentile TCP RTT (ms)")
+    ax.set_ylabel("throughput (Mbit/s)")
+    ax.invert_xaxis()  # better is up and to the right, as in Pantheon's plots
+    ax.set_title(f"{title}: throughput vs delay (X = mean over runs)", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

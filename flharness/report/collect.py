@@ -1,0 +1,108 @@
+"""A run's results folder as data: provenance, scenarios, cells with their metrics.
+
+Metrics are computed in parallel for cells whose metrics.json is missing or stale.
+"""
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..analysis.cache import cached, compute
+from ..analysis.metrics import Settings
+from ..errors import FlError
+from ..scenario import load_scenario
+from ..scenario.schema import Scenario
+
+
+@dataclass
+class CellResult:
+    scenario: str
+    dir: Path
+    record: dict[str, Any]
+    metrics: dict[str, Any] | None = None  # None for cells that did not run
+
+    @property
+    def name(self) -> str:
+        return self.record["cell"]
+
+    @property
+    def status(self) -> str:
+        return self.record["status"]
+
+    @property
+    def invalid(self) -> list[str]:
+        return (self.metrics or {}).get("invalid", [])
+
+    @property
+    def valid(self) -> bool:
+        return self.metrics is not None and not self.invalid
+
+    def label(self, axis: str) -> str | None:
+        return self.record["coordinates"].get(axis, {}).get("label")
+
+    def value(self, axis: str) -> Any:
+        return self.record["coordinates"].get(axis, {}).get("value")
+
+
+@dataclass
+class ScenarioResult:
+    name: str
+    dir: Path
+    scenario: Scenario
+    cells: list[CellResult] = field(default_factory=list)
+
+    @property
+    def swept(self) -> list[str]:
+        return self.scenario.swept_axes()
+
+    @property
+    def settings(self) -> Settings:
+        return Settings(self.scenario.analysis.steady_window)
+
+
+@dataclass
+class RunResult:
+    name: str
+    dir: Path
+    provenance: dict[str, Any]
+    scenarios: list[ScenarioResult]
+
+    def cells(self) -> list[CellResult]:
+        return [c for s in self.scenarios for c in s.cells]
+
+
+def collect(run_dir: Path, workers: int | None = None) -> RunResult:
+    if not (run_dir / "run.json").is_file():
+        raise FlError(f"{run_dir}: not a run folder (no run.json); run `fl run` first")
+    provenance = json.loads((run_dir / "run.json").read_text())
+    scenarios = [_scenario(d) for d in sorted(run_dir.iterdir()) if (d / "scenario.yml").is_file()]
+    _fill_metrics([s for s in scenarios], workers or os.cpu_count() or 1)
+    return RunResult(run_dir.name, run_dir, provenance, scenarios)
+
+
+def _scenario(d: Path) -> ScenarioResult:
+    out = ScenarioResult(d.name, d, load_scenario(d / "scenario.yml"))
+    for cell_json in sorted(d.glob("*/cell.json")):
+        out.cells.append(CellResult(d.name, cell_json.parent, json.loads(cell_json.read_text())))
+    return out
+
+
+def _fill_metrics(scenarios: list[ScenarioResult], workers: int) -> None:
+    """Cached metrics where current; the rest computed in WORKERS processes."""
+    todo: list[tuple[CellResult, Settings]] = []
+    for s in scenarios:
+        for c in s.cells:
+            if c.status == "skipped":
+                continue
+            c.metrics = cached(c.dir, s.settings)
+            if c.metrics is None:
+                todo.append((c, s.settings))
+    if not todo:
+        return
+    with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+        for (c, _), m in zip(todo, pool.map(compute, [c.dir for c, _ in todo], [s for _, s in todo])):
+            c.metrics = m

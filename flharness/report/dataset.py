@@ -1,0 +1,83 @@
+"""The run as a tidy dataset: one row per cell × flow (a single row for cells without
+flows), every axis a column, every metric a column; and a run-level summary.json."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from .collect import CellResult, RunResult
+
+ECN = ("not_ect", "ect0", "ect1", "ce")
+
+
+def rows(run: RunResult) -> list[dict[str, Any]]:
+    axes = sorted({a for c in run.cells() for a in c.record["coordinates"]})
+    out = []
+    for c in run.cells():
+        base = _cell_columns(run, c, axes)
+        flows = (c.metrics or {}).get("flows") or [None]
+        out += [{**base, **_flow_columns(f)} for f in flows]
+    return out
+
+
+def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, Any]:
+    m = c.metrics or {}
+    ping = m.get("ping_ms", {})
+    loaded = ping.get("loaded") or {}
+    backend = c.record.get("backend") or {}
+    cols: dict[str, Any] = {
+        "run": run.name, "scenario": c.scenario, "cell": c.name, "config_hash": c.record["config_hash"],
+        "status": c.status, "reason": c.record.get("reason"), "valid": c.valid,
+        "invalid": "; ".join(c.invalid), "backend": backend.get("kind"), "clock": backend.get("clock"),
+        "kernel": c.record.get("kernel"),
+    }
+    cols.update({f"axis_{a}": c.label(a) for a in axes})
+    cols.update({"jain": m.get("jain"), "ratio": m.get("ratio"),
+                 "utilisation_up": m.get("utilisation", {}).get("up"),
+                 "utilisation_down": m.get("utilisation", {}).get("down"),
+                 "ping_base_ms": ping.get("base_median"), "ping_median_ms": loaded.get("median"),
+                 "ping_p95_ms": loaded.get("p95"), "ping_p99_ms": loaded.get("p99"),
+                 "steady_window_s": m.get("steady_window_s")})
+    return cols
+
+
+def _flow_columns(f: dict[str, Any] | None) -> dict[str, Any]:
+    if f is None:
+        return {}
+    rtt = f.get("tcp_rtt_ms") or {}
+    pcap = f.get("pcap") or {}
+    ecn = pcap.get("ecn_received", {})
+    return {"flow": f["index"], "direction": f["direction"], "cc": f["cc"], "flow_rtt_ms": f["rtt_ms"],
+            "start_s": f["start_s"], "mean_mbit": f["mean_mbit"], "steady_mbit": f["steady_mbit"],
+            "tcp_rtt_median_ms": rtt.get("median"), "tcp_rtt_p95_ms": rtt.get("p95"),
+            "tcp_rtt_p99_ms": rtt.get("p99"), "packets_sent": pcap.get("sent"),
+            "packets_received": pcap.get("received"), "retransmits": pcap.get("retrans"),
+            "loss": pcap.get("loss"), **{f"received_{k}": ecn.get(k, 0) if pcap else None for k in ECN}}
+
+
+def write_csv(data: list[dict[str, Any]], path: Path) -> None:
+    columns: list[str] = []
+    for r in data:
+        columns += [k for k in r if k not in columns]
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        w.writerows(data)
+
+
+def summary(run: RunResult) -> dict[str, Any]:
+    per = {}
+    for s in run.scenarios:
+        counts: dict[str, int] = {}
+        for c in s.cells:
+            counts[c.status] = counts.get(c.status, 0) + 1
+        per[s.name] = {"cells": len(s.cells), "by_status": counts,
+                       "invalid": {c.name: c.invalid for c in s.cells if c.metrics and c.invalid},
+                       "skipped": {c.name: c.record.get("reason") for c in s.cells if c.status == "skipped"}}
+    return {"run": run.name, "provenance": run.provenance, "scenarios": per}
+
+
+def write_summary(run: RunResult, path: Path) -> None:
+    path.write_text(json.dumps(summary(run), indent=1, default=str))

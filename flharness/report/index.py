@@ -1,0 +1,85 @@
+"""The results index: README.md rendered from the user-editable README.md.j2 (macros in
+templates/), and index.html with the same content through a Markdown library. Links
+are relative to the run folder, so it works wherever the folder is copied."""
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import markdown
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import escape
+
+from .. import REPO
+from .collect import CellResult, RunResult, ScenarioResult
+from .plots import plot_path
+from .tables import fairness_table, per_cc_table
+
+CELL_FILES = (("plot", None), ("cli.pcap", "cli.pcap.xz"), ("srv.pcap", "srv.pcap.xz"),
+              ("teardown", "teardown.log"), ("setup", "setup.log"), ("data", "{cell}.flent.gz"),
+              ("metrics", "metrics.json"))
+
+
+def environment(template_dir: Path = REPO) -> Environment:
+    env = Environment(loader=FileSystemLoader([str(template_dir), str(template_dir / "templates")]),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                      keep_trailing_newline=True)
+    env.filters["cell"] = table_safe
+    env.filters["num"] = lambda v, digits=2: "–" if v is None else f"{v:.{digits}f}"
+    env.filters["date"] = lambda t: "?" if t is None else datetime.datetime.fromtimestamp(
+        t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return env
+
+
+def table_safe(value: Any) -> str:
+    """Text for a Markdown table cell: HTML-escaped (the Markdown converter passes HTML
+    through), pipes escaped, on one line; nothing is '–'."""
+    if value is None or value == "":
+        return "–"
+    return str(escape(str(value))).replace("|", "\\|").replace("\n", " ")
+
+
+def render(run: RunResult, charts: dict[str, list[dict[str, str]]], template_dir: Path = REPO) -> str:
+    context = {"run": run, "scenarios": [_scenario(s, charts.get(s.name, [])) for s in run.scenarios]}
+    return environment(template_dir).get_template("README.md.j2").render(context)
+
+
+def _scenario(s: ScenarioResult, charts: list[dict[str, str]]) -> dict[str, Any]:
+    fair = fairness_table(s)
+    if fair:
+        by_name = {c.name: c for c in s.cells}
+        for row in fair["rows"]:
+            row["link"] = _href(s, by_name[row["cell"]], plot_path(by_name[row["cell"]]).name)
+    counts: dict[str, int] = {}
+    for c in s.cells:
+        counts[c.status] = counts.get(c.status, 0) + 1
+    return {
+        "name": s.name, "description": s.scenario.description, "repetitions": s.scenario.repetitions, "fairness": fair, "per_cc": per_cc_table(s),
+        "charts": charts, "cells": [_cell(s, c) for c in s.cells],
+        "counts": f"{len(s.cells)} cells: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())),
+        "skipped": [(c.name, c.record.get("reason")) for c in s.cells if c.status == "skipped"],
+        "invalid": [(c.name, c.invalid) for c in s.cells if c.metrics and c.invalid],
+    }
+
+
+def _cell(s: ScenarioResult, c: CellResult) -> dict[str, Any]:
+    flows = (c.metrics or {}).get("flows") or []
+    means = [f["mean_mbit"] for f in flows if f.get("mean_mbit") is not None]
+    loaded = ((c.metrics or {}).get("ping_ms") or {}).get("loaded") or {}
+    links = []
+    for title, pattern in CELL_FILES:
+        name = plot_path(c).name if pattern is None else pattern.format(cell=c.name)
+        if (c.dir / name).is_file():
+            links.append({"title": title, "href": _href(s, c, name)})
+    return {"name": c.name, "status": c.status, "valid": c.valid, "goodput": sum(means) if means else None,
+            "ping_p99": loaded.get("p99"), "links": links}
+
+
+def _href(s: ScenarioResult, c: CellResult, name: str) -> str:
+    return f"{s.name}/{c.dir.name}/{name}"
+
+
+def to_html(md_text: str, title: str, template_dir: Path = REPO) -> str:
+    body = markdown.markdown(md_text, extensions=["tables"], output_format="html")
+    return environment(template_dir).get_template("index.html.j2").render(title=title, body=body)

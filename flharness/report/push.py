@@ -1,0 +1,84 @@
+"""`fl push`: copy a run folder (with its index) to a web server's directory with rsync,
+then fetch the pushed index over HTTP and check every link and image in it.
+
+Destination and URL come from the command line or the inventory's [all:vars]
+(fl_push_dest, fl_push_url); nothing secret is stored: ssh uses the user's own keys.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+
+from ..errors import FlError
+
+DEST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+:[A-Za-z0-9._/+-]*$|^/[A-Za-z0-9._/+-]*$")
+
+
+def push(run_dir: Path, dest: str, url: str | None) -> int:
+    if not (run_dir / "index.html").is_file():
+        raise FlError(f"{run_dir}: no index.html; run `fl plot` first")
+    if not DEST_RE.match(dest) or ".." in dest.split("/"):
+        raise FlError(f"--dest {dest!r}: a local absolute path or [user@]host:path (letters, digits, . _ / + -)")
+    target = f"{dest.rstrip('/')}/{run_dir.name}/"
+    if ":" not in dest:
+        Path(target).mkdir(parents=True, exist_ok=True)
+    argv = ["rsync", "-a", "--delete", "--exclude", ".*", f"{run_dir}/", target]
+    if ":" in dest:
+        argv[1:1] = ["-e", "ssh -o BatchMode=yes"]
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise FlError(f"rsync to {target} failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")
+    print(f"pushed {run_dir} to {target}")
+    if url is None:
+        print("no --url (or fl_push_url): links not verified")
+        return 0
+    index = urllib.parse.urljoin(url.rstrip("/") + "/", f"{run_dir.name}/index.html")
+    broken = check_links(index)
+    for link, why in broken:
+        print(f"broken: {link} ({why})")
+    print(f"{index}: {'all links ok' if not broken else f'{len(broken)} broken link(s)'}")
+    return 1 if broken else 0
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if value and (tag, name) in (("a", "href"), ("img", "src"), ("link", "href")):
+                self.links.append(value)
+
+
+def check_links(index_url: str) -> list[tuple[str, str]]:
+    """[(url, problem)] for the index itself or any link or image in it that fails."""
+    try:
+        html = _get(index_url).decode("utf-8", errors="replace")
+    except (urllib.error.URLError, OSError) as e:
+        return [(index_url, str(e))]
+    parser = _Links()
+    parser.feed(html)
+    broken = []
+    for link in dict.fromkeys(parser.links):
+        if link.startswith(("#", "mailto:")):
+            continue
+        target = urllib.parse.urljoin(index_url, link)
+        try:
+            _get(target, head=True)
+        except (urllib.error.URLError, OSError) as e:
+            broken.append((target, str(e)))
+    return broken
+
+
+def _get(url: str, head: bool = False) -> bytes:
+    req = urllib.request.Request(url, method="HEAD" if head else "GET")
+    with urllib.request.urlopen(req, timeout=30) as r:  # noqa: S310 (http(s) URLs of the user's server)
+        if r.status != 200:
+            raise urllib.error.URLError(f"HTTP {r.status}")
+        return r.read()

@@ -1,0 +1,95 @@
+"""Scenario tables derived from the declared axes: a fairness table (one row per
+combination of the other swept axes, flows as column pairs) and a per-CC table in the
+Pantheon style. Repetitions are folded into mean ± 95 % confidence interval and n."""
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .collect import CellResult, ScenarioResult
+
+#: Two-sided 95 % Student t quantiles by degrees of freedom (normal beyond 30).
+_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042]
+#: Axes a fairness row is keyed by, besides the flows themselves.
+ROW_SKIP = {"cc", "rtt", "test", "length", "repetition"}
+
+
+@dataclass(frozen=True)
+class Stat:
+    mean: float
+    ci: float | None  # half-width of the 95 % interval; None with one value
+    n: int
+
+    def fmt(self, digits: int = 2) -> str:
+        s = f"{self.mean:.{digits}f}"
+        return s if self.ci is None else f"{s} ± {self.ci:.{digits}f}"
+
+
+def stat(values: list[float]) -> Stat | None:
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    if not values:
+        return None
+    if len(values) == 1:
+        return Stat(values[0], None, 1)
+    df = len(values) - 1
+    t = _T95[df - 1] if df <= len(_T95) else 1.96
+    return Stat(statistics.fmean(values), t * statistics.stdev(values) / math.sqrt(len(values)), len(values))
+
+
+def _groups(cells: list[CellResult], key: Callable[[CellResult], Any]) -> dict[Any, list[CellResult]]:
+    out: dict[Any, list[CellResult]] = defaultdict(list)
+    for c in cells:
+        if c.valid:
+            out[key(c)].append(c)
+    return out
+
+
+def _without_repetition(c: CellResult) -> tuple[tuple[str, str | None], ...]:
+    """A cell's coordinates but its repetition: the key its repetitions share."""
+    return tuple((a, c.label(a)) for a in sorted(c.record["coordinates"]) if a != "repetition")
+
+
+def fairness_table(s: ScenarioResult) -> dict[str, Any] | None:
+    """Rows: one per cell (repetitions folded), for cells with two or more flows."""
+    cells = [c for c in s.cells if c.valid and len(c.metrics["flows"]) >= 2]
+    if not cells:
+        return None
+    axes = [a for a in s.swept if a not in ROW_SKIP and a != "cc"] or ["rate", "qdisc"]
+    nflows = max(len(c.metrics["flows"]) for c in cells)
+    fairness = s.scenario.analysis.fairness
+    rows = []
+    for _, group in _groups(cells, _without_repetition).items():
+        first = group[0]
+        flows = first.metrics["flows"]
+        row = {"cell": first.name, "dir": first.dir.name, "axes": [first.label(a) or "" for a in axes],
+               "flows": [{"label": f["label"],
+                          "steady": stat([g.metrics["flows"][i]["steady_mbit"] for g in group])}
+                         for i, f in enumerate(flows)],
+               "fairness": stat([g.metrics.get(fairness) for g in group]), "n": len(group)}
+        rows.append(row)
+    return {"axes": axes, "nflows": nflows, "fairness": fairness, "rows": rows,
+            "window": cells[0].metrics.get("steady_window_s")}
+
+
+def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
+    """Pantheon style: per CC (and every other swept axis but repetition), over runs:
+    mean throughput, 95th percentile TCP RTT and loss of the flow(s)."""
+    cells = [c for c in s.cells if c.valid]
+    if not cells:
+        return None
+    axes = [a for a in s.swept if a not in ("repetition",)] or ["cc"]
+    rows = []
+    for key, group in sorted(_groups(cells, lambda c: tuple(c.label(a) for a in axes)).items()):
+        flows = [f for g in group for f in g.metrics["flows"]]
+        per_run = [sum(f["mean_mbit"] or 0 for f in g.metrics["flows"]) for g in group]
+        rows.append({"axes": list(key), "throughput": stat(per_run),
+                     "rtt_p95": stat([f["tcp_rtt_ms"]["p95"] for f in flows if f.get("tcp_rtt_ms")]),
+                     "loss": stat([100 * f["pcap"]["loss"] for f in flows if f.get("pcap") and f["pcap"]["loss"] is not None]),
+                     "retrans": stat([f["pcap"]["retrans"] for f in flows if f.get("pcap")]),
+                     "n": len(group)})
+    return {"axes": axes, "rows": rows}

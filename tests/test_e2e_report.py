@@ -1,0 +1,180 @@
+"""`fl plot` and `fl push` on a real run of the demo scenario.
+
+Checks: every item is produced (metrics, Flent plots, charts, dataset, summary, index);
+the tables agree with the Flent data (Jain's index and a D_SS recomputed here from the
+raw socket samples); a second `fl plot` draws nothing; editing the template changes the
+index; `fl push` to a directory served by a real nginx, every link answers 200, and
+headless Chromium renders the tables and images (screenshot kept in the test's tmp).
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, needs_root_tools, run_fl
+
+pytestmark = [pytest.mark.e2e, needs_root_tools()]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def report(demo_run):
+    _, results = demo_run
+    p = run_fl("plot", "--run", "e2e", "--results", str(results))
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout, results / "e2e"
+
+
+def cell_dirs(run: Path) -> list[Path]:
+    return sorted(p.parent for p in (run / "demo").glob("*/cell.json"))
+
+
+def test_every_item_is_produced(report):
+    out, run = report
+    assert "12 cells (0 invalid); plots: 12 drawn" in out, out
+    for d in cell_dirs(run):
+        assert (d / "metrics.json").is_file()
+        assert (d / f"{d.name}_tcp_delivery_with_rtt.svg").read_text().lstrip().startswith("<?xml")
+    charts = sorted(p.name for p in (run / "demo" / "charts").glob("*.svg"))
+    assert "demo_throughput_delay.svg" in charts and "demo_cc_qdisc_10mbit.svg" in charts, charts
+    rows = list(csv.DictReader((run / "dataset.csv").open()))
+    assert len(rows) == 24 and {"axis_qdisc", "axis_rate", "steady_mbit", "jain", "received_ce"} <= set(rows[0])
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["scenarios"]["demo"]["by_status"] == {"ok": 12}
+    readme = (run / "README.md").read_text()
+    assert "### Fairness" in readme and "| qdisc | rate | CC1 (RTT) |" in readme
+    assert (run / "index.html").read_text().count("<table>") >= 3
+
+
+def _by_hand(d: Path, window: float) -> list[float]:
+    """D_SS per flow from the raw samples: mean delivery rate over WINDOW s ending 1 s
+    before the flow's last socket sample."""
+    data = json.load(gzip.open(d / f"{d.name}.flent.gz", "rt"))
+    out = []
+    for i in (1, 2):
+        samples = [(s["t"], s["tcp_delivery_rate"]) for s in data["raw_values"][f"TCP upload::{i}"]
+                   if s.get("tcp_delivery_rate")]
+        end = samples[-1][0] - 1
+        window_vals = [v for t, v in samples if end - window < t < end]
+        out.append(sum(window_vals) / len(window_vals))
+    return out
+
+
+def test_tables_agree_with_the_flent_data(report):
+    _, run = report
+    d = next(d for d in cell_dirs(run) if d.name == "cubic-vs-reno-pfifo_206-10mbit-0ms")
+    metrics = json.loads((d / "metrics.json").read_text())
+    d1, d2 = _by_hand(d, metrics["steady_window_s"])
+    jain = (d1 + d2) ** 2 / (2 * (d1 * d1 + d2 * d2))
+    assert metrics["steady_window_s"] == 13  # 2/3 of the 20 s test
+    assert abs(metrics["flows"][0]["steady_mbit"] - d1) < 1e-9 and abs(metrics["jain"] - jain) < 1e-9
+    row = next(line for line in (run / "README.md").read_text().splitlines()
+               if line.startswith("| [pfifo_206](") and f"/{d.name}/" in line)  # the fairness table
+    assert f"| {d1:.2f} |" in row and f"| {d2:.2f} |" in row and f"| {jain:.3f} |" in row, row
+
+
+def test_second_plot_does_no_work(report):
+    _, run = report
+    p = run_fl("plot", "--run", "e2e", "--results", str(run.parent))
+    assert p.returncode == 0 and "plots: 0 drawn, 12 current" in p.stdout, p.stdout
+
+
+def test_editing_the_template_changes_the_index(report, tmp_path):
+    _, run = report
+    shutil.copytree(REPO / "templates", tmp_path / "templates")
+    text = (REPO / "README.md.j2").read_text() + "\n## Notes added by the user\n\n{{ scenarios | length }} scenario(s).\n"
+    (tmp_path / "README.md.j2").write_text(text)
+    p = run_fl("plot", "--run", "e2e", "--results", str(run.parent), "--template-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "## Notes added by the user\n\n1 scenario(s)." in (run / "README.md").read_text()
+    assert "<h2>Notes added by the user</h2>" in (run / "index.html").read_text()
+    run_fl("plot", "--run", "e2e", "--results", str(run.parent))  # back to the shipped template
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    """A real nginx on loopback serving tmp/www (its own config, stopped by PID)."""
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("needs nginx (./install.sh)")
+    www, port = tmp_path / "www", _free_port()
+    www.mkdir()
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(f"""
+pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log; daemon off;
+events {{}}
+http {{ include /etc/nginx/mime.types; access_log {tmp_path}/access.log;
+  client_body_temp_path {tmp_path}; proxy_temp_path {tmp_path}; fastcgi_temp_path {tmp_path};
+  uwsgi_temp_path {tmp_path}; scgi_temp_path {tmp_path};
+  server {{ listen 127.0.0.1:{port}; root {www}; }} }}
+""")
+    proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-c", str(conf), "-p", str(tmp_path)])
+    for _ in range(50):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    yield www, f"http://127.0.0.1:{port}/"
+    proc.send_signal(signal.SIGQUIT)
+    proc.wait(timeout=10)
+
+
+PROBE = """<!DOCTYPE html><html><body><pre id="out">waiting</pre>
+<iframe id="f" src="%s" width="1200" height="800"></iframe>
+<script>
+document.getElementById('f').onload = function () {
+  setTimeout(function () {
+    var d = document.getElementById('f').contentDocument, imgs = d.querySelectorAll('img');
+    var bad = Array.prototype.filter.call(imgs, function (i) { return !(i.complete && i.naturalWidth > 0); });
+    document.getElementById('out').textContent = JSON.stringify(
+      {tables: d.querySelectorAll('table').length, images: imgs.length, broken: bad.map(function (i) { return i.src; })});
+  }, 2000);
+};
+</script></body></html>"""
+
+
+def test_push_to_nginx_and_render_in_chromium(report, nginx, tmp_path):
+    _, run = report
+    www, url = nginx
+    p = run_fl("push", "--run", "e2e", "--results", str(run.parent), "--dest", str(www), "--url", url)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "all links ok" in p.stdout
+    if CHROMIUM is None:
+        pytest.skip("needs chromium (./install.sh)")
+    (www / "probe.html").write_text(PROBE % "e2e/index.html")
+    chrome = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + str(tmp_path / "chrome")]
+    dom = subprocess.run(chrome + ["--virtual-time-budget=10000", "--dump-dom", url + "probe.html"],
+                         capture_output=True, text=True, timeout=120).stdout
+    result = json.loads(dom.split('<pre id="out">')[1].split("</pre>")[0])
+    assert result["tables"] >= 3 and result["images"] >= 3 and result["broken"] == [], result
+    shot = tmp_path / "index.png"
+    subprocess.run(chrome + ["--window-size=1400,3000", f"--screenshot={shot}", url + "e2e/index.html"],
+                   capture_output=True, timeout=120)
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+
+
+def test_push_reports_broken_links(report, nginx):
+    from flharness.report.push import check_links
+    _, run = report
+    www, url = nginx
+    assert run_fl("push", "--run", "e2e", "--results", str(run.parent), "--dest", str(www)).returncode == 0
+    victim = next((www / "e2e" / "demo").glob("*/teardown.log"))
+    victim.unlink()
+    broken = check_links(url + "e2e/index.html")
+    assert [b[0] for b in broken] == [url + str(victim.relative_to(www))], broken
