@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""`fl plot` on a generated tree of N cells (default 120, copies of one real cell under
+distinct coordinates), against the baseline of Flent plotting that one cell alone in
+the same run. Prints per-cell time of a fresh `fl plot` (metrics, plot, charts, index),
+the ratio to the baseline, and the time of a second `fl plot` with nothing changed.
+
+    .venv/bin/python bench/plot.py RESULTS/RUN/SCENARIO/CELL [--cells N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def generate(cell: Path, root: Path, n: int) -> None:
+    """RUN/bench/<cell>-<i>/ with the cell's files and a renamed cell.json."""
+    run = root / "bench-run"
+    scen = run / "bench"
+    scen.mkdir(parents=True)
+    shutil.copy(cell.parent / "scenario.yml", scen / "scenario.yml")
+    (run / "run.json").write_text((cell.parent.parent / "run.json").read_text())
+    rec = json.loads((cell / "cell.json").read_text())
+    for i in range(n):
+        name = f"{cell.name}-{i:03d}"
+        d = scen / name
+        d.mkdir()
+        for f in cell.iterdir():
+            if f.name.startswith((".", "metrics", "plot")) or f.suffix == ".svg":
+                continue
+            target = d / (f"{name}.flent.gz" if f.name.endswith(".flent.gz") else f.name)
+            target.symlink_to(f.resolve()) if f.suffix in (".xz", ".gz") else shutil.copy(f, target)
+        (d / "cell.json").write_text(json.dumps({**rec, "cell": name}))
+
+
+def timed(argv: list[str]) -> float:
+    t0 = time.monotonic()
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(p.stdout + p.stderr)
+    return time.monotonic() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cell", type=Path)
+    ap.add_argument("--cells", type=int, default=120)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="fl-bench-plot-") as tmp:
+        root = Path(tmp)
+        generate(args.cell.resolve(), root, args.cells)
+        data = next(args.cell.glob("*.flent.gz"))
+        baseline = timed(["flent", "-i", str(data), "-p", "tcp_delivery_with_rtt", "-o", str(root / "b.svg")])
+        fl = [sys.executable, str(REPO / "fl"), "plot", "--run", "bench-run", "--results", str(root)]
+        fresh = timed(fl)
+        again = timed(fl)
+    per_cell = fresh / args.cells
+    print(f"baseline (flent plots one cell alone): {baseline:.2f} s")
+    print(f"fl plot, {args.cells} cells, fresh: {fresh:.1f} s = {per_cell:.2f} s per cell "
+          f"= {per_cell / baseline:.2f} × baseline (parallel over the cores)")
+    print(f"fl plot again, nothing changed: {again:.2f} s = {again / baseline:.2f} × baseline")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
