@@ -42,20 +42,30 @@ def main() -> int:
             print(p.stdout + p.stderr)
             return 1
         rows = []
+        phases: dict[str, list[float]] = {}
         for cell_json in sorted(results.glob("bench/*/*/cell.json")):
             rec = json.loads(cell_json.read_text())
             if rec["status"] != "ok":
                 continue
             data = json.load(gzip.open(next(cell_json.parent.glob("*.flent.gz")), "rt"))
             flent = float(data["metadata"]["TOTAL_LENGTH"])
-            rows.append((rec["cell"], rec["ended"] - rec["started"], flent))
-    over = [w - f for _, w, f in rows]
-    for name, wall, flent in rows:
-        print(f"{name:<40} wall {wall:6.1f} s  flent {flent:5.1f} s  overhead {wall - flent:5.1f} s  ratio {wall / flent:.2f}")
-    print(f"\n{len(rows)} cells; overhead per cell: median {statistics.median(over):.1f} s "
-          f"(min {min(over):.1f}, max {max(over):.1f}); wall / Flent time: "
-          f"{statistics.median([w / f for _, w, f in rows]):.2f} (median); whole run {total:.0f} s "
-          f"incl. testbed build and removal")
+            rows.append((rec["cell"], rec["ended"] - rec["started"], flent,
+                         next((v for k, v in rec.get("phases", {}).items() if k.startswith("flent : Run Flent")), flent)))
+            for task, secs in rec.get("phases", {}).items():
+                phases.setdefault(task, []).append(secs)
+    over = [w - f for _, w, f, _ in rows]
+    over_proc = [w - p for _, w, _, p in rows]
+    print("median seconds per phase (Ansible task of the cell playbook; Flent runs in 'Run Flent'):")
+    for task, secs in sorted(phases.items(), key=lambda kv: -statistics.median(kv[1])):
+        print(f"  {statistics.median(secs):6.2f}  {task}")
+    for name, wall, flent, proc in rows:
+        print(f"{name:<40} wall {wall:6.1f} s  test {flent:5.1f} s  flent process {proc:5.1f} s  "
+              f"overhead {wall - flent:5.1f} s  ratio {wall / flent:.2f}")
+    print(f"\n{len(rows)} cells; overhead per cell (wall − Flent's test time): median "
+          f"{statistics.median(over):.1f} s (min {min(over):.1f}, max {max(over):.1f}); of which outside "
+          f"the Flent process (wall − its run time): median {statistics.median(over_proc):.1f} s; "
+          f"wall / test time {statistics.median([w / f for _, w, f, _ in rows]):.2f} (median); "
+          f"whole run {total:.0f} s incl. testbed build and removal")
     return 0
 
 

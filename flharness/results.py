@@ -38,6 +38,7 @@ class CellRecord(BaseModel):
     fl: dict[str, Any] = {}
     files: list[str] = []
     checks: dict[str, Any] = {}
+    phases: dict[str, float] = {}  # seconds per Ansible task of the cell's playbook
 
     @property
     def duration(self) -> float | None:

@@ -6,6 +6,9 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import json
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -61,3 +64,48 @@ def demo_run(tmp_path_factory):
     assert p.returncode == 0, p.stdout + p.stderr
     assert netns_list() == before, "the run left namespaces behind"
     return p.stdout, results
+
+
+#: One `fl run --vm` (one boot) serves every VM test module: the acceptance matrix and a
+#: repeated cell (test_e2e_vm), path features and the Pantheon scenario (…_features).
+VM_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml")
+                for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-short")]
+VM_CELLS = 12 + 1 + 5 + 3
+
+
+def qemus(results: Path) -> list[str]:
+    """PIDs of QEMU processes working for a run (their command line names its folder)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "qemu-system" in cmd and str(results) in cmd:
+            found.append(d.name)
+    return found
+
+
+def statuses(results: Path) -> dict[str, str]:
+    out = {}
+    for cell_json in results.glob("default/*/*/cell.json"):
+        out[f"{cell_json.parent.parent.name}/{cell_json.parent.name}"] = json.loads(cell_json.read_text())["status"]
+    return out
+
+
+@pytest.fixture(scope="session")
+def vm_run(tmp_path_factory):
+    """The VM run, interrupted (SIGINT) during its second cell, then resumed."""
+    from test_e2e_interrupt import wait_for_line
+    results = tmp_path_factory.mktemp("vm-results")
+    argv = [sys.executable, str(FL), "run", *VM_SCENARIOS, "--vm", "--results", str(results)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for_line(proc, f" 2/{VM_CELLS}] ", timeout=900)
+    time.sleep(20)  # inside the second cell
+    proc.send_signal(signal.SIGINT)
+    killed_out = proc.communicate(timeout=120)[0]
+    time.sleep(2)
+    killed = {"rc": proc.returncode, "qemus": qemus(results), "statuses": statuses(results),
+              "out": killed_out}
+    resumed = run_fl("run", *VM_SCENARIOS, "--vm", "--results", str(results), timeout=4800)
+    return {"killed": killed, "resumed": resumed, "root": results / "default"}

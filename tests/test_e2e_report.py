@@ -11,11 +11,11 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -112,8 +112,9 @@ def nginx(tmp_path):
     """A real nginx on loopback serving tmp/www (its own config, stopped by PID)."""
     if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
         pytest.skip("needs nginx (./install.sh)")
-    www, port = tmp_path / "www", _free_port()
-    www.mkdir()
+    # nginx's workers drop root: serve from a world-readable folder outside pytest's 0700 tree
+    www, port = Path(tempfile.mkdtemp(prefix="fl-www-")), _free_port()
+    www.chmod(0o755)
     conf = tmp_path / "nginx.conf"
     conf.write_text(f"""
 pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log; daemon off;
@@ -132,6 +133,7 @@ http {{ include /etc/nginx/mime.types; access_log {tmp_path}/access.log;
     yield www, f"http://127.0.0.1:{port}/"
     proc.send_signal(signal.SIGQUIT)
     proc.wait(timeout=10)
+    shutil.rmtree(www)
 
 
 PROBE = """<!DOCTYPE html><html><body><pre id="out">waiting</pre>

@@ -1,68 +1,32 @@
 """The VM backend for real: a distribution kernel booted with virtme-ng, virtual time.
 
-One `fl run --vm` of the acceptance matrix (netem RTTs 20/80 ms × fq_codel/cake/FIFO ×
-two CC pairs at 10 Mbit/s) plus a repeat of one cell, interrupted during its second
-cell and then resumed. Checks: no qemu survives the interrupt, completed cells are
+The session's one `fl run --vm` (conftest.vm_run) holds the acceptance matrix (netem
+RTTs 20/80 ms × fq_codel/cake/FIFO × two CC pairs at 10 Mbit/s) and a repeat of one
+cell (and the feature cells of test_e2e_vm_features); it is interrupted during its
+second cell and then resumed. Checks: no qemu survives the interrupt, completed cells are
 kept, the rest runs; base RTT within ±1 ms of the declared RTT, goodput ≥ 93 %, FIFO
 queueing delay as the buffer implies (±15 %), fq_codel keeps ping within 10 ms of the
 base RTT, and the repeated cell's throughput within 1 % (determinism).
-Selected with `pytest -m vm` (about 25 minutes); not part of the default suite.
+Selected with `pytest -m vm` (about 45 minutes with the features); not in the default suite.
 """
 from __future__ import annotations
 
 import gzip
 import json
-import signal
 import statistics
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
-from conftest import FL, REPO, needs_vm, run_fl
-from test_e2e_interrupt import wait_for_line
+from conftest import needs_vm, run_fl
 
 pytestmark = [pytest.mark.vm, needs_vm()]
-SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml") for n in ("vm-aqm", "vm-det")]
 RATE = 10e6
 LEAD_IN = 5.0  # Flent's -d: ping runs alone before the flows start
 
 
-def qemus(results: Path) -> list[str]:
-    found = []
-    for d in Path("/proc").iterdir():
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "qemu-system" in cmd and str(results) in cmd:
-            found.append(d.name)
-    return found
-
-
-def statuses(results: Path) -> dict[str, str]:
-    out = {}
-    for cell_json in results.glob("default/*/*/cell.json"):
-        out[f"{cell_json.parent.parent.name}/{cell_json.parent.name}"] = json.loads(cell_json.read_text())["status"]
-    return out
-
-
 @pytest.fixture(scope="module")
-def vm(tmp_path_factory):
-    results = tmp_path_factory.mktemp("vm-results")
-    argv = [sys.executable, str(FL), "run", *SCENARIOS, "--vm", "--results", str(results)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    wait_for_line(proc, " 2/13] ", timeout=900)
-    time.sleep(20)  # inside the second cell
-    proc.send_signal(signal.SIGINT)
-    killed_out = proc.communicate(timeout=120)[0]
-    time.sleep(2)
-    killed = {"rc": proc.returncode, "qemus": qemus(results), "statuses": statuses(results),
-              "out": killed_out}
-    resumed = run_fl("run", *SCENARIOS, "--vm", "--results", str(results), timeout=3600)
-    return {"killed": killed, "resumed": resumed, "root": results / "default"}
+def vm(vm_run):
+    return vm_run
 
 
 def cells(vm, scenario: str) -> dict[str, tuple[dict, dict]]:
@@ -106,7 +70,9 @@ def test_the_next_run_resumes_and_every_cell_is_ok(vm):
     assert "already done" in r.stdout
     aqm, det = cells(vm, "vm-aqm"), cells(vm, "vm-det")
     assert len(aqm) == 12 and len(det) == 1
-    for rec, _ in [*aqm.values(), *det.values()]:
+    others = [*cells(vm, "vm-features").values(), *cells(vm, "pantheon-short").values()]
+    assert len(others) == 8
+    for rec, _ in [*aqm.values(), *det.values(), *others]:
         assert rec["status"] == "ok", (rec["cell"], rec["reason"])
         b = rec["backend"]
         assert (b["kind"], b["clock"], b["accel"]) == ("vm", "virtual", "tcg")

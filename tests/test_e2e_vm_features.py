@@ -1,10 +1,10 @@
 """Path-emulation features for real, in the VM (distribution kernel, virtual time).
 
-One `fl run --vm` of tests/scenarios/vm-features.yml (per-flow RTT, a rate step, a
-clean and a slotted path, 5 % loss, ECN bleaching) and pantheon-short (the shipped
-pantheon-1mbit scenario with 10 s runs). Every check reads what the run left behind:
+The session's VM run (conftest.vm_run) includes tests/scenarios/vm-features.yml
+(per-flow RTT, a rate step, a slotted path, 5 % loss, ECN bleaching) and pantheon-short
+(the shipped pantheon-1mbit scenario with 10 s runs). Every check reads what the run left behind:
 socket statistics, Flent's time series, the pcaps (through tcpdump) and the logs.
-Selected with `pytest -m vm` (about 20 minutes).
+Selected with `pytest -m vm`.
 """
 from __future__ import annotations
 
@@ -14,20 +14,17 @@ import statistics
 
 import pytest
 
-from conftest import REPO, needs_vm, run_fl
+from conftest import needs_vm
 from resultlib import LEAD_IN, cells, ecn_split, find, packets, series, step_time
 
 pytestmark = [pytest.mark.vm, needs_vm()]
-SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml") for n in ("vm-features", "pantheon-short")]
 CLI, SRV = "10.71.1.1", "10.71.2.1"
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    results = tmp_path_factory.mktemp("vm-features")
-    p = run_fl("run", *SCENARIOS, "--vm", "--results", str(results), timeout=3600)
-    assert p.returncode == 0, p.stdout + p.stderr
-    return results / "default"
+def run(vm_run):
+    """The session's VM run (conftest.vm_run; test_e2e_vm checks that it completed)."""
+    return vm_run["root"]
 
 
 def test_every_cell_ran_in_the_vm(run):
@@ -59,10 +56,12 @@ def test_rate_step_shows_at_its_time(run):
 
 
 def test_slotting_changes_the_delay_distribution(run):
-    """Idle ping (the lead-in) is flat on the clean path and spread by netem slots."""
+    """Idle ping (the lead-in, before any flow) is flat on a clean 20 ms path (vm-aqm's
+    fq_codel cell) and spread by the netem slots of the bursty one."""
     spread = {}
-    for label in ("clean", "bursty"):
-        _, data, _ = find(run, "vm-features", netem=label)
+    for label, (scenario, coords) in {"clean": ("vm-aqm", {"qdisc": "fq_codel", "rtt": "20ms", "cc": "cubic-vs-cubic"}),
+                                      "bursty": ("vm-features", {"netem": "bursty"})}.items():
+        _, data, _ = find(run, scenario, **coords)
         idle = sorted(v for _, v in series(data, "Ping (ms) ICMP", 0.5, LEAD_IN - 0.5))
         spread[label] = idle[int(0.9 * (len(idle) - 1))] - idle[int(0.1 * (len(idle) - 1))]
     assert spread["clean"] < 0.5 and spread["bursty"] > 1.0, spread
@@ -71,6 +70,7 @@ def test_slotting_changes_the_delay_distribution(run):
 def test_loss_in_the_pcaps(run):
     """netem loss 5 % toward the server: data segments seen at srv vs sent by cli."""
     _, _, d = find(run, "vm-features", netem="up_loss_5%_down_none")
+    # four flows, so thousands of packets: the estimate's standard error is ~0.2 %
     data = f"tcp and src host {CLI} and not port 12865 and greater 1000"
     sent, received = packets(d / "cli.pcap.xz", data), packets(d / "srv.pcap.xz", data)
     assert sent > 1000
@@ -90,10 +90,14 @@ def test_ecn_bleaching_per_flow(run):
 
 
 def test_pantheon_schemes_at_1mbit_200ms(run):
+    """Each scheme moves data over the 200 ms path; a loss-based one fills the 625 kB
+    drop-tail buffer (5 s at 1 Mbit/s), so its ping under load grows by seconds."""
     for cc in ("cubic", "bbr", "reno"):
         rec, data, _ = find(run, "pantheon-short", cc=cc)
         base = statistics.median(v for _, v in series(data, "Ping (ms) ICMP", 0.5, LEAD_IN - 0.5))
         assert abs(base - 200) <= 2, (cc, base)
         goodput = data["metadata"]["SERIES_META"]["TCP upload"]["MEAN_VALUE"]
-        assert goodput >= 0.8, (cc, goodput)
+        assert goodput >= 0.6, (cc, goodput)
         assert rec["config"]["bottleneck"]["up"]["qdisc"] == "bfifo limit 625000"
+        if cc == "reno":
+            assert max(v for _, v in series(data, "Ping (ms) ICMP", LEAD_IN)) > 1200

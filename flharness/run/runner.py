@@ -60,10 +60,6 @@ class Run:
         return VIRTUAL_CLOCK_DILATION if (self.opts.backend or {}).get("clock") == "virtual" else 1.0
 
     @property
-    def emulated(self) -> bool:
-        return (self.opts.backend or {}).get("accel") == "tcg"
-
-    @property
     def control_port(self) -> int:
         return int(self.inventory.hostvars["cli"]["fl_netperf_port"])
 
@@ -100,7 +96,7 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     run, plans = prepare(paths, opts)
     to_run = [(sp, c) for sp in plans for c in sp.cells("run")]
     rv = run_vars([c for _, c in to_run], run.caps.feature("ifb") and run.caps.feature("u32_mirred"),
-                  run.caps.feature("nftables"), dilation=run.dilation, emulated=run.emulated)
+                  run.caps.feature("nftables"), dilation=run.dilation)
     if opts.dry_run:
         from .dry_run import print_dry_run
         for sp in plans:
@@ -141,7 +137,9 @@ def _run_cell(run: Run, sp: ScenarioPlan, tb: Testbed, cell: Cell, progress: Pro
     rec.started = time.time()
     progress.start(f"{sp.name}/{cell.name}")
     try:
-        verdict = evaluate(cell, partial, tb.run_cell(cv), run.control_port)
+        result = tb.run_cell(cv)
+        rec.phases = result.phases
+        verdict = evaluate(cell, partial, result, run.control_port)
     except KeyboardInterrupt:
         rec.status, rec.reason, rec.ended = "interrupted", "interrupted (SIGINT/SIGTERM)", time.time()
         with _no_interrupts():
@@ -179,8 +177,10 @@ def _record_skip(run: Run, sp: ScenarioPlan, p: Planned) -> CellRecord:
 
 def _save_scenario(sp: ScenarioPlan) -> None:
     """The scenario as run (extends merged), next to its cells."""
+    merged = read_merged(sp.path)
+    merged.pop("extends", None)  # merged in: the copy stands alone
     text = f"# {sp.path} as read by fl (extends merged)\n" + yaml.safe_dump(
-        read_merged(sp.path), sort_keys=False, allow_unicode=True)
+        merged, sort_keys=False, allow_unicode=True)
     (sp.store.root / "scenario.yml").write_text(text)
 
 

@@ -7,7 +7,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,6 +34,7 @@ class PlaybookResult:
     playbook: str
     rc: int
     failures: list[TaskFailure]
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per task (+ start-up, exit)
 
     @property
     def ok(self) -> bool:
@@ -74,6 +76,7 @@ def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log
                "ANSIBLE_LOCAL_TEMP": str(Path(tmp) / "local"), "ANSIBLE_REMOTE_TEMP": "/tmp/.fl-ansible",
                "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0"}
         log.parent.mkdir(parents=True, exist_ok=True)
+        started = time.time()
         with log.open("a") as out:
             out.write(f"\n### ansible-playbook {playbook}.yml\n")
             out.flush()
@@ -82,9 +85,22 @@ def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log
             if on_start:
                 on_start(proc.pid)
             rc = wait_or_kill(proc)
-        failures = [TaskFailure(e["host"], e["task"], _failure_text(e))
-                    for e in map(json.loads, events.read_text().splitlines())] if events.exists() else []
-    return PlaybookResult(playbook, rc, failures)
+        ended = time.time()
+        lines = [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
+    failures = [TaskFailure(e["host"], e["task"], _failure_text(e)) for e in lines if e["event"] != "task"
+                and e["event"] != "end"]
+    return PlaybookResult(playbook, rc, failures, _phases(lines, started, ended))
+
+
+def _phases(events: list[dict[str, Any]], started: float, ended: float) -> dict[str, float]:
+    """Seconds from each task's start to the next's; Ansible's start-up before the first
+    task and its exit after the last are phases too."""
+    marks = [("ansible start-up", started)] + [(e["task"], e["t"]) for e in events if e["event"] == "task"]
+    marks += [("ansible exit", next((e["t"] for e in events if e["event"] == "end"), ended)), ("", ended)]
+    out: dict[str, float] = {}
+    for (name, t), (_, nxt) in zip(marks, marks[1:]):
+        out[name] = round(out.get(name, 0.0) + max(0.0, nxt - t), 3)
+    return out
 
 
 def wait_or_kill(proc: subprocess.Popen) -> int:

@@ -1,8 +1,10 @@
-"""Ansible callback plugin: record failed and unreachable tasks as JSON lines.
+"""Ansible callback plugin: record failed and unreachable tasks, and when each task
+starts, as JSON lines.
 
 fl sets FL_ANSIBLE_EVENTS to a file; each failure becomes one line with the host,
 the task, the command and its error output, so fl can say precisely why a cell or
-the testbed failed instead of pointing at a long Ansible log.
+the testbed failed instead of pointing at a long Ansible log. Task start times give
+fl the time each phase of a cell took (cell.json "phases").
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ DOCUMENTATION = """
 
 import json
 import os
+import time
 
 from ansible.plugins.callback import CallbackBase
 
@@ -26,10 +29,19 @@ class CallbackModule(CallbackBase):
     CALLBACK_NAME = "fl_events"
     CALLBACK_NEEDS_ENABLED = True
 
-    def _write(self, kind: str, result) -> None:
+    def _append(self, event: dict) -> None:
         path = os.environ.get("FL_ANSIBLE_EVENTS")
-        if not path:
-            return
+        if path:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(event) + "\n")
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self._append({"event": "task", "task": task.get_name(), "t": time.time()})
+
+    def v2_playbook_on_stats(self, stats):
+        self._append({"event": "end", "t": time.time()})
+
+    def _write(self, kind: str, result) -> None:
         r = result._result
         cmd = r.get("cmd")
         event = {
@@ -42,8 +54,7 @@ class CallbackModule(CallbackBase):
             "stderr": str(r.get("stderr", ""))[-2000:],
             "stdout": str(r.get("stdout", ""))[-2000:],
         }
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(event) + "\n")
+        self._append(event)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if not ignore_errors:

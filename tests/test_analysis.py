@@ -1,0 +1,100 @@
+"""Analysis and report building blocks with fake inputs: retransmission counting in TCP
+sequence space, flow matching, confidence intervals, the fairness table, table-safe
+text in the index, the tidy dataset."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flharness.analysis.flows import FlowInfo, declared_flows, match_connections
+from flharness.analysis.metrics import Settings
+from flharness.analysis.pcap import Conn
+from flharness.report.collect import CellResult, RunResult, ScenarioResult
+from flharness.report.dataset import rows
+from flharness.report.index import table_safe
+from flharness.report.tables import fairness_table, stat
+from flharness.scenario.schema import Scenario
+
+
+def test_retransmissions_in_wrapping_sequence_space():
+    c = Conn(0.0)
+    for seq in (0xFFFFF000, 0xFFFFF5A8, 0x00000150, 0xFFFFF5A8, 0x000006F8):  # wraps past 2^32
+        c.add(seq, 1448, 0x02)
+    assert c.data == 5 and c.retrans == 1 and c.ecn["ect0"] == 5
+
+
+def test_declared_flows_follow_flent_series_per_direction():
+    record = {"config": {"flows": [{"direction": "up", "cc": "cubic", "rtt": "80ms", "tos": 76},
+                                   {"direction": "up", "cc": "prague", "rtt": "20ms", "tos": 140,
+                                    "start": "10s"}]}}
+    flows = declared_flows(record, ["Ping (ms) ICMP", "TCP upload avg", "TCP upload::1", "TCP upload::2",
+                                    "TCP upload::1::tcp_rtt", "TCP upload sum"])
+    assert [(f.series, f.cc, f.rtt_ms, f.start_s) for f in flows] == [
+        ("TCP upload::1", "cubic", 80.0, 0.0), ("TCP upload::2", "prague", 20.0, 10.0)]
+    assert flows[1].label == "prague (20 ms)"
+
+
+def _conn(first: float, dscp: int, n: int = 50) -> Conn:
+    c = Conn(first)
+    for i in range(n):
+        c.add(i * 1448, 1448, dscp << 2)
+    return c
+
+
+def test_connections_matched_by_dscp_then_start_order():
+    srv = "10.71.2.1"
+    conns = {("10.71.1.1", 40001, srv, 5001): _conn(2.0, 35), ("10.71.1.1", 40002, srv, 5002): _conn(1.0, 19),
+             ("10.71.1.1", 40003, srv, 12865): _conn(0.5, 0)}  # netperf control: never a flow
+    marked = [FlowInfo(1, "TCP upload::1", "up", "cubic", 80, 0x4c, 0), FlowInfo(2, "TCP upload::2", "up", "cubic", 20, 0x8c, 0)]
+    assert match_connections(marked, "up", conns, srv, None) == {1: ("10.71.1.1", 40002, srv, 5002),
+                                                                  2: ("10.71.1.1", 40001, srv, 5001)}
+    same = [FlowInfo(1, "TCP upload::1", "up", "cubic", 0, None, 0), FlowInfo(2, "TCP upload::2", "up", "cubic", 0, None, 10)]
+    assert match_connections(same, "up", conns, srv, None)[1] == ("10.71.1.1", 40002, srv, 5002)  # started first
+
+
+def test_confidence_interval():
+    s = stat([10.0, 12.0, 11.0, 13.0, 9.0])
+    assert s.n == 5 and abs(s.mean - 11) < 1e-9
+    assert abs(s.ci - 2.776 * (2.5 ** 0.5) / 5 ** 0.5) < 1e-9  # t(0.975, 4) · s / √n
+    assert stat([4.0]).ci is None and stat([]) is None
+
+
+def _cell(name: str, qdisc: str, rep: int, steady: list[float]) -> CellResult:
+    flows = [{"index": i + 1, "series": f"TCP upload::{i + 1}", "direction": "up", "cc": "cubic", "rtt_ms": 20.0,
+              "start_s": 0.0, "label": "cubic (20 ms)", "mean_mbit": s, "steady_mbit": s, "tcp_rtt_ms": None}
+             for i, s in enumerate(steady)]
+    jain = sum(steady) ** 2 / (len(steady) * sum(x * x for x in steady))
+    record = {"cell": name, "status": "ok", "config_hash": "x", "config": {"repetition": rep},
+              "coordinates": {"cc": {"label": "cubic-vs-cubic"}, "qdisc": {"label": qdisc},
+                              "rate": {"label": "10mbit"}, "repetition": {"label": f"r{rep}"}}}
+    return CellResult("s", Path(name), record, {"flows": flows, "invalid": [], "jain": jain,
+                                                  "steady_window_s": 40})
+
+
+def test_fairness_table_folds_repetitions():
+    scenario = Scenario.model_validate({"test": "tcp_2up", "rate": "10mbit", "cc": "cubic-vs-cubic",
+                                        "repetitions": 2, "matrix": {"qdisc": ["pfifo", "bfifo"]}})
+    s = ScenarioResult("s", Path("s"), scenario, [_cell("a-r1", "pfifo", 1, [4.0, 6.0]),
+                                                   _cell("a-r2", "pfifo", 2, [5.0, 5.0]),
+                                                   _cell("b-r1", "bfifo", 1, [5.0, 5.0])])
+    table = fairness_table(s)
+    assert table["axes"] == ["qdisc"] and table["nflows"] == 2 and table["window"] == 40
+    pfifo = next(r for r in table["rows"] if r["axes"] == ["pfifo"])
+    assert pfifo["n"] == 2 and pfifo["flows"][0]["steady"].mean == 4.5
+    assert abs(pfifo["fairness"].mean - (0.9615384615384616 + 1.0) / 2) < 1e-12
+
+
+def test_table_text_is_escaped():
+    assert table_safe("<script>x</script> | y") == "&lt;script&gt;x&lt;/script&gt; \\| y"
+    assert table_safe(None) == "–"
+
+
+def test_dataset_has_one_row_per_flow_and_skipped_cells():
+    ok = _cell("a", "pfifo", 1, [4.0, 6.0])
+    skipped = CellResult("s", Path("b"), {"cell": "b", "status": "skipped", "reason": "kernel lacks sch_fq_codel",
+                                          "config_hash": "y", "coordinates": {"qdisc": {"label": "fq_codel"}}})
+    scenario = Scenario.model_validate({"test": "tcp_2up", "rate": "10mbit", "cc": "cubic-vs-cubic", "qdisc": "pfifo"})
+    run = RunResult("r", Path("r"), {}, [ScenarioResult("s", Path("s"), scenario, [ok, skipped])])
+    data = rows(run)
+    assert [(r["cell"], r.get("flow")) for r in data] == [("a", 1), ("a", 2), ("b", None)]
+    assert data[2]["reason"] == "kernel lacks sch_fq_codel" and data[0]["axis_qdisc"] == "pfifo"
+    assert Settings().window(180) == 60 and Settings().window(60) == 40 and Settings(20).window(60) == 20
