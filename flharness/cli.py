@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                       "(default: the inventory's fl_push_dest)")
     push.add_argument("--url", help="http(s) URL of that directory, to check the pushed links "
                       "(default: the inventory's fl_push_url)")
+    push.add_argument("--rsh", help="ssh command rsync uses for user@host:path (default: the inventory's "
+                      "fl_push_rsh, else 'ssh -o BatchMode=yes')")
     push.add_argument("--inventory", type=Path, default=REPO / "inventory.ini", help=argparse.SUPPRESS)
     push.set_defaults(func=cmd_push)
     return p
@@ -165,13 +167,14 @@ def cmd_push(args: argparse.Namespace) -> int:
         check_name(args.run, "run name")
     except ValueError as e:
         raise FlError(str(e)) from None
-    conf = prefixed_settings(args.inventory, "fl_push_") if not (args.dest and args.url) else {}
+    conf = prefixed_settings(args.inventory, "fl_push_") if not (args.dest and args.url and args.rsh) else {}
     dest, url = args.dest or conf.get("dest"), args.url or conf.get("url")
+    rsh = args.rsh or conf.get("rsh") or "ssh -o BatchMode=yes"
     if not dest:
         raise FlError("no destination: give --dest or set fl_push_dest in the inventory")
     if url and not url.startswith(("http://", "https://")):
         raise FlError(f"--url {url!r}: an http:// or https:// URL")
-    return push(args.results / args.run, dest, url)
+    return push(args.results / args.run, dest, url, rsh)
 
 
 def cmd_clean(args: argparse.Namespace) -> int:

@@ -107,14 +107,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def nginx(tmp_path):
-    """A real nginx on loopback serving tmp/www (its own config, stopped by PID)."""
-    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
-        pytest.skip("needs nginx (./install.sh)")
-    # nginx's workers drop root: serve from a world-readable folder outside pytest's 0700 tree
-    www, port = Path(tempfile.mkdtemp(prefix="fl-www-")), _free_port()
-    www.chmod(0o755)
+def start_nginx(tmp_path: Path, www: Path) -> tuple[subprocess.Popen, str]:
+    """A real nginx on a free loopback port serving WWW (its own config in TMP_PATH)."""
+    port = _free_port()
     conf = tmp_path / "nginx.conf"
     conf.write_text(f"""
 pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log; daemon off;
@@ -130,9 +125,24 @@ http {{ include /etc/nginx/mime.types; access_log {tmp_path}/access.log;
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 break
         time.sleep(0.1)
-    yield www, f"http://127.0.0.1:{port}/"
-    proc.send_signal(signal.SIGQUIT)
+    return proc, f"http://127.0.0.1:{port}/"
+
+
+def stop_nginx(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGQUIT)  # graceful stop of this nginx, by its PID
     proc.wait(timeout=10)
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("needs nginx (./install.sh)")
+    # nginx's workers drop root: serve from a world-readable folder outside pytest's 0700 tree
+    www = Path(tempfile.mkdtemp(prefix="fl-www-"))
+    www.chmod(0o755)
+    proc, url = start_nginx(tmp_path, www)
+    yield www, url
+    stop_nginx(proc)
     shutil.rmtree(www)
 
 

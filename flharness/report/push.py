@@ -1,8 +1,9 @@
 """`fl push`: copy a run folder (with its index) to a web server's directory with rsync,
 then fetch the pushed index over HTTP and check every link and image in it.
 
-Destination and URL come from the command line or the inventory's [all:vars]
-(fl_push_dest, fl_push_url); nothing secret is stored: ssh uses the user's own keys.
+Destination, URL and the ssh command come from the command line or the inventory
+(fl_push_dest, fl_push_url, fl_push_rsh); nothing secret is stored: ssh uses the
+user's own keys and configuration.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ..errors import FlError
 DEST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+:[A-Za-z0-9._/+-]*$|^/[A-Za-z0-9._/+-]*$")
 
 
-def push(run_dir: Path, dest: str, url: str | None) -> int:
+def push(run_dir: Path, dest: str, url: str | None, rsh: str = "ssh -o BatchMode=yes") -> int:
     if not (run_dir / "index.html").is_file():
         raise FlError(f"{run_dir}: no index.html; run `fl plot` first")
     if not DEST_RE.match(dest) or ".." in dest.split("/"):
@@ -29,7 +30,7 @@ def push(run_dir: Path, dest: str, url: str | None) -> int:
         Path(target).mkdir(parents=True, exist_ok=True)
     argv = ["rsync", "-a", "--delete", "--exclude", ".*", f"{run_dir}/", target]
     if ":" in dest:
-        argv[1:1] = ["-e", "ssh -o BatchMode=yes"]
+        argv[1:1] = ["-e", rsh]  # rsync runs it without a shell
     p = subprocess.run(argv, capture_output=True, text=True)
     if p.returncode != 0:
         raise FlError(f"rsync to {target} failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")

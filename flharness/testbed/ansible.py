@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -125,9 +126,17 @@ def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
             continue
 
 
+_SSH_NOISE = re.compile(r"^Shared connection to \S+ closed\.$")
+
+
 def _failure_text(event: dict[str, Any]) -> str:
-    detail = (event.get("stderr") or event.get("msg") or event.get("stdout") or "").strip()
-    lines = [ln for ln in detail.splitlines() if ln.strip()]
+    """The most telling line: stderr's last (ssh's own "connection closed" skipped), else
+    stdout's (where a script's errors land over a tty), else the message's."""
+    lines: list[str] = []
+    for key in ("stderr", "stdout", "msg"):
+        lines = [ln for ln in str(event.get(key) or "").splitlines() if ln.strip() and not _SSH_NOISE.match(ln.strip())]
+        if lines:
+            break
     text = lines[-1] if lines else f"exit status {event.get('rc')}"
     cmd = event.get("cmd")
     return f"`{cmd}`: {text}" if cmd else text

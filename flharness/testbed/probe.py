@@ -143,10 +143,12 @@ def probe(request: dict) -> dict:
             result["features"] = p.features()
             result["kinds"] = {k: p.qdisc(spec.split(), k in ("tbf", "htb", "netem", "hfsc", "drr", "prio"))
                                ["verdict"] for k, spec in KINDS.items()}
-            result["qdiscs"] = {" ".join(t): p.qdisc(list(t), bool(s)) for t, s in request.get("qdiscs", [])}
-            ccs = sorted(set(CCS) | set(request.get("ccs", [])))
+            # tokens as text: Ansible's to_json may turn a numeric string ("200") into a number
+            specs = [([str(x) for x in t], bool(s)) for t, s in request.get("qdiscs", [])]
+            result["qdiscs"] = {" ".join(t): p.qdisc(t, s) for t, s in specs}
+            ccs = sorted(set(CCS) | {str(c) for c in request.get("ccs", [])})
             result["ccs"] = {c: cc_usable(c) for c in ccs}
-            keys = request.get("sysctls", [])
+            keys = [str(k) for k in request.get("sysctls", [])]
             result["sysctls"] = {k: p.sysctl_exists(k) for k in keys}
             result["sysctl_defaults"] = p.sysctl_defaults(keys)
     except RuntimeError as e:
