@@ -10,7 +10,7 @@ LEAD_IN = 5.0  # Flent's -d: ping runs alone before the flows start
 
 
 def cells(root: Path, scenario: str) -> dict[str, Path]:
-    return {d.name: d for d in sorted((root / scenario).iterdir()) if d.is_dir() and not d.name.startswith(".")}
+    return {d.name: d for d in sorted((root / scenario).iterdir()) if (d / "cell.json").is_file()}
 
 
 def find(root: Path, scenario: str, **coords: str) -> tuple[dict, dict, Path]:
@@ -38,12 +38,15 @@ def packets(pcap: Path, expr: str) -> int:
     return len(out.stdout.splitlines())
 
 
-def step_time(data: dict, name: str, high: tuple[float, float], low: tuple[float, float]) -> tuple[float, float, float]:
-    """(mean before, mean after, first time after HIGH's start below their midpoint) of a
-    throughput series stepping down between the windows HIGH and LOW."""
+def step_time(data: dict, name: str, high: tuple[float, float], low: tuple[float, float],
+              fraction: float = 0.25) -> tuple[float, float, float]:
+    """(mean before, mean after, time of the step) of a throughput series stepping down
+    between the windows HIGH and LOW: the first sample after HIGH's start that has fallen
+    FRACTION of the way from the level before to the level after (netperf's samples
+    average over their interval, so the fall is a ramp of a few samples)."""
     before = sum(v for _, v in series(data, name, *high)) / len(series(data, name, *high))
     after = sum(v for _, v in series(data, name, *low)) / len(series(data, name, *low))
-    step = next(t for t, v in series(data, name, high[0]) if v < (before + after) / 2)
+    step = next(t for t, v in series(data, name, high[0]) if v < before - fraction * (before - after))
     return before, after, step
 
 
