@@ -27,7 +27,8 @@ def run_scenarios_in_vm(paths: list[Path], opts: RunOptions, cfg: VmConfig, time
             "--inventory", str(opts.inventory), *[f"--only={p}" for p in opts.only]]
     args += ["--force"] if opts.force else []
     args += ["--dry-run"] if opts.dry_run else []
-    timeout = timeout_min * 60 if timeout_min else deadline(cfg, [estimated_seconds(c, 0) for c in cells])
+    timeout = timeout_min * 60 if timeout_min else deadline(
+        cfg, [(estimated_seconds(c, 0), max(c.up.rate.bps, c.down.rate.bps)) for c in cells])
     for attempt in range(RESTARTS + 1):
         rc = run_fl_in_vm(cfg, args, [run_dir], timeout, kernel_log=run_dir / "vm-kernel.log")
         if rc != GUEST_DIED or opts.force or opts.dry_run or attempt == RESTARTS:

@@ -27,6 +27,7 @@ BOOT_ALLOWANCE = 180.0  # seconds to boot, probe, build and remove the testbed u
 #: (Ansible, Flent start-up, compression), which runs on an emulated CPU under TCG.
 SLOWDOWN = {"virtual": 4.0, "real": 1.5}
 CELL_ALLOWANCE = {"virtual": 120.0, "real": 60.0}
+RATE_UNIT = 20e6  # SLOWDOWN holds up to this link rate (measured: 10-20 Mbit/s cells)
 MEMORY_RE = re.compile(r"^\d+[MG]$")
 
 
@@ -127,9 +128,12 @@ def vm_config(kernel: str = "auto", accel: str = "auto", clock: str = "auto",
     return VmConfig(path, release, accel, clock, cpus, memory)
 
 
-def deadline(cfg: VmConfig, test_seconds: list[float]) -> float:
-    """Wall-clock limit for a VM running cells whose tests last TEST_SECONDS."""
-    return BOOT_ALLOWANCE + sum(t * SLOWDOWN[cfg.clock] + CELL_ALLOWANCE[cfg.clock] for t in test_seconds)
+def deadline(cfg: VmConfig, cells: list[tuple[float, float]]) -> float:
+    """Wall-clock limit for a VM running cells given as (test seconds, fastest link in
+    bit/s). Under TCG the guest's work grows with the packet rate (forwarding, capture,
+    compression), so links faster than RATE_UNIT stretch the allowance in proportion."""
+    return BOOT_ALLOWANCE + sum(t * SLOWDOWN[cfg.clock] * max(1.0, bps / RATE_UNIT) + CELL_ALLOWANCE[cfg.clock]
+                                for t, bps in cells)
 
 
 #: virtme-ng's exit status when the guest stopped without its command finishing
