@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..run.flent_data import is_flow_series
 from ..run.sockets import sockets
 from .pcap import Conn, Key
 
-_SERIES_RE = re.compile(r"^TCP (upload|download)( \S+)?(::\d+)?$")
-_AGGREGATES = (" sum", " avg", " totals", " fairness")
 NETPERF_CONTROL_PORT = 12865
 MIN_DATA_PACKETS = 10  # netperf's control connections carry a handful
 
@@ -33,7 +32,7 @@ class FlowInfo:
 
 def declared_flows(record: dict[str, Any], series_names: list[str]) -> list[FlowInfo]:
     """cell.json's flows, in order, each with its Flent series (ups first, then downs)."""
-    names = [n for n in series_names if _SERIES_RE.match(n) and not n.endswith(_AGGREGATES)]
+    names = [n for n in series_names if is_flow_series(n)]
     by_dir = {"up": [n for n in names if n.startswith("TCP upload")],
               "down": [n for n in names if n.startswith("TCP download")]}
     out = []

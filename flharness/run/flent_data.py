@@ -16,10 +16,15 @@ def load(path: Path) -> dict[str, Any]:
         return json.load(f)
 
 
+def is_flow_series(name: str) -> bool:
+    """A per-flow TCP throughput series ('TCP upload::1', 'TCP download BE2'), not one of
+    Flent's sum/avg/fairness aggregates or socket-stat sub-series."""
+    return bool(_FLOW_RE.match(name)) and not name.endswith(_AGGREGATES)
+
+
 def flow_series(data: dict[str, Any]) -> dict[str, list[float | None]]:
-    """Per-flow TCP throughput series (Mbit/s): Flent's sum/avg/fairness series left out."""
-    return {name: values for name, values in data.get("results", {}).items()
-            if _FLOW_RE.match(name) and not name.endswith(_AGGREGATES)}
+    """Per-flow TCP throughput series (Mbit/s)."""
+    return {name: values for name, values in data.get("results", {}).items() if is_flow_series(name)}
 
 
 def goodput_mbit(data: dict[str, Any], series: str) -> float | None:
