@@ -20,7 +20,7 @@
 set -eu
 
 PACKAGES="flent netperf irtt fping iperf tcpdump xz-utils iproute2 nftables ethtool
-          python3-venv python3-matplotlib rsync"
+          wireguard-tools python3-venv python3-matplotlib rsync"
 VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static"
 TEST_PACKAGES="openssh-server openssh-client nginx chromium"
 NON_FREE=/etc/apt/sources.list.d/fl-non-free.sources

@@ -22,7 +22,10 @@ REQUIRED_TOOLS = {
     "tc": "qdiscs", "ip": "namespaces, links", "ss": "socket statistics", "ethtool": "offloads",
 }
 OPTIONAL_TOOLS = {"irtt": "UDP latency (rrul tests)", "nft": "firewall counters, ECN rewrites",
-                  "iperf": "competing UDP flows (scenario key udp)"}
+                  "iperf": "competing UDP flows (scenario key udp)", "wg": "WireGuard tunnels (key tunnel)"}
+#: What the kernel needs for each kind of tunnel (scenario key tunnel).
+TUNNEL_MODULES = {"wireguard": "wireguard", "fou": "fou/ipip (IP in UDP)",
+                  "ipsec": "xfrm_interface/esp4 with cbc(aes), hmac(sha256)"}
 
 
 @dataclass
@@ -71,8 +74,21 @@ class Capabilities:
                     return f"kernel lacks {what} (needed for {need})"
         if any(f.ecn != "none" for f in cell.flows) and not self.feature("nftables"):
             return "no nftables (nft) on the middlebox: needed for the per-flow ECN rewrites"
-        if cell.path.tunnel != "none":
-            return f"fl does not build {cell.path.tunnel} tunnels yet (scenario key tunnel)"
+        return self._tunnel_gap(cell)
+
+    def _tunnel_gap(self, cell: Cell) -> str | None:
+        kind = cell.path.tunnel
+        if kind == "none":
+            return None
+        if not self.feature(kind):
+            return f"kernel lacks {TUNNEL_MODULES[kind]} (tunnel {kind})"
+        if kind == "wireguard" and not self.tools.get("wg"):
+            return "no wg (wireguard-tools) on the endpoints: needed for WireGuard tunnels"
+        if any(f.ecn != "none" for f in cell.flows) and not self.tools.get("nft"):
+            return "no nft on the client: tunnelled flows get their ECN rewrites at the tunnel entrance"
+        if kind == "wireguard" and cell.per_flow_rtt:
+            return ("WireGuard does not copy the flows' DSCP to its outer header, so the "
+                    "middlebox cannot give tunnelled flows different RTTs")
         return None
 
     def _endpoint_gap(self, cell: Cell) -> str | None:

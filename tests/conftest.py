@@ -67,10 +67,11 @@ def demo_run(tmp_path_factory):
 
 
 #: One `fl run --vm` (one boot) serves every VM test module: the acceptance matrix and a
-#: repeated cell (test_e2e_vm), path features and the Pantheon scenario (…_features).
+#: repeated cell (test_e2e_vm), path features and the Pantheon scenario (…_features),
+#: tunnels (…_tunnel).
 VM_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml")
-                for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-short")]
-VM_CELLS = 12 + 1 + 5 + 3
+                for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-short", "vm-tunnel")]
+VM_CELLS = 12 + 1 + 5 + 3 + 3
 
 
 def qemus(results: Path) -> list[str]:

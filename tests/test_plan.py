@@ -115,3 +115,87 @@ def test_rrul_uses_global_cc(scenario_file, inv, tmp_path):
     cell = one_cell(scenario_file, "test: rrul_be\nrate: 10mbit\nqdisc: pfifo\ncc: bbr\n")[0]
     params = [a for a in flent_argv(cell, inv, tmp_path) if "=" in a]
     assert "tcp_cong_control=bbr" in params and not any(p.startswith("cc_algos") for p in params)
+
+
+def render_tunnel(cv, host, inv, tmp_path):
+    """The tunnel role's script for HOST, rendered by its own template (Ansible's role
+    defaults resolved by hand: the underlay and tunnel addresses from the inventory)."""
+    import shlex
+    import yaml
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+    templates = REPO / "roles" / "tunnel" / "templates"
+    env = Environment(loader=FileSystemLoader(templates), undefined=StrictUndefined, trim_blocks=True)
+    env.filters["quote"] = lambda v: shlex.quote(str(v))
+    defaults = yaml.safe_load((REPO / "roles" / "tunnel" / "defaults" / "main.yml").read_text())
+    group = yaml.safe_load((REPO / "playbooks" / "group_vars" / "all.yml").read_text())
+    peer = "srv" if host == "cli" else "cli"
+    hv = inv.hostvars
+    return env.get_template("tunnel_up.sh.j2").render(
+        fl_cell=cv, inventory_hostname=host, fl_tunnel_peer=peer, fl_if=hv[host]["fl_if"],
+        fl_tunnel_local=hv[host]["fl_addr"].split("/")[0], fl_tunnel_remote=hv[peer]["fl_addr"].split("/")[0],
+        fl_tunnel_addr=hv[host]["fl_tunnel_addr"], fl_host_dir=str(tmp_path), fl_tunnel_dev=group["fl_tunnel_dev"],
+        fl_ecn_actions=group["fl_ecn_actions"], fl_tunnel_port=defaults["fl_tunnel_port"],
+        fl_tunnel_overhead=defaults["fl_tunnel_overhead"], fl_ipsec_if_id=defaults["fl_ipsec_if_id"],
+        fl_ipsec_spi=defaults["fl_ipsec_spi"])
+
+
+def test_ipsec_tunnel(scenario_file, inv, tmp_path):
+    """Flent targets the server's inner address; the replay window reaches both SAs; keys
+    are fresh per cell and never echoed; ECN rewrites move to the tunnel entrance."""
+    cells = one_cell(scenario_file, """
+        test: tcp_2up
+        rate: 10mbit
+        qdisc: pfifo
+        cc: [cubic, cubic]
+        ecn: [bleach, none]
+        tunnel: ipsec
+        matrix: {replay_window: [0, 256]}
+    """)
+    cv0, cv = (cell_vars(c, inv, tmp_path) for c in cells)
+    assert cv["target"] == "10.71.9.2" and cv["flent"][cv["flent"].index("-H") + 1] == "10.71.9.2"
+    assert cv["tunnel"]["replay_window"] == 256 and cv["ecn_at"] == "cli"
+    keys = [cv0["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["srv"]["auth"]]
+    assert len(set(keys)) == 3 and all(len(k) == 66 for k in keys)
+    bottleneck = render_bottleneck(cv, run_vars(cells, True, True), inv)
+    assert "ecn set" not in bottleneck
+    cli = render_tunnel(cv, "cli", inv, tmp_path)
+    assert "\ntrue\n" in cli and "\nset -e\n" in cli  # the included clean-up ends on its own line
+    assert cli.count("replay-window 256") == 4  # two SAs: each echoed (without keys) and run
+    assert "ip xfrm state add src 10.71.1.1 dst 10.71.2.1 proto esp spi 0x0f170001 reqid 113 mode tunnel if_id 113" in cli
+    assert "ip xfrm state add src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002" in cli
+    for key in cv["tunnel"]["keys"]["cli"].values():
+        assert cli.count(key) == 1 and f"echo {key}" not in cli
+    assert "'oifname \"fl-tun\" ip dscp 19 ip ecn set not-ect counter comment \"flow 1: bleach\"'" in cli
+    srv = render_tunnel(cv, "srv", inv, tmp_path)
+    assert "ecn set" not in srv and "ip addr add 10.71.9.2/24 dev fl-tun" in srv
+
+
+def test_tunnel_needs_inner_addresses(scenario_file, tmp_path):
+    from flharness.errors import FlError
+    ini = tmp_path / "inv.ini"
+    ini.write_text((REPO / "inventory.ini").read_text().replace(" fl_tunnel_addr=10.71.9.2/24", ""))
+    cell, = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\nqdisc: pfifo\ncc: reno\ntunnel: fou\n")
+    with pytest.raises(FlError, match="srv: fl_tunnel_addr is missing"):
+        cell_vars(cell, load_inventory(ini), tmp_path)
+
+
+def test_tunnel_capabilities(scenario_file):
+    """A tunnel the kernel cannot build skips the cell with the reason; so do WireGuard
+    cells whose flows need telling apart on the path (it hides their DSCP)."""
+    from flharness.capabilities import Capabilities
+    fou, wg, wg_rtts = one_cell(scenario_file, """
+        test: tcp_2up
+        rate: 10mbit
+        qdisc: pfifo
+        cc: [cubic, cubic]
+        matrix:
+          - {tunnel: [fou, wireguard]}
+          - {tunnel: [wireguard], rtt: [[80ms, 20ms]]}
+    """)
+    base = {"kinds": {"htb": "ok"}, "ccs": {"cubic": True}, "tools": {"wg": "1.0"},
+            "features": {"netem": True, "ifb": True, "u32_mirred": True, "wireguard": True}}
+    caps = Capabilities(base)
+    assert caps.unsupported(fou) == "kernel lacks fou/ipip (IP in UDP) (tunnel fou)"
+    assert caps.unsupported(wg) is None
+    assert "cannot give tunnelled flows different RTTs" in caps.unsupported(wg_rtts)
+    assert "no wg (wireguard-tools)" in Capabilities({**base, "tools": {}}).unsupported(wg)

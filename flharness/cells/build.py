@@ -40,8 +40,9 @@ def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path)
     config = _config(scenario, test, combo, rep, flows, up, down, cpath, ends)
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
     swept = tuple(scenario.swept_axes())
-    parts = [coords[a].slug for a in NAMED_AXES] + [coords[a].slug for a in AXES
-                                                    if a in swept and a in coords and a not in NAMED_AXES]
+    named = [a for a in AXES if a in swept and a in coords and a not in NAMED_AXES
+             and not (a == "replay_window" and cpath.tunnel != "ipsec")]  # only IPsec has one
+    parts = [coords[a].slug for a in NAMED_AXES] + [coords[a].slug for a in named]
     if scenario.repetitions > 1:
         parts.append(f"r{rep}")
     return Cell(scenario.name or path.stem, "-".join(parts), rep, coords, swept, test,

@@ -76,6 +76,8 @@ def prepare(paths: list[Path], opts: RunOptions) -> tuple[Run, list[ScenarioPlan
     if len(set(names)) != len(names):
         raise FlError(f"two scenarios of this run have the same name: {', '.join(names)}")
     inventory = load_inventory(opts.inventory)
+    if any(c.path.tunnel != "none" for _, cells in selected for c in cells):
+        inventory.tunnel_ip("cli"), inventory.tunnel_ip("srv")
     caps = probe_for([c for _, cells in selected for c in cells], inventory)
     if caps.data.get("error"):
         raise FlError(caps.data["error"])

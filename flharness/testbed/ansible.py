@@ -48,11 +48,14 @@ class PlaybookResult:
 
 
 class _UnsafeDumper(yaml.SafeDumper):
-    """Dumps every string as ``!unsafe``: Ansible then treats fl's values (qdisc templates,
-    notes, names) as data and never evaluates a ``{{ }}`` in them."""
+    """Dumps every string that could hold a template (a brace) as ``!unsafe``: Ansible then
+    treats fl's values (qdisc templates, notes, names) as data and never evaluates a
+    ``{{ }}`` in them. Other strings stay plain: Ansible would read an ``!unsafe`` '0x1f'
+    or '300' back as a number."""
 
 
-_UnsafeDumper.add_representer(str, lambda d, s: d.represent_scalar("!unsafe", s))
+_UnsafeDumper.add_representer(
+    str, lambda d, s: d.represent_scalar("!unsafe", s) if "{" in s else d.represent_str(s))
 
 
 def ansible_playbook() -> str:

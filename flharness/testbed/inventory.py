@@ -24,6 +24,13 @@ class Inventory:
     def shared_fs(self) -> bool:
         return self.backend == "netns"
 
+    def tunnel_ip(self, host: str) -> str:
+        """HOST's address inside the cli-srv tunnel (inventory key fl_tunnel_addr)."""
+        if "fl_tunnel_addr" not in self.hostvars[host]:
+            raise FlError(f"{self.path}: {host}: fl_tunnel_addr is missing (the inner address "
+                          "of the tunnel between cli and srv, e.g. 10.71.9.1/24 on cli)")
+        return self.hostvars[host]["fl_tunnel_addr"].split("/")[0]
+
 
 def vm_settings(path: Path) -> dict[str, str]:
     """fl_vm_kernel, fl_vm_accel, … of the inventory (keys without the prefix); {} if none."""
@@ -99,6 +106,8 @@ def _check(path: Path, hv: dict[str, dict[str, str]]) -> None:
         address(host, "fl_addr")
         address(host, "fl_gateway")
         address(host, "fl_route_to", network=True)
+        if "fl_tunnel_addr" in hv[host]:
+            address(host, "fl_tunnel_addr")
     for side in ("cli", "srv"):
         iface("mid", f"fl_if_{side}")
         address("mid", f"fl_addr_{side}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import shlex
 from pathlib import Path
 from typing import Any
@@ -64,9 +65,27 @@ def delay_plan(cell: Cell) -> dict[str, Any] | None:
 
 
 def ecn_rules(cell: Cell) -> list[dict[str, Any]]:
-    """Per-flow ECN rewrites at the middlebox, on packets from cli (flows told apart by DSCP)."""
+    """Per-flow ECN rewrites on packets from cli, flows told apart by DSCP: at the
+    middlebox, or for tunnelled cells at the client's tunnel entrance (a tunnel need not
+    copy the DSCP to its outer header; the ECN field it does copy, RFC 6040)."""
     return [{"flow": f.index, "dscp": f.dscp, "actions": f.ecn.split("+")}
             for f in cell.flows if f.ecn != "none" and f.dscp is not None]
+
+
+def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
+    """The cli-srv tunnel of a cell. IPsec keys are made here, per cell, and reach the
+    hosts only as (temporary) extra vars; WireGuard keys are made on the hosts."""
+    kind = cell.path.tunnel
+    if kind == "none":
+        return None
+    for host in ("cli", "srv"):
+        inv.tunnel_ip(host)  # both ends have an inner address
+    out: dict[str, Any] = {"kind": kind}
+    if kind == "ipsec":
+        out["replay_window"] = cell.path.replay_window
+        out["keys"] = {h: {"auth": "0x" + secrets.token_hex(32), "enc": "0x" + secrets.token_hex(16)}
+                       for h in ("cli", "srv")}
+    return out
 
 
 def schedule_plan(cell: Cell) -> list[dict[str, Any]]:
@@ -99,7 +118,7 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, dilation: float 
                               "config_hash": cell.config_hash, "coordinates": cell.coordinates()}})
     limit = int(cell.length + 2 * FLENT_DELAY + TIMEOUT_MARGIN * dilation)
     argv = ["timeout", "-k", "15", str(limit), "flent", cell.test.name,
-            "-H", inv.srv_ip, "-l", str(cell.length), "-s", f"{cell.step_size:g}",
+            "-H", target(cell, inv), "-l", str(cell.length), "-s", f"{cell.step_size:g}",
             "--netperf-control-port", inv.hostvars["cli"]["fl_netperf_port"],
             "--socket-stats", "-x", "-D", str(out_dir), "-t", cell.name, "-n", note]
     for key, value in params.items():
@@ -110,17 +129,24 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, dilation: float 
 def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, dilation: float = 1.0) -> dict[str, Any]:
     """fl_cell: everything the roles need for one cell (passed as Ansible extra vars)."""
     out_dir = cell_dir if inv.shared_fs else "."
+    tunnel = tunnel_vars(cell, inv)
     return {
         "name": cell.name, "scenario": cell.scenario, "config_hash": cell.config_hash,
         "dir": str(cell_dir), "sysctls": cell.sysctls,
         "bottleneck": {"up": _link_vars(cell.up), "down": _link_vars(cell.down)},
-        "delay": delay_plan(cell), "ecn": ecn_rules(cell), "schedule": schedule_plan(cell),
+        "delay": delay_plan(cell), "ecn": ecn_rules(cell), "tunnel": tunnel,
+        "ecn_at": "cli" if tunnel else "mid", "schedule": schedule_plan(cell),
         "client_qdisc": list(cell.ends.client_qdisc) if cell.ends.client_qdisc else None,
         "udp": cell.ends.udp.text if cell.ends.udp else None,
         "udp_bps": cell.ends.udp.bps if cell.ends.udp else 0, "flent_delay": FLENT_DELAY,
-        "target": inv.srv_ip, "length": cell.length,
+        "target": target(cell, inv), "length": cell.length,
         "flent": flent_argv(cell, inv, out_dir, dilation),
     }
+
+
+def target(cell: Cell, inv: Inventory) -> str:
+    """The server address Flent, iperf and the ss sampler talk to (inside the tunnel, if any)."""
+    return inv.tunnel_ip("srv") if cell.path.tunnel != "none" else inv.srv_ip
 
 
 def estimated_seconds(cell: Cell, overhead: float) -> float:
@@ -134,9 +160,8 @@ def render_bottleneck(cell_v: dict[str, Any], run_v: dict[str, Any], inv: Invent
                       keep_trailing_newline=True)
     env.filters["quote"] = lambda v: shlex.quote(str(v))
     group = yaml.safe_load((REPO / "playbooks" / "group_vars" / "all.yml").read_text())
-    defaults = yaml.safe_load((REPO / "roles" / "bottleneck" / "defaults" / "main.yml").read_text())
     mid = inv.hostvars["mid"]
     return env.get_template("bottleneck.sh.j2").render(
         fl_cell=cell_v, fl_run=run_v, fl_htb_args=run_v["htb_args"], fl_if_cli=mid["fl_if_cli"],
         fl_if_srv=mid["fl_if_srv"], fl_ifb_prefix=group["fl_ifb_prefix"],
-        fl_ecn_actions=defaults["fl_ecn_actions"])
+        fl_ecn_actions=group["fl_ecn_actions"])

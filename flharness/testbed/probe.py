@@ -36,8 +36,13 @@ TOOLS = {
     "flent": ["flent", "--version"], "netperf": ["netperf", "-V"], "netserver": ["netserver", "-V"],
     "irtt": ["irtt", "version"], "fping": ["fping", "-v"], "tcpdump": ["tcpdump", "--version"],
     "xz": ["xz", "--version"], "tc": ["tc", "-V"], "ip": ["ip", "-V"], "ethtool": ["ethtool", "--version"],
-    "nft": ["nft", "--version"], "ss": ["ss", "-V"], "iperf": ["iperf", "-v"],
+    "nft": ["nft", "--version"], "ss": ["ss", "-V"], "iperf": ["iperf", "-v"], "wg": ["wg", "--version"],
 }
+#: A throwaway ESP SA of the shape fl's IPsec tunnels use (the kernel needs esp4 and the
+#: cbc(aes) and hmac(sha256) transforms; a window over 32 needs the ESN replay state).
+ESP_TRIAL = ["src", "192.0.2.1", "dst", "192.0.2.2", "proto", "esp", "spi", "0x100", "mode", "tunnel",
+             "if_id", "7", "auth-trunc", "hmac(sha256)", "0x" + "11" * 32, "128",
+             "enc", "cbc(aes)", "0x" + "22" * 16, "replay-window", "256"]
 UNKNOWN_KIND = re.compile(r"kind is unknown|Unknown qdisc|qdisc not found|Unknown filter|"
                           r"not supported|Operation not supported", re.I)
 
@@ -113,7 +118,21 @@ class Probe:
         f["nftables"] = shutil.which("nft") is not None and \
             sh("nft", "add", "table", "inet", "flprobe", ns=self.ns)[0] == 0
         f["veth"] = sh("ip", "-n", self.ns, "link", "show", self.dev)[0] == 0
+        f.update(self.tunnels())
         return f
+
+    def tunnels(self) -> dict[str, bool]:
+        """Can this kernel build each kind of tunnel fl offers (scenario key tunnel)?"""
+        ip = ("ip", "-n", self.ns)
+        sh("modprobe", "-q", "fou")  # its netlink family does not load the module on demand
+        return {
+            "wireguard": sh(*ip, "link", "add", "flwg", "type", "wireguard")[0] == 0,
+            "fou": sh(*ip, "fou", "add", "port", "5556", "ipproto", "4")[0] == 0 and sh(
+                *ip, "link", "add", "flfou", "type", "ipip", "remote", "192.0.2.2", "local", "192.0.2.1",
+                "encap", "fou", "encap-sport", "auto", "encap-dport", "5556")[0] == 0,
+            "ipsec": sh(*ip, "link", "add", "flxfrm", "type", "xfrm", "dev", self.dev, "if_id", "7")[0] == 0
+            and sh(*ip, "xfrm", "state", "add", *ESP_TRIAL)[0] == 0,
+        }
 
 
     def sysctl_exists(self, key: str) -> bool:

@@ -1,0 +1,86 @@
+"""Tunnels between cli and srv for real, in the VM (the host kernel has none).
+
+The session's VM run (conftest.vm_run) includes tests/scenarios/vm-tunnel.yml:
+WireGuard with flow 1 bleached at the tunnel entrance, FOU, and IPsec ESP with a
+256-packet replay window. Every check reads what the run left behind: Flent's
+metadata, the captures on the tunnel devices and the teardown log's counters.
+Selected with `pytest -m vm`.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import needs_vm
+from resultlib import cells, ecn_split, find, packets
+
+pytestmark = [pytest.mark.vm, needs_vm()]
+INNER_SRV = "10.71.9.2"
+
+
+@pytest.fixture(scope="module")
+def run(vm_run):
+    return vm_run["root"]
+
+
+def host_log(cell_dir, host: str) -> str:
+    """HOST's part of the cell's teardown log."""
+    text = (cell_dir / "teardown.log").read_text()
+    return text.split(f"======== {host} ========")[1].split("======== ")[0]
+
+
+def rx_bytes(log: str, dev: str) -> int:
+    """Received bytes of DEV from `ip -s link show` in a teardown log."""
+    m = re.search(rf"\$ ip -s link show dev {dev}\n.*?RX:.*?\n\s+(\d+)", log, re.S)
+    assert m, f"no link statistics of {dev}"
+    return int(m.group(1))
+
+
+def test_flows_run_through_each_tunnel(run):
+    """Flent talked to the server's inner address, and the server's tunnel device
+    received most of what 10 Mbit/s carries in 10 s (12.5 MB), through the tunnel."""
+    for d in cells(run, "vm-tunnel").values():
+        rec = json.loads((d / "cell.json").read_text())
+        assert rec["status"] == "ok", (rec["cell"], rec["reason"])
+        data = json.load(__import__("gzip").open(d / f"{d.name}.flent.gz", "rt"))
+        assert data["metadata"]["HOST"] == INNER_SRV
+        assert rx_bytes(host_log(d, "srv"), "fl-tun") > 9_000_000, d.name
+        assert packets(d / "srv.pcap.xz", f"dst host {INNER_SRV} and greater 1000") > 5000, d.name
+
+
+def test_wireguard_counts_the_transfer_and_keeps_the_bleached_flow_not_ect(run):
+    """WireGuard's peer counters show the transfer; flow 1, bleached at the tunnel
+    entrance, arrives Not-ECT and flow 2 ECT; outside, the middlebox saw both."""
+    _, _, d = find(run, "vm-tunnel", tunnel="wireguard")
+    received = re.search(r"transfer: .* sent", host_log(d, "srv"))
+    assert received and "MiB received" in received.group(0)
+    (all1, ect1), (all2, ect2) = ecn_split(d, 0x4c), ecn_split(d, 0x8c)
+    assert all1 > 1000 and ect1 == 0, (all1, ect1)
+    assert all2 > 1000 and ect2 >= 0.95 * all2, (all2, ect2)
+    rule = re.search(r"ip ecn set not-ect counter packets (\d+) .*flow 1: bleach", host_log(d, "cli"))
+    assert rule and int(rule.group(1)) > 1000
+    mid = host_log(d, "mid")  # outer headers: the ECN field was copied outward
+    for codepoint in ("Not-ECT", "ECT(0)"):
+        n = re.search(rf'counter packets (\d+) bytes \d+ comment "up: {re.escape(codepoint)}"', mid)
+        assert n and int(n.group(1)) > 1000, codepoint
+
+
+def test_fou_listens_on_its_port(run):
+    _, _, d = find(run, "vm-tunnel", tunnel="fou")
+    for host in ("cli", "srv"):
+        assert "port 5556 ipproto 4" in host_log(d, host)
+
+
+def test_ipsec_sa_has_the_declared_replay_window_and_no_keys_in_logs(run):
+    """Both ESP SAs carry the 256-packet window (ESN replay state: above the legacy
+    32-bit bitmap); the server's inbound SA counted the upload; keys are redacted."""
+    _, _, d = find(run, "vm-tunnel", tunnel="ipsec", replay_window="replay256")
+    srv = host_log(d, "srv")
+    assert srv.count("replay_window 256") == 2, srv
+    inbound = srv.split("src 10.71.1.1 dst 10.71.2.1")[1]
+    packets_in = re.search(r"lifetime current:\s+\d+\(bytes\), (\d+)\(packets\)", inbound)
+    assert packets_in and int(packets_in.group(1)) > 5000
+    for name in ("teardown.log", "setup.log"):
+        assert not re.search(r"0x[0-9a-f]{32}", (d / name).read_text()), name
