@@ -97,14 +97,20 @@ def statuses(results: Path) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def vm_run(tmp_path_factory):
     """The VM run, interrupted (SIGINT) during its second cell, then resumed."""
-    from test_e2e_interrupt import wait_for_line
+    from test_e2e_interrupt import interruptible, wait_for_line
     results = tmp_path_factory.mktemp("vm-results")
     argv = [sys.executable, str(FL), "run", *VM_SCENARIOS, "--vm", "--results", str(results)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=interruptible)
     wait_for_line(proc, f" 2/{VM_CELLS}] ", timeout=900)
     time.sleep(20)  # inside the second cell
     proc.send_signal(signal.SIGINT)
-    killed_out = proc.communicate(timeout=120)[0]
+    try:
+        killed_out = proc.communicate(timeout=120)[0]
+    except subprocess.TimeoutExpired:
+        proc.terminate()  # fl kills its VM on SIGTERM: leave nothing behind for the suite
+        proc.wait(timeout=60)
+        raise
     time.sleep(2)
     killed = {"rc": proc.returncode, "qemus": qemus(results), "statuses": statuses(results),
               "out": killed_out}

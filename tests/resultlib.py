@@ -42,11 +42,14 @@ def step_time(data: dict, name: str, high: tuple[float, float], low: tuple[float
               fraction: float = 0.25) -> tuple[float, float, float]:
     """(mean before, mean after, time of the step) of a throughput series stepping down
     between the windows HIGH and LOW: the first sample after HIGH's start that has fallen
-    FRACTION of the way from the level before to the level after (netperf's samples
-    average over their interval, so the fall is a ramp of a few samples)."""
+    FRACTION of the way from the level before to the level after and stays there until
+    LOW ends (netperf's samples average over their interval, so the fall is a ramp of a
+    few samples; a single low sample before it is sampling jitter, not the step)."""
     before = sum(v for _, v in series(data, name, *high)) / len(series(data, name, *high))
     after = sum(v for _, v in series(data, name, *low)) / len(series(data, name, *low))
-    step = next(t for t, v in series(data, name, high[0]) if v < before - fraction * (before - after))
+    threshold = before - fraction * (before - after)
+    samples = series(data, name, high[0], low[1])
+    step = next(t for i, (t, _) in enumerate(samples) if all(v < threshold for _, v in samples[i:]))
     return before, after, step
 
 

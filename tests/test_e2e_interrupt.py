@@ -17,9 +17,16 @@ pytestmark = [pytest.mark.e2e, needs_root_tools()]
 SCENARIO = str(REPO / "tests" / "scenarios" / "three-short.yml")
 
 
+def interruptible() -> None:
+    """In the child: SIGINT back to its default, so Python turns it into Ctrl-C even when
+    the test suite was started in the background (a shell then ignores SIGINT for it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_run(results: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(FL), "run", SCENARIO, "--results", str(results)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=interruptible)
 
 
 def wait_for_line(proc: subprocess.Popen, needle: str, timeout: float = 300) -> list[str]:
