@@ -13,7 +13,7 @@ from .qdisc import kernel_module
 from .testbed import probe
 from .testbed.ansible import run_playbook
 from .testbed.inventory import Inventory
-from .testbed.plan import delay_plan
+from .testbed.plan import delay_plan, header_hash_queues
 
 #: Tools fl cannot run a cell without, and what each is for.
 REQUIRED_TOOLS = {
@@ -86,6 +86,9 @@ class Capabilities:
             return "no wg (wireguard-tools) on the endpoints: needed for WireGuard tunnels"
         if any(f.ecn != "none" for f in cell.flows) and not self.tools.get("nft"):
             return "no nft on the client: tunnelled flows get their ECN rewrites at the tunnel entrance"
+        if not self.feature("cls_flow") and any(header_hash_queues(cell, link) for link in (cell.up, cell.down)):
+            return ("kernel lacks cls_flow (needed so the FQ qdisc queues tunnelled packets "
+                    "by their outer headers, as a router does)")
         if kind == "wireguard" and cell.per_flow_rtt:
             return ("WireGuard does not copy the flows' DSCP to its outer header, so the "
                     "middlebox cannot give tunnelled flows different RTTs")

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from flharness.cells import expand
+from flharness.errors import ScenarioError
 from flharness.scenario import load_scenario
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import cell_vars, delay_plan, flent_argv, render_bottleneck, run_vars
@@ -31,6 +32,26 @@ def test_per_flow_rtt_delay_classes(scenario_file):
     assert not plan["shared"]
     assert plan["filters"] == [{"tos": "0x4c", "class": 0}, {"tos": "0x8c", "class": 1}]
     assert plan["default"] == 0  # unmarked traffic (ping) follows flow 1
+
+
+def test_rtt_split_puts_the_delay_on_one_way(scenario_file):
+    """rtt_split: up puts each flow's whole RTT (and here the jitter) on the way cli → srv."""
+    cells = one_cell(scenario_file, "test: tcp_2up\nrate: 50mbit\nqdisc: pfifo\ncc: cubic\n"
+                                    "rtt: [80ms, 20ms]\nnetem: {up: jitter 30ms}\n"
+                                    "matrix: {rtt_split: [up, down, even]}\n")
+    up, down, even = (delay_plan(c) for c in cells)
+    assert [c["netem"][:3] for c in up["up"]["classes"]] == [["delay", "80ms", "30ms"], ["delay", "20ms", "30ms"]]
+    assert [c["netem"][:2] for c in up["down"]["classes"]] == [["delay", "0ms"], ["delay", "0ms"]]
+    assert [c["netem"][:2] for c in down["down"]["classes"]] == [["delay", "80ms"], ["delay", "20ms"]]
+    assert [c["netem"][:2] for c in even["down"]["classes"]] == [["delay", "40ms"], ["delay", "10ms"]]
+    assert [c.name.split("-")[-1] for c in cells] == ["delay_up", "delay_down", "rtt_even"]
+    assert cells[0].config["rtt_split"] == "up" and "rtt_split" not in cells[2].config
+
+
+def test_rtt_split_rejects_other_values(scenario_file):
+    with pytest.raises(ScenarioError, match="rtt_split 'sideways' is none of"):
+        one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\nqdisc: pfifo\ncc: reno\nrtt: 10ms\n"
+                                "rtt_split: sideways\n")
 
 
 def test_no_delay_without_rtt(scenario_file):
@@ -199,3 +220,29 @@ def test_tunnel_capabilities(scenario_file):
     assert caps.unsupported(wg) is None
     assert "cannot give tunnelled flows different RTTs" in caps.unsupported(wg_rtts)
     assert "no wg (wireguard-tools)" in Capabilities({**base, "tools": {}}).unsupported(wg)
+
+
+def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
+    """In tunnel cells fq_codel/fq_pie get a cls_flow filter over the outer 5-tuple, with
+    as many buckets as the qdisc has queues; other qdiscs and plain cells get none; a
+    kernel without cls_flow skips such cells with the reason."""
+    from flharness.capabilities import Capabilities
+    cells = one_cell(scenario_file, """
+        test: tcp_1up
+        rate: 10mbit
+        cc: cubic
+        matrix:
+          - {tunnel: [fou], qdisc: [fq_codel flows 256, {value: fq_pie, shaper: self}, cake bandwidth 10mbit]}
+          - {tunnel: [none], qdisc: [fq_codel]}
+    """)
+    scripts = [render_bottleneck(cell_vars(c, inv, tmp_path), run_vars(cells, True, True), inv) for c in cells]
+    flt = "handle 1 protocol all prio 1 flow hash keys src,dst,proto,proto-src,proto-dst divisor"
+    assert f"run tc filter add dev mid.r parent 10: {flt} 256" in scripts[0]
+    assert f"run tc filter add dev mid.l parent 10: {flt} 256" in scripts[0]
+    assert f"run tc filter add dev mid.r parent 1: {flt} 1024" in scripts[1]
+    assert "flow hash" not in scripts[2] and "flow hash" not in scripts[3]
+    base = {"kinds": {"htb": "ok", "fq_codel": "ok"}, "ccs": {"cubic": True}, "tools": {},
+            "features": {"fou": True}}
+    assert "kernel lacks cls_flow" in Capabilities(base).unsupported(cells[0])
+    assert Capabilities(base).unsupported(cells[3]) is None
+    assert Capabilities({**base, "features": {"fou": True, "cls_flow": True}}).unsupported(cells[0]) is None

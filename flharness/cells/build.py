@@ -32,7 +32,8 @@ def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path)
     schedule = tuple(Step(s.at, *links(s.up, s.down)) for s in combo["rate_schedule"].value) \
         if "rate_schedule" in combo else ()
     cpath = PathSetup(combo["netem"].value if "netem" in combo else None, schedule,
-                     combo["tunnel"].value, combo["replay_window"].value)
+                     combo["tunnel"].value, combo["replay_window"].value,
+                     combo["rtt_split"].value if "rtt_split" in combo else "even")
     client_q = combo["client_qdisc"].value
     sysctls = _sysctls(combo, [f.cc for f in flows], variables, path) if "sysctls" in combo else {}
     ends = Endpoints(sysctls, tuple(client_q.split()) if client_q else None, combo["udp"].value)
@@ -68,6 +69,7 @@ def _config(scenario: Scenario, test: FlentTest, combo: dict[str, Point], rep: i
     }
     extras = {
         "netem": jsonable(cpath.netem) if cpath.netem else None,
+        "rtt_split": cpath.rtt_split if cpath.rtt_split != "even" else None,
         "rate_schedule": [{"at": s.at.text, "up": s.up.as_json(), "down": s.down.as_json()}
                           for s in cpath.schedule] or None,
         "tunnel": cpath.tunnel if cpath.tunnel != "none" else None,

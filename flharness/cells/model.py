@@ -59,6 +59,7 @@ class PathSetup:
     schedule: tuple[Step, ...] = ()
     tunnel: str = "none"
     replay_window: int = 32
+    rtt_split: str = "even"  # where the path delay goes: even, up or down (RTT_SPLITS)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ ECN_ACTIONS = {
     "strip-negotiation": "ECE/CWR removed from the SYN: the flow does not negotiate ECN",
 }
 TUNNELS = ("none", "wireguard", "ipsec", "fou")
+#: Where the path delay goes: share of the RTT added on the way up (cli → srv) and down.
+RTT_SPLITS = {"even": (0.5, 0.5), "up": (1.0, 0.0), "down": (0.0, 1.0)}
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,13 @@ def parse_udp(raw: Any) -> tuple[Rate | None, str]:
         return None, "noudp"
     rate = Rate.parse(raw)
     return rate, f"udp{rate.text}"
+
+
+def parse_rtt_split(raw: Any) -> tuple[str, str]:
+    if raw not in RTT_SPLITS:
+        raise ValueError(f"rtt_split {raw!r} is none of: even (half the RTT each way), "
+                         "up (all of it on the way cli → srv), down (all on the way back)")
+    return raw, "rtt_even" if raw == "even" else f"delay_{raw}"
 
 
 def parse_tunnel(raw: Any) -> tuple[str, str]:

@@ -203,7 +203,7 @@ def _axis_parsers() -> dict[str, Parser]:
     return {
         "test": parse_test, "rate": parse_rate, "rtt": parse_rtt, "qdisc": parse_qdisc,
         "cc": parse_cc, "length": parse_length, "flows": parse_flows, "sysctls": parse_sysctls,
-        "start": f.parse_start, "ecn": f.parse_ecn, "netem": f.parse_netem,
+        "start": f.parse_start, "ecn": f.parse_ecn, "rtt_split": f.parse_rtt_split, "netem": f.parse_netem,
         "rate_schedule": f.parse_schedule, "client_qdisc": f.parse_client_qdisc, "udp": f.parse_udp,
         "tunnel": f.parse_tunnel, "replay_window": f.parse_replay_window,
     }

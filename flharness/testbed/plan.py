@@ -12,6 +12,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from .. import REPO
 from ..cells import Cell
+from ..scenario.features import RTT_SPLITS
 from ..units import Duration
 from .inventory import Inventory
 
@@ -40,28 +41,30 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
 
 
 def delay_plan(cell: Cell) -> dict[str, Any] | None:
-    """netem on the middlebox's ingress IFBs: half of each flow's RTT each way, plus the
-    cell's netem impairments per direction ('up' = traffic from cli).
+    """netem on the middlebox's ingress IFBs: each flow's RTT split between the two ways
+    (half each, or all on one way: rtt_split), plus the cell's netem impairments per
+    direction ('up' = traffic from cli).
 
-    One class when all flows share an RTT; otherwise one class per distinct delay,
+    One class when all flows share an RTT; otherwise one class per distinct RTT,
     chosen by the flows' TOS marks; unmarked traffic (ping) follows flow 1.
     """
     if not cell.needs_path_netem:
         return None
-    halves = [Duration.of_seconds(f.rtt.seconds / 2) for f in cell.flows]
-    classes: list[Duration] = []
-    for h in halves:
-        if h not in classes:
-            classes.append(h)
-    filters = [{"tos": f"0x{f.tos:02x}", "class": classes.index(h)}
-               for f, h in zip(cell.flows, halves) if f.tos is not None] if len(classes) > 1 else []
+    rtts: list[Duration] = []
+    for f in cell.flows:
+        if f.rtt not in rtts:
+            rtts.append(f.rtt)
+    filters = [{"tos": f"0x{f.tos:02x}", "class": rtts.index(f.rtt)}
+               for f in cell.flows if f.tos is not None] if len(rtts) > 1 else []
+    shares = dict(zip(("up", "down"), RTT_SPLITS[cell.path.rtt_split]))
 
-    def netem(direction: str, half: Duration) -> list[str]:
-        args = cell.path.netem.delay_args(direction, half) if cell.path.netem else ["delay", half.text]
+    def netem(direction: str, rtt: Duration) -> list[str]:
+        one_way = Duration.of_seconds(rtt.seconds * shares[direction])
+        args = cell.path.netem.delay_args(direction, one_way) if cell.path.netem else ["delay", one_way.text]
         return args + ["limit", str(NETEM_LIMIT)]
 
-    return {d: {"classes": [{"netem": netem(d, c)} for c in classes]} for d in ("up", "down")} | {
-        "filters": filters, "default": classes.index(halves[0]), "shared": len(classes) == 1}
+    return {d: {"classes": [{"netem": netem(d, r)} for r in rtts]} for d in ("up", "down")} | {
+        "filters": filters, "default": rtts.index(cell.flows[0].rtt), "shared": len(rtts) == 1}
 
 
 def ecn_rules(cell: Cell) -> list[dict[str, Any]]:
@@ -86,6 +89,21 @@ def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
         out["keys"] = {h: {"auth": "0x" + secrets.token_hex(32), "enc": "0x" + secrets.token_hex(16)}
                        for h in ("cli", "srv")}
     return out
+
+
+#: FQ qdiscs that pick a flow queue by the skb's hash, with their default queue count.
+#: On one machine an encapsulated packet keeps its inner flow's hash (WireGuard keeps
+#: it on purpose), so in tunnel cells fl makes them hash the packet's own (outer)
+#: headers with a cls_flow filter, as a router does.
+HASHED_FQ = {"fq_codel": 1024, "fq_pie": 1024}
+
+
+def header_hash_queues(cell: Cell, link: Any) -> int | None:
+    """The flow queues a tunnel cell's FQ qdisc hashes outer headers into, else None."""
+    words = list(link.qdisc)
+    if cell.path.tunnel == "none" or not words or words[0] not in HASHED_FQ:
+        return None
+    return int(words[words.index("flows") + 1]) if "flows" in words[:-1] else HASHED_FQ[words[0]]
 
 
 def schedule_plan(cell: Cell) -> list[dict[str, Any]]:
@@ -133,7 +151,8 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, dilation: float = 1.0)
     return {
         "name": cell.name, "scenario": cell.scenario, "config_hash": cell.config_hash,
         "dir": str(cell_dir), "sysctls": cell.sysctls,
-        "bottleneck": {"up": _link_vars(cell.up), "down": _link_vars(cell.down)},
+        "bottleneck": {d: _link_vars(link) | {"hash_queues": header_hash_queues(cell, link)}
+                       for d, link in (("up", cell.up), ("down", cell.down))},
         "delay": delay_plan(cell), "ecn": ecn_rules(cell), "tunnel": tunnel,
         "ecn_at": "cli" if tunnel else "mid", "schedule": schedule_plan(cell),
         "client_qdisc": list(cell.ends.client_qdisc) if cell.ends.client_qdisc else None,
