@@ -110,14 +110,23 @@ class Capabilities:
         return None
 
     def check_specs(self, cells: list[Cell], path: Path) -> None:
-        """tc rejecting a qdisc's or netem's arguments is a scenario error, reported
-        before any setup."""
+        """tc rejecting a qdisc's or netem's arguments, or the kernel rejecting a cell's
+        sysctl values, is a scenario error, reported before any setup."""
         for cell in cells:
             for axis, tokens in _specs_of(cell):
                 verdict = self._verdict(tokens)
                 if verdict.get("verdict") == "invalid":
                     raise ScenarioError(path, cell.coords[axis].key,
                                         f"tc rejects {' '.join(tokens)!r}: {verdict.get('message')}")
+            for host, settings in cell.sysctls.items():
+                tried = probe.sysctl_set_key(_pairs(settings))
+                if complaint := self.data.get("sysctl_sets", {}).get(tried):
+                    raise ScenarioError(path, cell.coords["sysctls"].key,
+                                        f"{host}: the kernel rejects {tried}: {complaint}")
+
+
+def _pairs(settings: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple((k, str(v)) for k, v in settings.items())
 
 
 def _specs_of(cell: Cell) -> list[tuple[str, tuple[str, ...]]]:
@@ -141,6 +150,7 @@ def probe_for(cells: list[Cell], inventory: Inventory | None = None) -> Capabili
         "qdiscs": [[list(q), s] for q, s in sorted(specs)],
         "ccs": sorted({f.cc for c in cells for f in c.flows}),
         "sysctls": sorted({k for c in cells for settings in c.sysctls.values() for k in settings}),
+        "sysctl_sets": [list(map(list, s)) for s in sorted({_pairs(st) for c in cells for st in c.sysctls.values()})],
     }
     if inventory is None or inventory.backend == "netns":
         return Capabilities(probe.probe(request))
@@ -166,6 +176,8 @@ def merge_hosts(per_host: dict[str, dict[str, Any]]) -> dict[str, Any]:
     merged = dict(mid)
     merged["ccs"] = {c: all(e.get("ccs", {}).get(c) for e in ends) for c in mid.get("ccs", {})}
     merged["sysctls"] = {k: all(h.get("sysctls", {}).get(k) for h in hosts) for k in mid.get("sysctls", {})}
+    merged["sysctl_sets"] = {s: next((h["sysctl_sets"][s] for h in hosts if h.get("sysctl_sets", {}).get(s)), "")
+                             for s in mid.get("sysctl_sets", {})}
     merged["tools"] = {t: v if all(h.get("tools", {}).get(t) for h in hosts) else None
                        for t, v in per_host["cli"].get("tools", {}).items()}
     merged["root"] = all(h.get("root") for h in hosts)

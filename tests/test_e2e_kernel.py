@@ -52,3 +52,22 @@ def test_fl_check_reports_tools_and_kernel():
     assert p.returncode == 0, p.stdout + p.stderr
     for word in ("flent", "netperf", "tcpdump", "ansible", "supported:", "usable:"):
         assert word in p.stdout
+
+
+def test_sysctl_values_the_kernel_rejects_stop_the_run_before_setup(tmp_path):
+    """The probe applies each cell's settings in a throwaway namespace, in order:
+    tcp_reordering above tcp_max_reordering is refused (file, key and the kernel's
+    words, nothing built); raising tcp_max_reordering first is accepted."""
+    bad, good = tmp_path / "bad.yml", tmp_path / "good.yml"
+    head = "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\n"
+    bad.write_text(head + "matrix:\n  sysctls:\n    - {srv: {net.ipv4.tcp_reordering: 30}}\n"
+                   "    - {srv: {net.ipv4.tcp_reordering: 100000}}\n")
+    good.write_text(head + "sysctls: {srv: {net.ipv4.tcp_max_reordering: 100000, net.ipv4.tcp_reordering: 100000}}\n")
+    before = netns_list()
+    p = run_fl("run", str(bad), "--results", str(tmp_path / "r"))
+    assert p.returncode != 0
+    assert f"{bad}: matrix.sysctls[1]: srv: the kernel rejects net.ipv4.tcp_reordering=100000" in p.stderr
+    assert "Invalid argument" in p.stderr
+    assert netns_list() == before and not (tmp_path / "r").exists()
+    p = run_fl("run", str(good), "--dry-run")
+    assert p.returncode == 0, p.stderr

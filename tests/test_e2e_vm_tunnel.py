@@ -14,7 +14,7 @@ import re
 import pytest
 
 from conftest import needs_vm
-from resultlib import cells, ecn_split, find, packets
+from resultlib import LEAD_IN, cells, ecn_split, find, packets, series
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 INNER_SRV = "10.71.9.2"
@@ -53,7 +53,7 @@ def test_flows_run_through_each_tunnel(run):
 def test_wireguard_counts_the_transfer_and_keeps_the_bleached_flow_not_ect(run):
     """WireGuard's peer counters show the transfer; flow 1, bleached at the tunnel
     entrance, arrives Not-ECT and flow 2 ECT; outside, the middlebox saw both."""
-    _, _, d = find(run, "vm-tunnel", tunnel="wireguard")
+    _, _, d = find(run, "vm-tunnel", tunnel="wireguard", udp="noudp")
     received = re.search(r"transfer: .* sent", host_log(d, "srv"))
     assert received and "MiB received" in received.group(0)
     (all1, ect1), (all2, ect2) = ecn_split(d, 0x4c), ecn_split(d, 0x8c)
@@ -68,7 +68,7 @@ def test_wireguard_counts_the_transfer_and_keeps_the_bleached_flow_not_ect(run):
 
 
 def test_fou_listens_on_its_port(run):
-    _, _, d = find(run, "vm-tunnel", tunnel="fou")
+    _, _, d = find(run, "vm-tunnel", tunnel="fou", udp="noudp")
     for host in ("cli", "srv"):
         assert "port 5556 ipproto 4" in host_log(d, host)
 
@@ -84,3 +84,23 @@ def test_ipsec_sa_has_the_declared_replay_window_and_no_keys_in_logs(run):
     assert packets_in and int(packets_in.group(1)) > 5000
     for name in ("teardown.log", "setup.log"):
         assert not re.search(r"0x[0-9a-f]{32}", (d / name).read_text()), name
+
+
+def tcp_mbit(data: dict) -> float:
+    """Mean TCP goodput (Mbit/s) from 3 s after the flows start to 1 s before they end."""
+    values = [v for _, v in series(data, "TCP upload", LEAD_IN + 3, LEAD_IN + 9)]
+    return sum(values) / len(values)
+
+
+def test_fq_codel_cannot_isolate_flows_sharing_a_wireguard_tunnel(run):
+    """fq_codel hashes the outer headers (a cls_flow filter, as a router does): one TCP flow
+    and a 20 Mbit/s UDP flow in one WireGuard tunnel share one queue, so TCP starves on
+    the 10 Mbit/s link; FOU's outer source port follows the inner flow, so fq_codel keeps
+    them apart and TCP gets about its half."""
+    rates = {}
+    for kind in ("wireguard", "fou"):
+        _, data, d = find(run, "vm-tunnel", tunnel=kind, udp="udp20mbit")
+        assert "flow hash keys src,dst,proto,proto-src,proto-dst divisor 1024" in (d / "setup.log").read_text()
+        rates[kind] = tcp_mbit(data)
+    assert rates["fou"] > 3.5, rates
+    assert rates["wireguard"] < 0.5 * rates["fou"], rates

@@ -10,7 +10,7 @@ COUNTS = {
     "s1-rttfair": 192, "s2-codel-rate-step": 64, "s3-codel-variable-rate": 16, "s4-bidir-asym": 36,
     "s5-tunnel": 4, "s6-rfc3168": 24, "s7-oneflow": 6, "s8-rfc3168-second": 24,
     "s9-tunnel-reordering": 11, "s10-ect1-gaming": 8, "s11-ect1-gaming-latency": 8, "s12-pacing": 2,
-    "s13-rfc3168-prague-second": 8, "pantheon-1mbit": 15, "geni-tcp-lab": 18, "demo": 12, "aqm": 24,
+    "s13-rfc3168-prague-second": 8, "pantheon-1mbit": 15, "geni-tcp-lab": 21, "demo": 12, "aqm": 24,
 }
 
 
@@ -67,3 +67,7 @@ def test_geni_sub_matrices():
     sack = cells["cubic-droptail-100mbit-0ms-tcp_1up-sack_off-loss_10-noudp"]
     assert sack.sysctls == {"cli": {"net.ipv4.tcp_sack": "0"}, "srv": {"net.ipv4.tcp_sack": "0"}}
     assert sack.path.netem.up == ("loss", "10%")
+    jitter = cells["cubic-droptail-100mbit-100ms-tcp_1up-norack_reordering100000-delay_up-jitter_75ms-noudp"]
+    assert jitter.path.rtt_split == "up" and jitter.path.netem.up == ("jitter", "75ms") and not jitter.path.netem.down
+    assert list(jitter.sysctls["cli"]) == ["net.ipv4.tcp_recovery", "net.ipv4.tcp_max_reordering",
+                                           "net.ipv4.tcp_reordering"]  # max first: the kernel caps to it

@@ -3,7 +3,8 @@
 
 Standard library only: fl runs it in-process on the controller and ships it as a
 script to ssh hosts. Input (JSON, argv[1] or stdin): optional lists ``qdiscs``
-(``[tokens, self_shaping]``), ``ccs`` and ``sysctls``. Output (stdout): JSON with the
+(``[tokens, self_shaping]``), ``ccs``, ``sysctls`` (keys) and ``sysctl_sets`` (one host's
+``[key, value]`` settings of one cell, tried in order). Output (stdout): JSON with the
 kernel release, tool versions, features, qdisc/CC/sysctl verdicts.
 
 A qdisc spec is tried in the exact position fl uses (an htb class child, or the root
@@ -144,6 +145,24 @@ class Probe:
     def sysctl_defaults(self, keys: list[str]) -> dict[str, str]:
         return {k: sh("sysctl", "-n", k, ns=self.ns)[1] for k in keys if self.sysctl_exists(k)}
 
+    def sysctl_set(self, pairs: list[list[str]], defaults: dict[str, str]) -> str:
+        """Apply one host's settings of one cell, in order, from the defaults (as the
+        endpoint role does): '' if the kernel takes them, else its complaint."""
+        for key in sorted(defaults):
+            sh("sysctl", "-qw", f"{key}={defaults[key]}", ns=self.ns)
+        for key, value in pairs:
+            if key not in defaults:
+                return ""  # no such sysctl here: the cell is skipped for that reason
+            rc, msg = sh("sysctl", "-w", f"{key}={value}", ns=self.ns)
+            if rc != 0:
+                return (msg.splitlines() or [f"sysctl exit {rc}"])[-1]
+        return ""
+
+
+def sysctl_set_key(pairs: list[list[str]]) -> str:
+    """How a set of sysctl settings is named in the probe's answer."""
+    return " ".join(f"{k}={v}" for k, v in pairs)
+
 
 def cc_usable(name: str) -> bool:
     """Can a socket use this congestion control? (What netperf -K does; loads the module.)"""
@@ -172,7 +191,9 @@ def probe(request: dict) -> dict:
             result["ccs"] = {c: cc_usable(c) for c in ccs}
             keys = [str(k) for k in request.get("sysctls", [])]
             result["sysctls"] = {k: p.sysctl_exists(k) for k in keys}
-            result["sysctl_defaults"] = p.sysctl_defaults(keys)
+            result["sysctl_defaults"] = defaults = p.sysctl_defaults(keys)
+            sets = [[[str(k), str(v)] for k, v in pairs] for pairs in request.get("sysctl_sets", [])]
+            result["sysctl_sets"] = {sysctl_set_key(pairs): p.sysctl_set(pairs, defaults) for pairs in sets}
     except RuntimeError as e:
         result["error"] = str(e)
     return result
