@@ -1,8 +1,8 @@
 """Tunnels between cli and srv for real, in the VM (the host kernel has none).
 
 The session's VM run (conftest.vm_run) includes tests/scenarios/vm-tunnel.yml:
-WireGuard with flow 1 bleached at the tunnel entrance, FOU, and IPsec ESP with a
-256-packet replay window. Every check reads what the run left behind: Flent's
+WireGuard with flow 1 bleached at the tunnel entrance, IPsec ESP with a 256-packet
+replay window, and TCP against UDP through WireGuard and through FOU. Every check reads what the run left behind: Flent's
 metadata, the captures on the tunnel devices and the teardown log's counters.
 Selected with `pytest -m vm`.
 """
@@ -68,7 +68,7 @@ def test_wireguard_counts_the_transfer_and_keeps_the_bleached_flow_not_ect(run):
 
 
 def test_fou_listens_on_its_port(run):
-    _, _, d = find(run, "vm-tunnel", tunnel="fou", udp="noudp")
+    _, _, d = find(run, "vm-tunnel", tunnel="fou")
     for host in ("cli", "srv"):
         assert "port 5556 ipproto 4" in host_log(d, host)
 

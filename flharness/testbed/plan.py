@@ -103,7 +103,8 @@ def header_hash_queues(cell: Cell, link: Any) -> int | None:
     words = list(link.qdisc)
     if cell.path.tunnel == "none" or not words or words[0] not in HASHED_FQ:
         return None
-    return int(words[words.index("flows") + 1]) if "flows" in words[:-1] else HASHED_FQ[words[0]]
+    given = words[words.index("flows") + 1] if "flows" in words[:-1] else ""
+    return int(given) if given.isdigit() else HASHED_FQ[words[0]]  # tc rejects a non-number
 
 
 def schedule_plan(cell: Cell) -> list[dict[str, Any]]:
