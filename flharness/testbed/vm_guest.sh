@@ -9,7 +9,8 @@ set -u
 ro=/run/fl-ro
 mkdir -p "$ro" /tmp/fl-home
 if mount -t 9p -o trans=virtio,version=9p2000.L,cache=loose,msize=512000,ro flro "$ro" 2>/dev/null; then
-    for dir in /usr "$FL_VENV"; do
+    # The virtualenv by its real path: a symlinked one would lead back to the uncached share.
+    for dir in /usr "$(readlink -f "$FL_VENV")"; do
         [ -d "$ro$dir" ] && mount --bind "$ro$dir" "$dir"
     done
 fi
