@@ -12,6 +12,7 @@ from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
 from flharness.report.index import table_safe
 from flharness.report.tables import fairness_table, stat
+from flharness.run.flent_data import delivered_mbit, first_data_s
 from flharness.scenario.schema import Scenario
 
 
@@ -31,6 +32,22 @@ def test_declared_flows_follow_flent_series_per_direction():
     assert [(f.series, f.cc, f.rtt_ms, f.start_s) for f in flows] == [
         ("TCP upload::1", "cubic", 80.0, 0.0), ("TCP upload::2", "prague", 20.0, 10.0)]
     assert flows[1].label == "prague (20 ms)"
+
+
+def test_goodput_counts_only_data_delivered_in_the_test():
+    """netperf samples cover `dur` s up to their stamp: a sample straddling the window's edge
+    counts in part; a flow silent in the window counts 0, and what it sent after the test
+    does not count (netperf's end-of-test mean would report it at full rate)."""
+    t0 = 1000.0
+    steady = [{"t": t0 + 6 + k, "dur": 1.0, "val": 8.0} for k in range(10)]  # data 5..15 s
+    assert delivered_mbit(steady, t0, 5, 15) == 8.0
+    assert delivered_mbit(steady, t0, 5.5, 15) == 8.0
+    assert delivered_mbit([{"t": t0 + 6, "dur": 2.0, "val": 8.0}], t0, 5, 15) == 0.8  # 1 s of 2 in window
+    late = [{"t": t0 + 19 + k, "dur": 0.25, "val": 9.0} for k in range(6)]
+    ss_sample = {"t": t0 + 7, "tcp_cwnd": 10.0}  # socket statistics share the list
+    assert delivered_mbit(late + [ss_sample], t0, 5, 15) == 0.0
+    assert first_data_s(late + [ss_sample], t0) == 18.75
+    assert delivered_mbit([ss_sample], t0, 5, 15) is None and first_data_s([], t0) is None
 
 
 def _conn(first: float, dscp: int, n: int = 50) -> Conn:

@@ -18,10 +18,10 @@ import statistics
 import pytest
 
 from conftest import needs_vm, run_fl
+from resultlib import LEAD_IN, series
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 RATE = 10e6
-LEAD_IN = 5.0  # Flent's -d: ping runs alone before the flows start
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +40,7 @@ def cells(vm, scenario: str) -> dict[str, tuple[dict, dict]]:
 
 
 def ping(data: dict, after: float = 0, before: float = 1e9) -> list[float]:
-    return [p for t, p in zip(data["x_values"], data["results"]["Ping (ms) ICMP"])
-            if p is not None and after <= t < before]
+    return [v for _, v in series(data, "Ping (ms) ICMP", after, before)]
 
 
 def qdisc(rec: dict) -> str:

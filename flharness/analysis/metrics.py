@@ -5,7 +5,10 @@ Time windows (Flent's time axis, t = 0 when its ping starts; flows run from the 
 plus their start delay until lead-in + length):
   * steady state: a window of W seconds ending 1 s before the flow's last socket sample
     (the predecessor's D_SS definition; W defaults to min(60 s, 2/3 of the test));
-  * under load: while every flow runs; * base: the lead-in, before any flow starts.
+  * under load: while every flow runs; * base: the lead-in, before any flow starts;
+  * mean goodput: data delivered between the flow's declared start and the end of the
+    test, over that time (netperf's end-of-test mean, kept as netperf_mbit, also counts
+    data sent after the test by a flow whose connection started late).
 """
 from __future__ import annotations
 
@@ -17,10 +20,11 @@ import numpy as np
 
 from . import flentlib
 from .flows import FlowInfo, declared_flows, match_connections
+from ..run.flent_data import delivered_mbit, first_data_s
 from .pcap import Conn, connections
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 1
+METRICS_VERSION = 2
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged
 
 
@@ -64,9 +68,13 @@ def _flow(rs: Any, f: FlowInfo, lead: float, length: float, window: float) -> di
         steady = float(np.mean(in_window)) if in_window else None
     rtts = [v for t, v in rs.raw_series(f.series, raw_key="tcp_rtt")
             if lead + f.start_s <= t <= lead + length and v]
+    raw = rs.raw_values.get(f.series, [])
+    in_test = delivered_mbit(raw, rs.t0, lead + f.start_s, lead + length)
+    netperf = rs.series_meta(f.series, "MEAN_VALUE")
     return {"index": f.index, "series": f.series, "direction": f.direction, "cc": f.cc,
             "rtt_ms": f.rtt_ms, "start_s": f.start_s, "label": f.label,
-            "mean_mbit": rs.series_meta(f.series, "MEAN_VALUE"),
+            "mean_mbit": netperf if in_test is None else in_test, "netperf_mbit": netperf,
+            "first_data_s": first_data_s(raw, rs.t0),
             "steady_mbit": steady, "tcp_rtt_ms": _stats(rtts), "socket_samples": len(rates)}
 
 

@@ -50,7 +50,8 @@ def _flow_columns(f: dict[str, Any] | None) -> dict[str, Any]:
     pcap = f.get("pcap") or {}
     ecn = pcap.get("ecn_received", {})
     return {"flow": f["index"], "direction": f["direction"], "cc": f["cc"], "flow_rtt_ms": f["rtt_ms"],
-            "start_s": f["start_s"], "mean_mbit": f["mean_mbit"], "steady_mbit": f["steady_mbit"],
+            "start_s": f["start_s"], "first_data_s": f.get("first_data_s"), "mean_mbit": f["mean_mbit"],
+            "netperf_mbit": f.get("netperf_mbit"), "steady_mbit": f["steady_mbit"],
             "tcp_rtt_median_ms": rtt.get("median"), "tcp_rtt_p95_ms": rtt.get("p95"),
             "tcp_rtt_p99_ms": rtt.get("p99"), "packets_sent": pcap.get("sent"),
             "packets_received": pcap.get("received"), "retransmits": pcap.get("retrans"),

@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cells import Cell
+from ..cells import Cell, Flow
 from ..testbed.ansible import PlaybookResult
 from . import flent_data, sockets
 
+#: A flow whose data begins this much after its declared start is reported (connection delayed).
+LATE_START_S, LATE_START_SHARE = 2.0, 0.1
 REQUIRED_FILES = ("setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
 
 
@@ -63,10 +65,33 @@ def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> None:
     empty = [n for n, g in goodput.items() if not g]
     if len(series) != len(cell.flows) or empty:
         v.fail(f"expected {len(cell.flows)} flows with data, Flent has {len(series) - len(empty)}")
+    _check_test_window(cell, data, list(series), v)
+
+
+def _check_test_window(cell: Cell, data: dict, names: list[str], v: Verdict) -> None:
+    """Goodput within the test (netperf's end-of-test mean counts data a flow sent after
+    it, when its connection could not start in time) and flows whose data began late."""
+    origin, lead, length = flent_data.t0(data), flent_data.lead_in(data), cell.length
+    in_test: dict[str, float | None] = {}
+    late: dict[str, float] = {}
+    for flow, name in _series_of(cell, names):
+        raw = data.get("raw_values", {}).get(name, [])
+        in_test[name] = flent_data.delivered_mbit(raw, origin, lead, lead + length)
+        begun = flent_data.first_data_s(raw, origin)
+        delay = None if begun is None else begun - (lead + flow.start.seconds)
+        if delay is not None and delay > max(LATE_START_S, LATE_START_SHARE * length):
+            late[name] = round(delay, 1)
+    v.checks["test_goodput_mbit"], v.checks["late_start_s"] = in_test, late
     for direction, link in (("up", cell.up), ("down", cell.down)):
-        total = sum(g or 0 for n, g in goodput.items() if n.startswith(f"TCP {direction}load"))
         if any(f.direction == direction for f in cell.flows):
+            total = sum(g or 0 for n, g in in_test.items() if n.startswith(f"TCP {direction}load"))
             v.checks[f"utilisation_{direction}"] = total * 1e6 / link.rate.bps
+
+
+def _series_of(cell: Cell, names: list[str]) -> list[tuple[Flow, str]]:
+    """The cell's flows with their Flent series, in declared order per direction."""
+    pools = {d: [n for n in names if n.startswith(f"TCP {d}load")] for d in ("up", "down")}
+    return [(f, pools[f.direction].pop(0)) for f in cell.flows if pools[f.direction]]
 
 
 def _check_ccs(cell: Cell, cell_dir: Path, control_port: int, v: Verdict) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,3 +33,33 @@ def goodput_mbit(data: dict[str, Any], series: str) -> float | None:
     meta = data.get("metadata", {}).get("SERIES_META", {}).get(series, {})
     value = meta.get("MEAN_VALUE")
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def t0(data: dict[str, Any]) -> float:
+    """Epoch seconds of Flent's time axis origin (its ping starts then)."""
+    return datetime.fromisoformat(data["metadata"]["T0"].replace("Z", "+00:00")).timestamp()
+
+
+def delivered_mbit(raw: list[dict[str, Any]], origin: float, start: float, end: float) -> float | None:
+    """Mean goodput (Mbit/s) over [START, END) s of the test, from a flow's raw netperf samples
+    (RAW, epoch stamps; ORIGIN = t0): each sample covers the `dur` seconds up to its stamp.
+    Unlike netperf's end-of-test mean, a flow that delivered nothing in the window (no
+    samples: netperf reports only when a send completes) counts 0, and data sent after
+    the test (a connection that could not start in time) does not count. None without
+    netperf samples."""
+    spans = [(s["t"] - origin - s["dur"], s["t"] - origin, s["val"]) for s in raw if "dur" in s and "val" in s]
+    if not spans or end <= start:
+        return None
+    return sum(v * max(0.0, min(b, end) - max(a, start)) for a, b, v in spans) / (end - start)
+
+
+def first_data_s(raw: list[dict[str, Any]], origin: float) -> float | None:
+    """When a flow's first netperf sample interval begins, s on the test's time axis."""
+    starts = [s["t"] - origin - s["dur"] for s in raw if "dur" in s and "val" in s]
+    return min(starts) if starts else None
+
+
+def lead_in(data: dict[str, Any]) -> float:
+    """Seconds Flent's ping runs alone before the flows start (and after they end)."""
+    meta = data["metadata"]
+    return (float(meta["TOTAL_LENGTH"]) - float(meta["LENGTH"])) / 2

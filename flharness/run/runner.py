@@ -159,7 +159,9 @@ def _detail(cell: Cell, verdict: Verdict) -> str:
     if verdict.status != "ok":
         return verdict.reason[:200]
     util = verdict.checks.get("utilisation_up")
-    return f"{util:.1%} of {cell.up.rate.text} up" if util is not None else ""
+    parts = [f"{util:.1%} of {cell.up.rate.text} up"] if util is not None else []
+    parts += [f"{name} began {delay:g} s late" for name, delay in verdict.checks.get("late_start_s", {}).items()]
+    return "; ".join(parts)
 
 
 def _record(run: Run, cell: Cell, status: str = "ok", reason: str = "") -> CellRecord:
