@@ -96,15 +96,13 @@ def tcp_mbit(data: dict) -> float:
 
 def test_fq_codel_cannot_isolate_flows_sharing_a_wireguard_tunnel(run):
     """fq_codel hashes the outer headers (a cls_flow filter, as a router does): one TCP flow
-    and a 20 Mbit/s UDP flow in one WireGuard tunnel share one queue, so TCP starves on
-    the 10 Mbit/s link; FOU's outer source port follows the inner flow, so fq_codel keeps
-    them apart and TCP gets about its half."""
-    rates, utilisation = {}, {}
+    and an 8 Mbit/s UDP flow in one WireGuard tunnel share one queue, so TCP gets only what
+    UDP leaves of the 10 Mbit/s link; FOU's outer source port follows the inner flow, so
+    fq_codel keeps them apart and TCP gets about its half."""
+    rates = {}
     for kind in ("wireguard", "fou"):
-        rec, data, d = find(run, "vm-tunnel", tunnel=kind, udp="udp20mbit")
+        _, data, d = find(run, "vm-tunnel", tunnel=kind, udp="udp8mbit")
         assert "flow hash keys src,dst,proto,proto-src,proto-dst divisor 1024" in (d / "setup.log").read_text()
-        rates[kind], utilisation[kind] = tcp_mbit(data), rec["checks"]["utilisation_up"]
+        rates[kind] = tcp_mbit(data)
     assert rates["fou"] > 3.5, rates
     assert rates["wireguard"] < 0.5 * rates["fou"], rates
-    # the run's own verdict counts only what TCP delivered during the test
-    assert utilisation["wireguard"] < 0.5 * utilisation["fou"], utilisation
