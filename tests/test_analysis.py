@@ -1,16 +1,17 @@
 """Analysis and report building blocks with fake inputs: retransmission counting in TCP
-sequence space, flow matching, confidence intervals, the fairness table, table-safe
-text in the index, the tidy dataset."""
+sequence space, flow matching, confidence intervals, the fairness table, starved flows
+flagged (not dropped), table-safe text in the index, the tidy dataset."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from flharness.analysis.flows import FlowInfo, declared_flows, match_connections
+from flharness.analysis import metrics
 from flharness.analysis.metrics import Settings
 from flharness.analysis.pcap import Conn
 from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
-from flharness.report.index import table_safe
+from flharness.report.index import environment, table_safe
 from flharness.report.tables import fairness_table, stat
 from flharness.run.flent_data import delivered_mbit, first_data_s
 from flharness.scenario.schema import Scenario
@@ -98,6 +99,40 @@ def test_fairness_table_folds_repetitions():
     pfifo = next(r for r in table["rows"] if r["axes"] == ["pfifo"])
     assert pfifo["n"] == 2 and pfifo["flows"][0]["steady"].mean == 4.5
     assert abs(pfifo["fairness"].mean - (0.9615384615384616 + 1.0) / 2) < 1e-12
+
+
+class _Flent:
+    """The little of a Flent ResultSet that the checks read."""
+    def meta(self, key: str) -> None:
+        return None
+
+
+def test_a_starved_flow_is_a_flagged_result_and_missing_data_makes_a_cell_invalid():
+    record = {"config": {"bottleneck": {"up": {"rate_bps": 10e6}, "down": {"rate_bps": 10e6}}},
+              "checks": {"late_start_s": {"TCP upload::2": 14.1}}}
+    flow = {"direction": "up", "label": "cubic (20 ms)", "socket_samples": 40, "series": "TCP upload::1"}
+    out = {"flows": [{**flow, "index": 1, "mean_mbit": 9.5, "steady_mbit": 9.6},
+                     {**flow, "index": 2, "mean_mbit": 0.04, "steady_mbit": 0.0, "series": "TCP upload::2"}]}
+    metrics._add_aggregates(out, record)
+    assert out["jain"] == 0.5 and out["ratio"] is None  # one flow has it all
+    assert abs(out["utilisation"]["up"] - 0.954) < 1e-9
+    assert metrics._problems(out, _Flent(), record) == []
+    assert metrics._flags(out, record) == ["flow 2 (cubic (20 ms)): starved, 0.04 Mbit/s in the test",
+                                           "flow 2 (cubic (20 ms)): data began 14.1 s late"]
+    out["flows"][1]["socket_samples"] = 0  # a flow that never ran in the test has none
+    assert metrics._problems(out, _Flent(), record) == []
+    out["flows"][0]["socket_samples"] = 0  # but a flow that did: the sampler failed
+    out["flows"][1]["mean_mbit"] = None
+    assert metrics._problems(out, _Flent(), record) == ["flow 1: no socket statistics (tcp_delivery_rate)",
+                                                        "flow 2: no goodput measured"]
+    starved = _cell("a", "pfifo", 1, [9.6, 0.0])
+    starved.metrics["flags"] = ["flow 2 (cubic (20 ms)): starved, 0.04 Mbit/s in the test"]
+    scenario = Scenario.model_validate({"test": "tcp_2up", "rate": "10mbit", "cc": "cubic-vs-cubic", "qdisc": "pfifo"})
+    table = fairness_table(ScenarioResult("s", Path("s"), scenario, [starved]))
+    assert starved.valid and table["rows"][0]["flows"][1]["steady"].mean == 0.0
+    table["rows"][0]["link"] = "a/plot.svg"
+    text = environment().from_string('{% import "tables.md.j2" as t %}{{ t.fairness(f) }}').render(f=table)
+    assert "| [10mbit](a/plot.svg) ⚑ | pfifo | cubic (20 ms) | 9.60 | cubic (20 ms) | 0.00 | 0.500 | 1 |" in text
 
 
 def test_table_text_is_escaped():

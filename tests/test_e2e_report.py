@@ -42,7 +42,7 @@ def cell_dirs(run: Path) -> list[Path]:
 
 def test_every_item_is_produced(report):
     out, run = report
-    m = re.search(r"12 cells \(0 invalid\); plots: (\d+) drawn, (\d+) current, 0 failed", out)
+    m = re.search(r"12 cells \(0 invalid, 0 flagged\); plots: (\d+) drawn, (\d+) current, 0 failed", out)
     assert m and int(m.group(1)) + int(m.group(2)) == 12, out  # another test may have plotted first
     for d in cell_dirs(run):
         assert (d / "metrics.json").is_file()

@@ -24,8 +24,8 @@ from ..run.flent_data import delivered_mbit, first_data_s
 from .pcap import Conn, connections
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 2
-NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged
+METRICS_VERSION = 3
+NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Settings:
 
 def cell_metrics(cell_dir: Path, record: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """Everything fl reports about one cell that ran (status ok or failed)."""
-    out: dict[str, Any] = {"version": METRICS_VERSION, "cell": record["cell"], "invalid": []}
+    out: dict[str, Any] = {"version": METRICS_VERSION, "cell": record["cell"], "invalid": [], "flags": []}
     if record["status"] != "ok":
         out["invalid"].append(f"cell {record['status']}: {record.get('reason')}")
     data_file = cell_dir / f"{record['cell']}.flent.gz"
@@ -56,6 +56,7 @@ def cell_metrics(cell_dir: Path, record: dict[str, Any], settings: Settings) -> 
     _add_pcap_counts(out["flows"], flows, cell_dir, rs)
     _add_aggregates(out, record)
     out["invalid"] += _problems(out, rs, record)
+    out["flags"] = _flags(out, record)
     return out
 
 
@@ -123,9 +124,9 @@ def _counts(sent: Conn, received: Conn | None) -> dict[str, Any]:
 
 def _add_aggregates(out: dict[str, Any], record: dict[str, Any]) -> None:
     steady = [f["steady_mbit"] for f in out["flows"]]
-    if len(steady) > 1 and all(s for s in steady):
+    if len(steady) > 1 and all(s is not None for s in steady) and sum(steady) > 0:
         out["jain"] = sum(steady) ** 2 / (len(steady) * sum(s * s for s in steady))
-        out["ratio"] = max(steady) / min(steady)
+        out["ratio"] = max(steady) / min(steady) if min(steady) > 0 else None
     out["utilisation"] = {}
     for direction in ("up", "down"):
         means = [f["mean_mbit"] for f in out["flows"] if f["direction"] == direction]
@@ -135,15 +136,34 @@ def _add_aggregates(out: dict[str, Any], record: dict[str, Any]) -> None:
 
 
 def _problems(out: dict[str, Any], rs: Any, record: dict[str, Any]) -> list[str]:
+    """What makes a cell's numbers untrustworthy: it is left out of the tables."""
     problems = []
     if rs.meta("FAILED_RUNNERS"):
         problems.append(f"Flent runners failed: {rs.meta('FAILED_RUNNERS')}")
     if not out["flows"]:
         problems.append("no TCP flow series in the Flent data")
     for f in out["flows"]:
-        rate = record["config"]["bottleneck"][f["direction"]]["rate_bps"]
-        if not f["socket_samples"]:
+        if f["mean_mbit"] is None:
+            problems.append(f"flow {f['index']}: no goodput measured")
+        elif not f["socket_samples"] and not _starved(f, record):  # a starved flow may have none
             problems.append(f"flow {f['index']}: no socket statistics (tcp_delivery_rate)")
-        if f["mean_mbit"] is None or f["mean_mbit"] * 1e6 < NEAR_ZERO * rate:
-            problems.append(f"flow {f['index']}: near-zero goodput ({f['mean_mbit']} Mbit/s)")
     return problems
+
+
+def _starved(f: dict[str, Any], record: dict[str, Any]) -> bool:
+    rate = record["config"]["bottleneck"][f["direction"]]["rate_bps"]
+    return f["mean_mbit"] is not None and f["mean_mbit"] * 1e6 < NEAR_ZERO * rate
+
+
+def _flags(out: dict[str, Any], record: dict[str, Any]) -> list[str]:
+    """Findings worth a reader's attention that are results, not harness failures: a flow
+    starved by the path (near-zero goodput) or whose data began late (its connection
+    could not start in time; the run's check, cell.json's checks.late_start_s)."""
+    flags = []
+    late = (record.get("checks") or {}).get("late_start_s") or {}
+    for f in out["flows"]:
+        if _starved(f, record):
+            flags.append(f"flow {f['index']} ({f['label']}): starved, {f['mean_mbit']:.3g} Mbit/s in the test")
+        if f["series"] in late:
+            flags.append(f"flow {f['index']} ({f['label']}): data began {late[f['series']]:g} s late")
+    return flags

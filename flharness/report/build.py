@@ -24,7 +24,8 @@ def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO) 
     _write_if_changed(run_dir / "index.html", to_html(text, f"fl results: {run.name}", template_dir))
     cells = run.cells()
     invalid = sum(1 for c in cells if c.metrics and c.invalid)
-    print(f"{run_dir}: {len(cells)} cells ({invalid} invalid); plots: {counts['drawn']} drawn, "
+    flagged = sum(1 for c in cells if c.valid and c.flags)
+    print(f"{run_dir}: {len(cells)} cells ({invalid} invalid, {flagged} flagged); plots: {counts['drawn']} drawn, "
           f"{counts['current']} current, {counts['failed']} failed; index: README.md, index.html "
           f"({time.monotonic() - started:.1f} s)")
     return 1 if counts["failed"] else 0

@@ -38,6 +38,11 @@ class CellResult:
         return (self.metrics or {}).get("invalid", [])
 
     @property
+    def flags(self) -> list[str]:
+        """Findings such as a starved flow: the cell counts, with the flag shown."""
+        return (self.metrics or {}).get("flags", [])
+
+    @property
     def valid(self) -> bool:
         return self.metrics is not None and not self.invalid
 

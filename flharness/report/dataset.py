@@ -30,7 +30,7 @@ def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, A
     cols: dict[str, Any] = {
         "run": run.name, "scenario": c.scenario, "cell": c.name, "config_hash": c.record["config_hash"],
         "status": c.status, "reason": c.record.get("reason"), "valid": c.valid,
-        "invalid": "; ".join(c.invalid), "backend": backend.get("kind"), "clock": backend.get("clock"),
+        "invalid": "; ".join(c.invalid), "flags": "; ".join(c.flags), "backend": backend.get("kind"), "clock": backend.get("clock"),
         "kernel": c.record.get("kernel"),
     }
     cols.update({f"axis_{a}": c.label(a) for a in axes})
@@ -76,6 +76,7 @@ def summary(run: RunResult) -> dict[str, Any]:
             counts[c.status] = counts.get(c.status, 0) + 1
         per[s.name] = {"cells": len(s.cells), "by_status": counts,
                        "invalid": {c.name: c.invalid for c in s.cells if c.metrics and c.invalid},
+                       "flagged": {c.name: c.flags for c in s.cells if c.valid and c.flags},
                        "skipped": {c.name: c.record.get("reason") for c in s.cells if c.status == "skipped"}}
     return {"run": run.name, "provenance": run.provenance, "scenarios": per}
 

@@ -60,6 +60,7 @@ def _scenario(s: ScenarioResult, charts: list[dict[str, str]]) -> dict[str, Any]
         "counts": f"{len(s.cells)} cells: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())),
         "skipped": [(c.name, c.record.get("reason")) for c in s.cells if c.status == "skipped"],
         "invalid": [(c.name, c.invalid) for c in s.cells if c.metrics and c.invalid],
+        "flagged": [(c.name, c.flags) for c in s.cells if c.valid and c.flags],
     }
 
 
@@ -72,7 +73,7 @@ def _cell(s: ScenarioResult, c: CellResult) -> dict[str, Any]:
         name = plot_path(c).name if pattern is None else pattern.format(cell=c.name)
         if (c.dir / name).is_file():
             links.append({"title": title, "href": _href(s, c, name)})
-    return {"name": c.name, "status": c.status, "valid": c.valid, "goodput": sum(means) if means else None,
+    return {"name": c.name, "status": c.status, "valid": c.valid, "flagged": bool(c.flags), "goodput": sum(means) if means else None,
             "ping_p99": loaded.get("p99"), "links": links}
 
 

@@ -70,7 +70,8 @@ def fairness_table(s: ScenarioResult) -> dict[str, Any] | None:
                "flows": [{"label": f["label"],
                           "steady": stat([g.metrics["flows"][i]["steady_mbit"] for g in group])}
                          for i, f in enumerate(flows)],
-               "fairness": stat([g.metrics.get(fairness) for g in group]), "n": len(group)}
+               "fairness": stat([g.metrics.get(fairness) for g in group]), "n": len(group),
+               "flagged": any(g.flags for g in group)}
         rows.append(row)
     return {"axes": axes, "nflows": nflows, "fairness": fairness, "rows": rows,
             "window": cells[0].metrics.get("steady_window_s")}
@@ -91,5 +92,5 @@ def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
                      "rtt_p95": stat([f["tcp_rtt_ms"]["p95"] for f in flows if f.get("tcp_rtt_ms")]),
                      "loss": stat([100 * f["pcap"]["loss"] for f in flows if f.get("pcap") and f["pcap"]["loss"] is not None]),
                      "retrans": stat([f["pcap"]["retrans"] for f in flows if f.get("pcap")]),
-                     "n": len(group)})
+                     "n": len(group), "flagged": any(g.flags for g in group)})
     return {"axes": axes, "rows": rows}
