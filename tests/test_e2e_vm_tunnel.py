@@ -2,8 +2,9 @@
 
 The session's VM run (conftest.vm_run) includes tests/scenarios/vm-tunnel.yml:
 WireGuard with flow 1 bleached at the tunnel entrance, IPsec ESP with a 256-packet
-replay window, and TCP against UDP through WireGuard and through FOU. Every check reads what the run left behind: Flent's
-metadata, the captures on the tunnel devices and the teardown log's counters.
+replay window, and TCP against UDP through WireGuard and through FOU. Every check reads
+what the run left behind: Flent's metadata, the captures on the tunnel devices and the
+teardown log's counters.
 Selected with `pytest -m vm`.
 """
 from __future__ import annotations
@@ -85,6 +86,18 @@ def test_ipsec_sa_has_the_declared_replay_window_and_no_keys_in_logs(run):
     assert packets_in and int(packets_in.group(1)) > 5000
     for name in ("teardown.log", "setup.log"):
         assert not re.search(r"0x[0-9a-f]{32}", (d / name).read_text()), name
+
+
+def test_udp_datagrams_fit_the_tunnel_unfragmented(run):
+    """iperf's datagrams are sized to the tunnel's MTU (the path MTU TCP sees through it):
+    no fragment reaches the server's tunnel device."""
+    for kind in ("wireguard", "fou"):
+        _, _, d = find(run, "vm-tunnel", tunnel=kind, udp="udp8mbit")
+        size = re.search(r"Sending (\d+) byte datagrams", (d / "udp.log").read_text())
+        pmtu = {int(m) for m in re.findall(r"pmtu:(\d+)", (d / "cli.ss.log").read_text())}
+        assert size and pmtu == {int(size.group(1)) + 28}, (kind, size, pmtu)
+        assert packets(d / "srv.pcap.xz", "ip[6:2] & 0x3fff != 0") == 0, kind
+        assert packets(d / "srv.pcap.xz", f"udp dst port 5001 and dst host {INNER_SRV}") > 5000, kind
 
 
 def tcp_mbit(data: dict) -> float:
