@@ -97,7 +97,8 @@ def test_udp_datagrams_fit_the_tunnel_unfragmented(run):
         pmtu = {int(m) for m in re.findall(r"pmtu:(\d+)", (d / "cli.ss.log").read_text())}
         assert size and pmtu == {int(size.group(1)) + 28}, (kind, size, pmtu)
         assert packets(d / "srv.pcap.xz", "ip[6:2] & 0x3fff != 0") == 0, kind
-        assert packets(d / "srv.pcap.xz", f"udp dst port 5001 and dst host {INNER_SRV}") > 5000, kind
+        # and UDP did arrive (3000 datagrams: 3.5 Mbit/s of the declared 8 over the 10 s test)
+        assert packets(d / "srv.pcap.xz", f"udp dst port 5001 and dst host {INNER_SRV}") > 3000, kind
 
 
 def tcp_mbit(data: dict) -> float:
