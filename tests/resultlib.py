@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -36,6 +37,14 @@ def packets(pcap: Path, expr: str) -> int:
     xz.wait()
     assert out.returncode == 0, out.stderr
     return len(out.stdout.splitlines())
+
+
+def udp_received_mbit(cell_dir: Path) -> float:
+    """What arrived of the competing UDP flow during the test: iperf's server report."""
+    report = (cell_dir / "udp.log").read_text().split("Server Report")[-1]
+    m = re.search(r"([\d.]+) Mbits/sec", report)
+    assert m, f"{cell_dir}: no iperf server report in udp.log"
+    return float(m.group(1))
 
 
 def step_time(data: dict, name: str, high: tuple[float, float], low: tuple[float, float],

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 
 import pytest
 
 from conftest import REPO, needs_root_tools, run_fl
+from resultlib import udp_received_mbit
 from flharness.capabilities import probe_for
 from flharness.cells import expand
 from flharness.scenario import load_scenario
@@ -58,10 +58,7 @@ def test_udp_flow_competes_with_ten_tcp_flows(geni):
     meta = data["metadata"]["SERIES_META"]
     tcp = [meta[f"TCP upload::{i}"]["MEAN_VALUE"] for i in range(1, 11)]
     assert all(t > 0 for t in tcp)
-    udp_log = (geni / cell / "udp.log").read_text()
-    # iperf's server report: what arrived of the 20 Mbit/s sent, during the test
-    report = udp_log.split("Server Report")[-1]
-    udp = float(re.search(r"([\d.]+) Mbits/sec", report).group(1))
-    assert 15 <= udp <= 21, udp_log
+    udp = udp_received_mbit(geni / cell)  # what arrived of the 20 Mbit/s sent
+    assert 15 <= udp <= 21, udp
     assert 0.85 * RATE <= (sum(tcp) + udp) * 1e6 <= 1.01 * RATE, (sum(tcp), udp)
     assert record(geni, cell)["config"]["udp"] == "20mbit"
