@@ -23,8 +23,8 @@ def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO) 
     _write_if_changed(run_dir / "README.md", text)
     _write_if_changed(run_dir / "index.html", to_html(text, f"fl results: {run.name}", template_dir))
     cells = run.cells()
-    invalid = sum(1 for c in cells if c.metrics and c.invalid)
-    flagged = sum(1 for c in cells if c.valid and c.flags)
+    invalid = sum(len(s.findings()["invalid"]) for s in run.scenarios)
+    flagged = sum(len(s.findings()["flagged"]) for s in run.scenarios)
     print(f"{run_dir}: {len(cells)} cells ({invalid} invalid, {flagged} flagged); plots: {counts['drawn']} drawn, "
           f"{counts['current']} current, {counts['failed']} failed; index: README.md, index.html "
           f"({time.monotonic() - started:.1f} s)")

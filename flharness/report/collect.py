@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,15 @@ class ScenarioResult:
     @property
     def settings(self) -> Settings:
         return Settings(self.scenario.analysis.steady_window)
+
+    def status_counts(self) -> dict[str, int]:
+        return dict(Counter(c.status for c in self.cells))
+
+    def findings(self) -> dict[str, dict[str, Any]]:
+        """Per cell name: why it was skipped, why its data is invalid, what was flagged."""
+        return {"skipped": {c.name: c.record.get("reason") for c in self.cells if c.status == "skipped"},
+                "invalid": {c.name: c.invalid for c in self.cells if c.metrics and c.invalid},
+                "flagged": {c.name: c.flags for c in self.cells if c.valid and c.flags}}
 
 
 @dataclass

@@ -69,15 +69,8 @@ def write_csv(data: list[dict[str, Any]], path: Path) -> None:
 
 
 def summary(run: RunResult) -> dict[str, Any]:
-    per = {}
-    for s in run.scenarios:
-        counts: dict[str, int] = {}
-        for c in s.cells:
-            counts[c.status] = counts.get(c.status, 0) + 1
-        per[s.name] = {"cells": len(s.cells), "by_status": counts,
-                       "invalid": {c.name: c.invalid for c in s.cells if c.metrics and c.invalid},
-                       "flagged": {c.name: c.flags for c in s.cells if c.valid and c.flags},
-                       "skipped": {c.name: c.record.get("reason") for c in s.cells if c.status == "skipped"}}
+    per = {s.name: {"cells": len(s.cells), "by_status": s.status_counts(), **s.findings()}
+           for s in run.scenarios}
     return {"run": run.name, "provenance": run.provenance, "scenarios": per}
 
 

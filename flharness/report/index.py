@@ -51,16 +51,13 @@ def _scenario(s: ScenarioResult, charts: list[dict[str, str]]) -> dict[str, Any]
         by_name = {c.name: c for c in s.cells}
         for row in fair["rows"]:
             row["link"] = _href(s, by_name[row["cell"]], plot_path(by_name[row["cell"]]).name)
-    counts: dict[str, int] = {}
-    for c in s.cells:
-        counts[c.status] = counts.get(c.status, 0) + 1
+    counts = s.status_counts()
+    findings = {kind: list(by_cell.items()) for kind, by_cell in s.findings().items()}
     return {
         "name": s.name, "description": s.scenario.description, "repetitions": s.scenario.repetitions, "fairness": fair, "per_cc": per_cc_table(s),
         "charts": charts, "cells": [_cell(s, c) for c in s.cells],
         "counts": f"{len(s.cells)} cells: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())),
-        "skipped": [(c.name, c.record.get("reason")) for c in s.cells if c.status == "skipped"],
-        "invalid": [(c.name, c.invalid) for c in s.cells if c.metrics and c.invalid],
-        "flagged": [(c.name, c.flags) for c in s.cells if c.valid and c.flags],
+        **findings,
     }
 
 
