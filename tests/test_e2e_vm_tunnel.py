@@ -127,5 +127,7 @@ def test_fq_codel_cannot_isolate_flows_sharing_a_wireguard_tunnel(run):
         assert "flow hash keys src,dst,proto,proto-src,proto-dst divisor 1024" in (d / "setup.log").read_text()
         rates[kind], udp[kind] = tcp_mbit(data), udp_bytes(d)
     assert rates["fou"] > 3.5, rates  # about its half
-    assert rates["wireguard"] < 0.6 * rates["fou"], rates
+    # The firm sign of one shared queue is UDP's share (runs gave 1.33 and 1.34 × FOU's
+    # bytes); TCP's rate in 6 s varies more (0.47 and 0.59 × FOU's), so its bound is loose.
     assert udp["wireguard"] > 1.2 * udp["fou"], udp  # UDP took TCP's share in the shared queue
+    assert rates["wireguard"] < 0.75 * rates["fou"], rates
