@@ -12,7 +12,6 @@ from .errors import FlError, ScenarioError
 from .qdisc import kernel_module
 from .testbed import probe
 from .testbed.ansible import run_playbook
-from .testbed.inventory import Inventory
 from .testbed.plan import delay_plan, header_hash_queues
 
 #: Tools fl cannot run a cell without, and what each is for.
@@ -141,30 +140,33 @@ def _specs_of(cell: Cell) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
-def probe_for(cells: list[Cell], inventory: Inventory | None = None) -> Capabilities:
-    """Probe for everything the cells use (every distinct qdisc spec, CC, sysctl): this
-    machine for the namespace backend, else each testbed host (through Ansible)."""
+def probe_request(cells: list[Cell]) -> dict[str, Any]:
+    """What to probe for the cells: every distinct qdisc spec, CC, sysctl and sysctl set."""
     specs = {(link.qdisc, link.self_shaping) for c in cells for link in (c.up, c.down)}
     specs |= {(tokens, True) for c in cells for axis, tokens in _specs_of(c) if axis != "qdisc"}
-    request = {
+    return {
         "qdiscs": [[list(q), s] for q, s in sorted(specs)],
         "ccs": sorted({f.cc for c in cells for f in c.flows}),
         "sysctls": sorted({k for c in cells for settings in c.sysctls.values() for k in settings}),
         "sysctl_sets": [list(map(list, s)) for s in sorted({_pairs(st) for c in cells for st in c.sysctls.values()})],
     }
-    if inventory is None or inventory.backend == "netns":
-        return Capabilities(probe.probe(request))
-    return Capabilities(merge_hosts(probe_hosts(inventory, request)))
 
 
-def probe_hosts(inventory: Inventory, request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def probe_for(cells: list[Cell]) -> Capabilities:
+    """This machine's kernel, probed in-process for the cells (the namespace backend)."""
+    return Capabilities(probe.probe(probe_request(cells)))
+
+
+def probe_hosts(inventory: Path, request: dict[str, Any], on: str, log: Path) -> dict[str, dict[str, Any]]:
+    """The probe run through Ansible on the hosts of group ON (testbed: ssh hosts; nsroot:
+    a VM guest), per host."""
     with tempfile.TemporaryDirectory(prefix="fl-probe-") as tmp:
-        result = run_playbook("probe", inventory.path, {
-            "fl_probe_script": probe.__file__, "fl_probe_request": request, "fl_probe_dir": tmp},
-            Path(tmp) / "ansible.log")
+        result = run_playbook("probe", inventory, {
+            "fl_probe_script": probe.__file__, "fl_probe_request": request, "fl_probe_dir": tmp,
+            "fl_probe_on": on}, log)
         if not result.ok:
             raise FlError(f"probing the testbed hosts failed: {result.reason()}")
-        return {h: json.loads((Path(tmp) / f"{h}.json").read_text()) for h in ("cli", "mid", "srv")}
+        return {p.stem: json.loads(p.read_text()) for p in Path(tmp).glob("*.json")}
 
 
 def merge_hosts(per_host: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -1,13 +1,24 @@
 """`fl check`: tools and versions, kernel qdiscs and congestion controls, privileges."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from .capabilities import OPTIONAL_TOOLS, REQUIRED_TOOLS, Capabilities
 from .testbed import probe
 from .testbed.ansible import ansible_playbook
 
+if TYPE_CHECKING:
+    from .testbed.vm import VmConfig
 
-def check() -> int:
-    caps = Capabilities(probe.probe({}))
+
+def check(vm: "VmConfig | None" = None, inventory: Path | None = None) -> int:
+    """This machine's kernel and tools, or (VM) the guest's, probed for real."""
+    if vm is not None and inventory is not None:
+        from .run.vm_probe import probe_in_vm
+        caps = probe_in_vm(vm, inventory, {})
+    else:
+        caps = Capabilities(probe.probe({}))
     ok = True
     print(f"kernel {caps.kernel}; running as {'root' if caps.data.get('root') else 'a regular user'}")
     print("\ntools:")

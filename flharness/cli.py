@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -43,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     _common(run)
     run.add_argument("--dry-run", action="store_true", help="print what would be done, touch nothing")
     run.add_argument("--force", action="store_true", help="re-run cells that already completed")
+    run.add_argument("--parallel", type=int, default=None, metavar="N",
+                     help="run N testbeds at once: namespace testbeds or VMs (one per core), or the "
+                     "inventory's ssh testbeds (default: 1; all of an ssh inventory's)")
     _vm_options(run)
     run.set_defaults(func=cmd_run)
 
@@ -92,20 +94,14 @@ def _vm_options(p: argparse.ArgumentParser) -> None:
                    help="virtual: QEMU icount, deterministic and faithful, ~3x slower (default on tcg)")
     g.add_argument("--vm-cpus", type=int, default=None, help="vCPUs (1 with the virtual clock)")
     g.add_argument("--vm-memory", help="guest memory (default 1G)")
-    g.add_argument("--vm-timeout", type=float, default=None, metavar="MINUTES",
-                   help="kill the VM after this long (default: from the cells' estimates)")
-    g.add_argument("--in-vm", default=None, help=argparse.SUPPRESS)  # set by fl for the guest
     p.add_argument("--inventory", type=Path, default=REPO / "inventory.ini",
                    help="Ansible inventory of the testbed (and its fl_vm_* settings)")
 
 
 def _vm(args: argparse.Namespace):
-    """The VM to use: --vm options, else fl_vm_* settings of the inventory; None for none
-    (or when this fl already runs inside the VM)."""
+    """The VM to use: --vm options, else fl_vm_* settings of the inventory; None for none."""
     from .testbed.inventory import vm_settings
     from .testbed.vm import vm_config
-    if args.in_vm:
-        return None
     inv = vm_settings(args.inventory)
     kernel = args.vm or inv.get("kernel")
     if not kernel:
@@ -119,13 +115,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .run.runner import RunOptions, run_scenarios
     from .scenario import find_scenario
     opts = RunOptions(run=args.run, only=args.only, force=args.force, dry_run=args.dry_run,
-                      inventory=args.inventory, results=args.results,
-                      backend=json.loads(args.in_vm) if args.in_vm else None)
-    paths = [find_scenario(name) for name in args.names]
-    if (vm := _vm(args)) is not None:
-        from .run.in_vm import run_scenarios_in_vm
-        return run_scenarios_in_vm(paths, opts, vm, args.vm_timeout)
-    return run_scenarios(paths, opts)
+                      inventory=args.inventory, results=args.results, parallel=args.parallel, vm=_vm(args))
+    return run_scenarios([find_scenario(name) for name in args.names], opts)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -133,20 +124,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     from .scenario import find_scenario
     if args.name is None:
         return list_all()
-    path = find_scenario(args.name)
-    if (vm := _vm(args)) is not None:
-        from .run.in_vm import fl_in_vm
-        return fl_in_vm(vm, ["list", str(path), "--run", args.run, "--results", str(args.results),
-                             *[f"--only={p}" for p in args.only]])
-    return list_cells(path, args.run, args.only, args.results)
+    return list_cells(find_scenario(args.name), args.run, args.only, args.results, _vm(args), args.inventory)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
-    if (vm := _vm(args)) is not None:
-        from .run.in_vm import fl_in_vm
-        return fl_in_vm(vm, ["check"])
-    return check()
+    return check(_vm(args), args.inventory)
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

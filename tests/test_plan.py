@@ -7,7 +7,8 @@ from flharness.cells import expand
 from flharness.errors import ScenarioError
 from flharness.scenario import load_scenario
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, delay_plan, flent_argv, render_bottleneck, run_vars
+from flharness.testbed.plan import cell_vars, delay_plan, flent_argv, run_vars
+from flharness.testbed.render import render_cells
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -20,6 +21,12 @@ def inv():
 def one_cell(scenario_file, text):
     path = scenario_file(text)
     return expand(load_scenario(path), path)
+
+
+def setup_scripts(cell_vars_list, rv, inv, host="mid"):
+    """Each cell's setup script for HOST, rendered by Ansible from the cell role's templates."""
+    rendered = render_cells(inv, rv, cell_vars_list, {host: ["setup.sh.j2"]})
+    return [rendered[cv["name"]][host]["setup.sh"] for cv in cell_vars_list]
 
 
 def test_per_flow_rtt_delay_classes(scenario_file):
@@ -69,7 +76,7 @@ def test_bottleneck_script_shapes(scenario_file, inv):
           qdisc: ["pfifo limit {{ packets('250ms') }}", cake bandwidth 50mbit]
     """)
     rv = run_vars(cells, ifb=True, nft=True)
-    fifo, cake = (render_bottleneck(cell_vars(c, inv, Path("/tmp/x")), rv, inv) for c in cells)
+    fifo, cake = setup_scripts([cell_vars(c, inv, Path("/tmp/x")) for c in cells], rv, inv)
     assert "run tc class add dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit" in fifo
     assert "run tc qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 103" in fifo
     assert "run tc class add dev mid.l parent 1: classid 1:1 htb rate 100mbit ceil 100mbit" in fifo
@@ -97,7 +104,7 @@ def test_path_features_render(scenario_file, inv, tmp_path):
         rate_schedule: [{at: 10s, rate: 5mbit}]
     """)
     cv = cell_vars(cell, inv, tmp_path)
-    script = render_bottleneck(cv, run_vars([cell], True, True), inv)
+    script, = setup_scripts([cv], run_vars([cell], True, True), inv)
     assert "root handle 1: netem delay 50ms 75ms distribution normal loss 5% limit 100000" in script
     assert "root handle 1: netem delay 50ms duplicate 1% limit 100000" in script
     assert "'iifname \"mid.l\" ip dscp 19 ip ecn set not-ect counter comment \"flow 1: bleach\"'" in script
@@ -114,7 +121,7 @@ def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
                                    "qdisc: {value: 'pfifo limit 10', label: \"x y (z)\"}\n")[0]
     cv = cell_vars(cell, inv, tmp_path)
     cv["bottleneck"]["up"]["rate"] = "5mbit; reboot"  # as if validation were bypassed
-    script = render_bottleneck(cv, run_vars([cell], False, False), inv)
+    script, = setup_scripts([cv], run_vars([cell], False, False), inv)
     assert "rate '5mbit; reboot' ceil '5mbit; reboot'" in script
 
 
@@ -138,28 +145,6 @@ def test_rrul_uses_global_cc(scenario_file, inv, tmp_path):
     assert "tcp_cong_control=bbr" in params and not any(p.startswith("cc_algos") for p in params)
 
 
-def render_tunnel(cv, host, inv, tmp_path):
-    """The tunnel role's script for HOST, rendered by its own template (Ansible's role
-    defaults resolved by hand: the underlay and tunnel addresses from the inventory)."""
-    import shlex
-    import yaml
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
-    templates = REPO / "roles" / "tunnel" / "templates"
-    env = Environment(loader=FileSystemLoader(templates), undefined=StrictUndefined, trim_blocks=True)
-    env.filters["quote"] = lambda v: shlex.quote(str(v))
-    defaults = yaml.safe_load((REPO / "roles" / "tunnel" / "defaults" / "main.yml").read_text())
-    group = yaml.safe_load((REPO / "playbooks" / "group_vars" / "all.yml").read_text())
-    peer = "srv" if host == "cli" else "cli"
-    hv = inv.hostvars
-    return env.get_template("tunnel_up.sh.j2").render(
-        fl_cell=cv, inventory_hostname=host, fl_tunnel_peer=peer, fl_if=hv[host]["fl_if"],
-        fl_tunnel_local=hv[host]["fl_addr"].split("/")[0], fl_tunnel_remote=hv[peer]["fl_addr"].split("/")[0],
-        fl_tunnel_addr=hv[host]["fl_tunnel_addr"], fl_host_dir=str(tmp_path), fl_tunnel_dev=group["fl_tunnel_dev"],
-        fl_ecn_actions=group["fl_ecn_actions"], fl_tunnel_port=defaults["fl_tunnel_port"],
-        fl_tunnel_overhead=defaults["fl_tunnel_overhead"], fl_ipsec_if_id=defaults["fl_ipsec_if_id"],
-        fl_ipsec_spi=defaults["fl_ipsec_spi"])
-
-
 def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     """Flent targets the server's inner address; the replay window reaches both SAs; keys
     are fresh per cell and never echoed; ECN rewrites move to the tunnel entrance."""
@@ -177,17 +162,18 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     assert cv["tunnel"]["replay_window"] == 256 and cv["ecn_at"] == "cli"
     keys = [cv0["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["srv"]["auth"]]
     assert len(set(keys)) == 3 and all(len(k) == 66 for k in keys)
-    bottleneck = render_bottleneck(cv, run_vars(cells, True, True), inv)
+    rv = run_vars(cells, True, True)
+    bottleneck, = setup_scripts([cv], rv, inv)
     assert "ecn set" not in bottleneck
-    cli = render_tunnel(cv, "cli", inv, tmp_path)
-    assert "\ntrue\n" in cli and "\nset -e\n" in cli  # the included clean-up ends on its own line
+    cli, = setup_scripts([cv], rv, inv, "cli")
+    assert "/wg.key\nmtu=$((" in cli  # the included clean-up ends on its own line
     assert cli.count("replay-window 256") == 4  # two SAs: each echoed (without keys) and run
     assert "ip xfrm state add src 10.71.1.1 dst 10.71.2.1 proto esp spi 0x0f170001 reqid 113 mode tunnel if_id 113" in cli
     assert "ip xfrm state add src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002" in cli
     for key in cv["tunnel"]["keys"]["cli"].values():
         assert cli.count(key) == 1 and f"echo {key}" not in cli
     assert "'oifname \"fl-tun\" ip dscp 19 ip ecn set not-ect counter comment \"flow 1: bleach\"'" in cli
-    srv = render_tunnel(cv, "srv", inv, tmp_path)
+    srv, = setup_scripts([cv], rv, inv, "srv")
     assert "ecn set" not in srv and "ip addr add 10.71.9.2/24 dev fl-tun" in srv
 
 
@@ -235,7 +221,7 @@ def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
           - {tunnel: [fou], qdisc: [fq_codel flows 256, {value: fq_pie, shaper: self}, cake bandwidth 10mbit]}
           - {tunnel: [none], qdisc: [fq_codel]}
     """)
-    scripts = [render_bottleneck(cell_vars(c, inv, tmp_path), run_vars(cells, True, True), inv) for c in cells]
+    scripts = setup_scripts([cell_vars(c, inv, tmp_path / c.name) for c in cells], run_vars(cells, True, True), inv)
     flt = "handle 1 protocol all prio 1 flow hash keys src,dst,proto,proto-src,proto-dst divisor"
     assert f"run tc filter add dev mid.r parent 10: {flt} 256" in scripts[0]
     assert f"run tc filter add dev mid.l parent 10: {flt} 256" in scripts[0]

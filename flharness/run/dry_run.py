@@ -1,14 +1,22 @@
-"""`fl run --dry-run`: what would be configured and run, per cell, touching nothing."""
+"""`fl run --dry-run`: what would be configured and run, per cell, touching nothing.
+
+The scripts are rendered by Ansible from the cell role's templates, with the same
+variables as a real run (testbed/render.py)."""
 from __future__ import annotations
 
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from ..testbed.plan import cell_vars, render_bottleneck
+from ..testbed.plan import cell_vars
+from ..testbed.render import render_cells
 
 if TYPE_CHECKING:
     from .planning import ScenarioPlan
     from .runner import Run
+
+#: Lines of the rendered scripts that are plumbing, not configuration.
+PLUMBING = ("#", "exec 2>&1", "set -e", "run()", "reset()", "dir=", "show()", "listening()", "i=", "until ",
+            "i=", "sleep", "done", "echo ", "printf '%s\\n' 'qdisc show", "printf '%s\\n' 'link show")
 
 
 def print_dry_run(run: "Run", sp: "ScenarioPlan", run_vars: dict[str, Any]) -> None:
@@ -18,19 +26,19 @@ def print_dry_run(run: "Run", sp: "ScenarioPlan", run_vars: dict[str, Any]) -> N
           f"results into {sp.store.root}")
     print(f"run-wide: IFBs for path delay: {'yes' if run_vars['ifb'] else 'no'}; "
           f"firewall counters: {'yes' if run_vars['nft'] else 'no'}")
+    to_run = {p.cell.name: cell_vars(p.cell, inv, sp.store.root / p.cell.name, run.dilation)
+              for p in sp.planned if p.action == "run"}
+    scripts = render_cells(inv, run_vars, list(to_run.values()),
+                           {h: ["setup.sh.j2"] for h in ("cli", "mid", "srv")}) if to_run else {}
     for i, p in enumerate(sp.planned, 1):
         print(f"\n== [{i}/{len(sp.planned)}] {p.cell.name}  (config {p.cell.config_hash})")
         if p.action != "run":
             print(f"   {'skip' if p.action == 'skip' else 'done'}: {p.reason}")
             continue
-        cv = cell_vars(p.cell, inv, sp.store.root / p.cell.name, run.dilation)
-        for host, settings in sorted(p.cell.sysctls.items()):
-            for key, value in settings.items():
-                print(f"   {host}: sysctl -w {key}={value}")
-        print("   mid: bottleneck script:")
-        for line in render_bottleneck(cv, run_vars, inv).splitlines():
-            if line.strip() and not line.startswith(("#!", "set -e", "run()", "reset()", "exec 2>&1")):
+        for host in ("cli", "mid", "srv"):
+            lines = [ln for ln in scripts[p.cell.name][host]["setup.sh"].splitlines()
+                     if ln.strip() and not ln.lstrip().startswith(PLUMBING)]
+            print(f"   {host}:")
+            for line in lines:
                 print(f"      {line}")
-        print(f"   cli, srv: tcpdump -s 128 on {inv.hostvars['cli']['fl_if']} and "
-              f"{inv.hostvars['srv']['fl_if']}, ss sampler")
-        print(f"   cli: {shlex.join(cv['flent'])}")
+        print(f"   cli: {shlex.join(to_run[p.cell.name]['flent'])}")

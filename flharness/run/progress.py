@@ -1,4 +1,4 @@
-"""One progress line per cell, with an ETA from the cells measured so far."""
+"""One progress line per cell started and finished, with the run's ETA (all testbeds)."""
 from __future__ import annotations
 
 import sys
@@ -9,29 +9,37 @@ from ..units import human_duration
 
 
 class Progress:
-    def __init__(self, estimates: list[float], out: TextIO = sys.stdout) -> None:
+    def __init__(self, estimates: list[float], testbeds: int = 1, out: TextIO = sys.stdout) -> None:
         self.estimates = estimates  # planned seconds per cell to run
+        self.testbeds = testbeds
+        self.started = 0
         self.done = 0
-        self.spent = 0.0
+        self.spent = 0.0  # seconds the finished cells took
         self.out = out
         self.width = len(str(len(estimates)))
 
     def eta(self) -> float:
+        """Seconds left: the cells not finished, at the pace measured so far, over the testbeds."""
         remaining = self.estimates[self.done:]
         planned_done = sum(self.estimates[:self.done])
         scale = self.spent / planned_done if planned_done else 1.0
-        return sum(remaining) * scale
+        return sum(remaining) * scale / self.testbeds
 
-    def start(self, name: str) -> None:
-        n = f"{self.done + 1:>{self.width}}/{len(self.estimates)}"
-        self._print(f"[{n}] {name} … (run ETA {human_duration(self.eta())})")
+    def start(self, name: str, testbed: str = "") -> None:
+        self.started += 1
+        n = f"{self.started:>{self.width}}/{len(self.estimates)}"
+        self._print(f"[{n}]{self._on(testbed)} {name} … (run ETA {human_duration(self.eta())})")
 
-    def finish(self, name: str, status: str, seconds: float, detail: str = "") -> None:
+    def finish(self, name: str, status: str, seconds: float, detail: str = "", testbed: str = "") -> None:
         self.done += 1
         self.spent += seconds
         n = f"{self.done:>{self.width}}/{len(self.estimates)}"
         extra = f"  {detail}" if detail else ""
-        self._print(f"[{n}] {status:<7} {name} ({human_duration(seconds)}){extra}")
+        self._print(f"[{n}]{self._on(testbed)} {status:<7} {name} ({human_duration(seconds)}){extra}")
+
+    @staticmethod
+    def _on(testbed: str) -> str:
+        return f" {testbed}:" if testbed else ""
 
     def _print(self, line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {line}", file=self.out, flush=True)

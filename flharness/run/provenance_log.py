@@ -13,11 +13,10 @@ if TYPE_CHECKING:
 
 
 def backend_record(run: "Run") -> dict[str, Any]:
-    """Where cells ran: the testbed (namespaces or ssh hosts) and, in a guest, the VM."""
-    base = {"testbed": run.inventory.backend, "inventory": str(run.inventory.path),
-            "testbed_id": run.provenance.get("testbed")}
-    if run.opts.backend:
-        return {**base, **run.opts.backend}
+    """Where cells ran: the testbed (namespaces or ssh hosts) and the VM, if any."""
+    base = {"testbed": run.inventory.backend, "inventory": str(run.inventory.path)}
+    if run.opts.vm:
+        return {**base, **run.opts.vm.describe()}
     return {**base, "kind": "host", "clock": "real"}
 
 

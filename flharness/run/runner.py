@@ -1,13 +1,17 @@
-"""`fl run`: plan each scenario's cells (resume, kernel support), build one testbed, run them.
+"""`fl run`: plan each scenario's cells (resume, kernel support), build the testbeds, run them.
 
-Everything that can fail on bad input happens in `prepare`, before anything is
-configured. One testbed (and, with --vm, one VM boot) serves all scenarios of a run.
+Everything that can fail on bad input happens before anything is configured. One set of
+testbeds (namespaces on this machine, VMs, or ssh testbeds of the inventory) serves all
+scenarios of a run; `--parallel N` runs N of them at once (run/dispatch.py).
 """
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import time
-from contextlib import contextmanager
+from collections import deque
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -15,23 +19,29 @@ from typing import Iterator
 import yaml
 
 from .. import REPO
-from ..capabilities import Capabilities, probe_for
+from ..capabilities import Capabilities, merge_hosts, probe_for, probe_request
 from ..cells import Cell
 from ..errors import FlError
 from ..provenance import controller, fl_source
 from ..results import CellRecord, ScenarioResults
 from ..scenario.load import read_merged
-from ..testbed.inventory import Inventory, load_inventory
-from ..testbed.plan import cell_vars, estimated_seconds, run_vars
+from ..testbed.inventory import Inventory, load_testbeds, moved
+from ..testbed.plan import FLENT_DELAY, estimated_seconds, run_vars
 from ..testbed.testbed import Testbed
-from .evaluate import Verdict, evaluate
+from ..testbed.vm import VmConfig
+from .dispatch import Dispatch, Slot
+from .evaluate import Verdict
+from .finish import Attempt
 from .planning import Planned, ScenarioPlan, check_run_name, load_selected, plan
 from .progress import Progress
 from .provenance_log import append_invocation, backend_record
+from .recovery import recover_stale
 from .summary import print_summary
 
-CELL_OVERHEAD = 8.0  # seconds of Ansible setup and collection per cell, for estimates
+CELL_OVERHEAD = 2.0  # seconds of setup and collection per cell on namespaces, for estimates
 VIRTUAL_CLOCK_DILATION = 20.0
+#: Wall seconds a cell may take on namespaces or ssh hosts beyond Flent's own limit.
+HOST_CELL_MARGIN = 300.0
 
 
 @dataclass
@@ -42,7 +52,8 @@ class RunOptions:
     dry_run: bool = False
     inventory: Path = REPO / "inventory.ini"
     results: Path = REPO / "results"
-    backend: dict | None = None  # set in a VM guest: what the host booted (kind vm, kernel, clock…)
+    parallel: int | None = None  # testbeds at once (default: 1; an ssh inventory's testbeds)
+    vm: VmConfig | None = None  # run in VMs booted with this kernel
 
 
 @dataclass
@@ -50,14 +61,14 @@ class Run:
     """What all scenarios and cells of one `fl run` share."""
 
     opts: RunOptions
-    inventory: Inventory
+    inventory: Inventory  # the first testbed's (ports, addresses for dry runs)
     caps: Capabilities
     provenance: dict = field(default_factory=dict)
 
     @property
     def dilation(self) -> float:
         """Timeouts are stretched on QEMU's virtual clock (I/O waits skip guest time)."""
-        return VIRTUAL_CLOCK_DILATION if (self.opts.backend or {}).get("clock") == "virtual" else 1.0
+        return VIRTUAL_CLOCK_DILATION if self.opts.vm and self.opts.vm.clock == "virtual" else 1.0
 
     @property
     def control_port(self) -> int:
@@ -68,38 +79,31 @@ class Run:
         return self.opts.results / self.opts.run
 
 
-def prepare(paths: list[Path], opts: RunOptions) -> tuple[Run, list[ScenarioPlan]]:
-    """Validate every input and probe the kernel; nothing is configured yet."""
+def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     check_run_name(opts.run)
     selected = [load_selected(path, opts.only, require_match=len(paths) == 1) for path in paths]
     names = [s.name for s, _ in selected]
     if len(set(names)) != len(names):
         raise FlError(f"two scenarios of this run have the same name: {', '.join(names)}")
-    inventory = load_inventory(opts.inventory)
-    if any(c.path.tunnel != "none" for _, cells in selected for c in cells):
-        inventory.tunnel_ip("cli"), inventory.tunnel_ip("srv")
-    caps = probe_for([c for _, cells in selected for c in cells], inventory)
-    if caps.data.get("error"):
-        raise FlError(caps.data["error"])
-    if missing := caps.missing_tools():
-        raise FlError(f"missing tools: {', '.join(missing)} (./install.sh installs them)")
-    for (scenario, cells), path in zip(selected, paths):
-        caps.check_specs(cells, path)
-    plans = [ScenarioPlan(path, s.name, ScenarioResults(opts.results / opts.run / s.name), [])
-             for (s, _), path in zip(selected, paths)]
-    for sp, (_, cells) in zip(plans, selected):
-        sp.planned = plan(cells, caps, sp.store, opts.force)
-    if not any(sp.planned for sp in plans):
-        raise FlError(f"--only {' '.join(opts.only)}: no cell of these scenarios matches")
-    return Run(opts, inventory, caps), plans
+    inventories = _testbed_inventories(opts)
+    cells = [c for _, cs in selected for c in cs]
+    if any(c.path.tunnel != "none" for c in cells):
+        inventories[0].tunnel_ip("cli"), inventories[0].tunnel_ip("srv")
+    recover_stale()
+    run_dir = opts.results / opts.run
+    with ExitStack() as stack, _signals_as_interrupt():
+        testbeds = _testbeds(opts, inventories, run_dir, stack)
+        caps = _probe(testbeds, cells, opts)
+        run = Run(opts, inventories[0], caps)
+        plans = _plan(run, selected, paths)
+        return _execute(run, plans, testbeds)
 
 
-def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
-    run, plans = prepare(paths, opts)
+def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed]) -> int:
     to_run = [(sp, c) for sp in plans for c in sp.cells("run")]
     rv = run_vars([c for _, c in to_run], run.caps.feature("ifb") and run.caps.feature("u32_mirred"),
                   run.caps.feature("nftables"), dilation=run.dilation)
-    if opts.dry_run:
+    if run.opts.dry_run:
         from .dry_run import print_dry_run
         for sp in plans:
             print_dry_run(run, sp, rv)
@@ -107,55 +111,134 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     for sp in plans:
         sp.store.root.mkdir(parents=True, exist_ok=True)
         _save_scenario(sp)
-    run.provenance = {"fl": fl_source(), "controller": controller()}
+    run.provenance = {"fl": fl_source(), "controller": controller(),
+                      "testbeds": {tb.label: tb.id for tb in testbeds}}
     invocation = append_invocation(run, plans)
     records: list[CellRecord] = [_record_skip(run, sp, p) for sp in plans for p in sp.planned
                                  if p.action == "skip"]
     interrupted = False
     try:
         if to_run:
-            records += _run_cells(run, to_run, rv)
+            records += _run_cells(run, to_run, rv, testbeds)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         append_invocation(run, plans, invocation, records, interrupted)
-    return print_summary(plans, records, interrupted, vm_hint=opts.backend is None)
+    return print_summary(plans, records, interrupted, vm_hint=run.opts.vm is None)
 
 
-def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict) -> list[CellRecord]:
-    progress = Progress([estimated_seconds(c, CELL_OVERHEAD) for _, c in to_run])
-    records: list[CellRecord] = []
-    with _signals_as_interrupt(), Testbed(run.inventory, rv, run.root / "fl.log") as tb:
-        run.provenance["testbed"] = tb.id
-        for sp, cell in to_run:
-            records.append(_run_cell(run, sp, tb, cell, progress))
-    return records
+def _testbed_inventories(opts: RunOptions) -> list[Inventory]:
+    """The inventory of each testbed the run uses: an ssh inventory's testbeds (up to
+    --parallel), or N copies of a namespace testbed on subnets of their own."""
+    found = load_testbeds(opts.inventory)
+    if found[0].backend == "ssh":
+        if opts.vm:
+            raise FlError(f"--vm runs the namespace testbed in a VM; {opts.inventory} has ssh hosts")
+        n = opts.parallel or len(found)
+        if n > len(found):
+            raise FlError(f"--parallel {n}: {opts.inventory} has {len(found)} testbed(s)")
+        return found[:n]
+    n = opts.parallel or 1
+    if n < 1:
+        raise FlError("--parallel: at least 1")
+    cores = os.cpu_count() or 1
+    if opts.vm and n > cores:
+        print(f"fl: warning: {n} VMs on {cores} cores: each VM needs a core of its own; "
+              "they will slow each other down (results stay exact on the virtual clock)", file=sys.stderr)
+    return [moved(found[0], i) for i in range(n)]
 
 
-def _run_cell(run: Run, sp: ScenarioPlan, tb: Testbed, cell: Cell, progress: Progress) -> CellRecord:
-    partial = sp.store.new_partial(cell.name)
-    cv = cell_vars(cell, run.inventory, partial, run.dilation)
-    rec = _record(run, cell)
-    rec.started = time.time()
-    progress.start(f"{sp.name}/{cell.name}")
-    try:
-        result = tb.run_cell(cv)
-        rec.phases = result.phases
-        verdict = evaluate(cell, partial, result, run.control_port)
-    except KeyboardInterrupt:
-        rec.status, rec.reason, rec.ended = "interrupted", "interrupted (SIGINT/SIGTERM)", time.time()
-        with _no_interrupts():
-            sp.store.commit(partial, rec)
-        progress.finish(cell.name, "stopped", rec.ended - rec.started)
-        raise
-    rec.status, rec.reason, rec.checks, rec.ended = verdict.status, verdict.reason, verdict.checks, time.time()
-    with _no_interrupts():
-        sp.store.commit(partial, rec)
-    progress.finish(cell.name, rec.status, rec.ended - rec.started, _detail(cell, verdict))
-    return rec
+def _testbeds(opts: RunOptions, inventories: list[Inventory], run_dir: Path, stack: ExitStack) -> list[Testbed]:
+    """The run's testbeds, removed when the run ends whatever happens; VMs are booted (all
+    at once) and ready for ssh."""
+    log = run_dir / "fl.log"
+    if opts.vm:  # the guests write into it: it must exist before they boot
+        made = not run_dir.exists()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        stack.callback(lambda: made and not any(run_dir.iterdir()) and run_dir.rmdir())
+    many = len(inventories) > 1
+    testbeds = []
+    for i, inv in enumerate(inventories):
+        label = (f"vm{i + 1}" if opts.vm else inv.name if inv.backend == "ssh" else f"ns{i + 1}") if many else ""
+        testbeds.append(Testbed(inv, {}, log, label, opts.vm, run_dir.resolve()))
+    for tb in testbeds:
+        stack.callback(tb.down)
+    if opts.vm:
+        cfg = opts.vm
+        print(f"booting {len(testbeds)} VM(s) with {cfg.release} ({cfg.accel}, {cfg.clock} clock, "
+              f"{cfg.cpus} vCPU, {cfg.memory})", flush=True)
+    for tb in testbeds:
+        tb.boot()
+    for tb in testbeds:
+        tb.ready()
+    return testbeds
 
 
-def _detail(cell: Cell, verdict: Verdict) -> str:
+def _probe(testbeds: list[Testbed], cells: list[Cell], opts: RunOptions) -> Capabilities:
+    """What the testbeds' kernels can do: this machine's (namespaces), the VM guest's, or
+    every ssh testbed's (they must agree: one run's results must not mix kernels)."""
+    request = probe_request(cells)
+    if opts.vm:
+        caps = Capabilities(testbeds[0].probe(request)["nsroot"])
+    elif testbeds[0].inv.backend == "netns":
+        caps = probe_for(cells)
+    else:
+        found = [Capabilities(merge_hosts(tb.probe(request))) for tb in testbeds]
+        kernels = {tb.inv.name: c.data.get("hosts") for tb, c in zip(testbeds, found)}
+        if len({str(k) for k in kernels.values()}) > 1:
+            raise FlError(f"{opts.inventory}: the testbeds differ in kernel or tools, so their results "
+                          f"would not be comparable: {kernels}")
+        caps = found[0]
+    if caps.data.get("error"):
+        raise FlError(caps.data["error"])
+    if missing := caps.missing_tools():
+        raise FlError(f"missing tools: {', '.join(missing)} (./install.sh installs them)")
+    return caps
+
+
+def _plan(run: Run, selected: list, paths: list[Path]) -> list[ScenarioPlan]:
+    for (scenario, cells), path in zip(selected, paths):
+        run.caps.check_specs(cells, path)
+    plans = [ScenarioPlan(path, s.name, ScenarioResults(run.root / s.name), [])
+             for (s, _), path in zip(selected, paths)]
+    for sp, (_, cells) in zip(plans, selected):
+        sp.planned = plan(cells, run.caps, sp.store, run.opts.force)
+    if not any(sp.planned for sp in plans):
+        raise FlError(f"--only {' '.join(run.opts.only)}: no cell of these scenarios matches")
+    return plans
+
+
+def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict,
+               testbeds: list[Testbed]) -> list[CellRecord]:
+    queue = deque(sorted(to_run, key=lambda sc: -estimated_seconds(sc[1], CELL_OVERHEAD)))
+    rv |= {"batches": len(queue) // 16 + 2, "batch": 16}
+    for tb in testbeds:
+        tb.run_vars = rv
+    progress = Progress([estimated_seconds(c, CELL_OVERHEAD) for _, c in queue], len(testbeds))
+    slots = [Slot(tb, _cell_limit(run)) for tb in testbeds]
+
+    def new_attempt(sp: ScenarioPlan, cell: Cell, tb: Testbed) -> Attempt:
+        rec = _record(run, cell)
+        rec.backend |= {"testbed_id": tb.id} | ({"testbed_label": tb.label} if tb.label else {})
+        rec.started = time.time()
+        return Attempt(sp.store, cell, sp.store.new_partial(cell.name), rec, tb.label)
+
+    return Dispatch(run, slots, queue, new_attempt, progress).run_all()
+
+
+def _cell_limit(run: Run):
+    """Wall seconds a cell may take before its testbed is taken for hung."""
+    vm = run.opts.vm
+
+    def limit(cell: Cell) -> float:
+        flent = cell.length + 2 * FLENT_DELAY
+        if vm:
+            return vm.cell_limit(flent, max(cell.up.rate.bps, cell.down.rate.bps))
+        return flent + HOST_CELL_MARGIN
+    return limit
+
+
+def progress_detail(cell: Cell, verdict: Verdict) -> str:
     if verdict.status != "ok":
         return verdict.reason[:200]
     util = verdict.checks.get("utilisation_up")
@@ -190,20 +273,10 @@ def _save_scenario(sp: ScenarioPlan) -> None:
 
 @contextmanager
 def _signals_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP end a run like Ctrl-C: the current cell is marked, the testbed removed."""
+    """SIGTERM and SIGHUP end a run like Ctrl-C: cells under way are marked, testbeds removed."""
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
     old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-@contextmanager
-def _no_interrupts() -> Iterator[None]:
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:

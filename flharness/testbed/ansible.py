@@ -36,6 +36,7 @@ class PlaybookResult:
     rc: int
     failures: list[TaskFailure]
     phases: dict[str, float] = field(default_factory=dict)  # seconds per task (+ start-up, exit)
+    outputs: dict[str, dict[str, str]] = field(default_factory=dict)  # registered fl_*_out → host → stdout
 
     @property
     def ok(self) -> bool:
@@ -47,14 +48,14 @@ class PlaybookResult:
         return f"{self.playbook} exited with status {self.rc}"
 
 
-class _UnsafeDumper(yaml.SafeDumper):
+class UnsafeDumper(yaml.SafeDumper):
     """Dumps every string that could hold a template (a brace) as ``!unsafe``: Ansible then
     treats fl's values (qdisc templates, notes, names) as data and never evaluates a
     ``{{ }}`` in them. Other strings stay plain: Ansible would read an ``!unsafe`` '0x1f'
     or '300' back as a number."""
 
 
-_UnsafeDumper.add_representer(
+UnsafeDumper.add_representer(
     str, lambda d, s: d.represent_scalar("!unsafe", s) if "{" in s else d.represent_str(s))
 
 
@@ -62,6 +63,14 @@ def ansible_playbook() -> str:
     """ansible-playbook of the Python running fl (the project's virtualenv)."""
     local = Path(sys.executable).parent / "ansible-playbook"
     return str(local) if local.exists() else "ansible-playbook"
+
+
+def ansible_env(tmp: Path, events: Path) -> dict[str, str]:
+    """The environment of fl's ansible-playbook: fl's configuration and callback."""
+    return {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+            "ANSIBLE_CALLBACKS_ENABLED": os.environ.get("FL_DEBUG_CALLBACKS", "fl_events"),
+            "FL_ANSIBLE_EVENTS": str(events), "ANSIBLE_LOCAL_TEMP": str(tmp / "local"),
+            "ANSIBLE_REMOTE_TEMP": "/tmp/.fl-ansible", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0"}
 
 
 def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log: Path,
@@ -72,39 +81,48 @@ def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log
     the playbook of a run that was killed."""
     with tempfile.TemporaryDirectory(prefix="fl-ansible-") as tmp:
         vars_file, events = Path(tmp) / "vars.yml", Path(tmp) / "events.jsonl"
-        vars_file.write_text(yaml.dump(extra_vars, Dumper=_UnsafeDumper))
+        vars_file.write_text(yaml.dump(extra_vars, Dumper=UnsafeDumper))
         argv = [ansible_playbook(), "-i", str(inventory), str(PLAYBOOKS / f"{playbook}.yml"),
                 "-e", f"@{vars_file}"]
-        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-               "ANSIBLE_CALLBACKS_ENABLED": os.environ.get("FL_DEBUG_CALLBACKS", "fl_events"), "FL_ANSIBLE_EVENTS": str(events),
-               "ANSIBLE_LOCAL_TEMP": str(Path(tmp) / "local"), "ANSIBLE_REMOTE_TEMP": "/tmp/.fl-ansible",
-               "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0"}
         log.parent.mkdir(parents=True, exist_ok=True)
         started = time.time()
         with log.open("a") as out:
             out.write(f"\n### ansible-playbook {playbook}.yml\n")
             out.flush()
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                    cwd=REPO, start_new_session=True)
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=ansible_env(Path(tmp), events),
+                                    cwd=REPO, start_new_session=True, stdin=subprocess.DEVNULL)
             if on_start:
                 on_start(proc.pid)
             rc = wait_or_kill(proc)
         ended = time.time()
         lines = [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
-    failures = [TaskFailure(e["host"], e["task"], _failure_text(e)) for e in lines if e["event"] != "task"
-                and e["event"] != "end"]
-    return PlaybookResult(playbook, rc, failures, _phases(lines, started, ended))
+    failures = [failure_of(e) for e in lines if e["event"] in ("failed", "unreachable")]
+    return PlaybookResult(playbook, rc, failures, phases(lines, started, ended))
 
 
-def _phases(events: list[dict[str, Any]], started: float, ended: float) -> dict[str, float]:
-    """Seconds from each task's start to the next's; Ansible's start-up before the first
-    task and its exit after the last are phases too."""
-    marks = [("ansible start-up", started)] + [(e["task"], e["t"]) for e in events if e["event"] == "task"]
+def outputs_of(events: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """What fl's registered scripts printed: variable → host → stdout."""
+    out: dict[str, dict[str, str]] = {}
+    for e in events:
+        if e["event"] == "output":
+            out.setdefault(e["var"], {})[e["host"]] = e["stdout"] or e["msg"]
+    return out
+
+
+def failure_of(event: dict[str, Any]) -> TaskFailure:
+    return TaskFailure(event["host"], event["task"], _failure_text(event))
+
+
+def phases(events: list[dict[str, Any]], started: float, ended: float,
+           lead: str = "ansible start-up") -> dict[str, float]:
+    """Seconds from each task's start to the next's; what came before the first task
+    (LEAD: Ansible's start-up, or handing a cell over) and after the last are phases too."""
+    marks = [(lead, started)] + [(e["task"], e["t"]) for e in events if e["event"] == "task"]
     marks += [("ansible exit", next((e["t"] for e in events if e["event"] == "end"), ended)), ("", ended)]
     out: dict[str, float] = {}
     for (name, t), (_, nxt) in zip(marks, marks[1:]):
         out[name] = round(out.get(name, 0.0) + max(0.0, nxt - t), 3)
-    return out
+    return {k: v for k, v in out.items() if v or k not in (lead, "ansible exit")}
 
 
 def wait_or_kill(proc: subprocess.Popen) -> int:

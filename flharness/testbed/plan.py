@@ -1,22 +1,18 @@
-"""What the roles get for a run and for one cell (Ansible extra vars), and dry-run rendering."""
+"""What the roles get for a run and for one cell (Ansible extra vars)."""
 from __future__ import annotations
 
 import json
 import secrets
-import shlex
 from pathlib import Path
 from typing import Any
 
-import yaml
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
-
-from .. import REPO
 from ..cells import Cell
 from ..scenario.features import RTT_SPLITS
 from ..units import Duration
 from .inventory import Inventory
 
 NETEM_LIMIT = 100000  # packets: netem delay lines never drop
+XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
 FLENT_DELAY = 5  # Flent's default lead-in and lead-out (-d), seconds
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
 
@@ -26,9 +22,7 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
     """fl_run: what the testbed must provide for all cells of this run.
 
     DILATION stretches timeouts measured in the testbed's clock: in a VM on QEMU's
-    virtual clock, waiting for I/O (the host filesystem) skips guest time forward.
-    Captures are compressed with xz -1: about 6× faster than xz -6 for ~20 % larger
-    files, which keeps the pause between cells short."""
+    virtual clock, waiting for I/O (the host filesystem) skips guest time forward."""
     keys: dict[str, set[str]] = {}
     for c in cells:
         for host, settings in c.sysctls.items():
@@ -37,7 +31,7 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
             "udp": any(c.ends.udp for c in cells), "tunnels": sorted({c.path.tunnel for c in cells} - {"none"}),
             "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
             "wait_timeout": int(15 * dilation), "dilation": dilation,
-            "xz_level": 1}
+            "xz_level": XZ_LEVEL}
 
 
 def delay_plan(cell: Cell) -> dict[str, Any] | None:
@@ -89,7 +83,6 @@ def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
         out["keys"] = {h: {"auth": "0x" + secrets.token_hex(32), "enc": "0x" + secrets.token_hex(16)}
                        for h in ("cli", "srv")}
     return out
-
 
 #: FQ qdiscs that pick a flow queue by the skb's hash, with their default queue count.
 #: On one machine an encapsulated packet keeps its inner flow's hash (WireGuard keeps
@@ -171,17 +164,3 @@ def target(cell: Cell, inv: Inventory) -> str:
 
 def estimated_seconds(cell: Cell, overhead: float) -> float:
     return cell.length + 2 * FLENT_DELAY + overhead
-
-
-def render_bottleneck(cell_v: dict[str, Any], run_v: dict[str, Any], inv: Inventory) -> str:
-    """The bottleneck script the bottleneck role would run (same template), for --dry-run."""
-    env = Environment(loader=FileSystemLoader(REPO / "roles" / "bottleneck" / "templates"),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=False,
-                      keep_trailing_newline=True)
-    env.filters["quote"] = lambda v: shlex.quote(str(v))
-    group = yaml.safe_load((REPO / "playbooks" / "group_vars" / "all.yml").read_text())
-    mid = inv.hostvars["mid"]
-    return env.get_template("bottleneck.sh.j2").render(
-        fl_cell=cell_v, fl_run=run_v, fl_htb_args=run_v["htb_args"], fl_if_cli=mid["fl_if_cli"],
-        fl_if_srv=mid["fl_if_srv"], fl_ifb_prefix=group["fl_ifb_prefix"],
-        fl_ecn_actions=group["fl_ecn_actions"])

@@ -1,25 +1,33 @@
-"""The testbed for one run: built once by Ansible, torn down whatever happens.
+"""One testbed of a run: its id, the inventory fl writes for it, its Ansible session and,
+on the VM backend, its VM. Built once, fed cells one at a time, removed whatever happens.
 
 A state file under /run/fl/testbeds/ records each live testbed (its id, inventory, the
-fl process) so `fl clean` can remove what a killed run left behind.
+fl process, its playbook and VM) so that a later fl can remove what a killed run left.
 """
 from __future__ import annotations
 
 import json
 import os
 import secrets
+import shutil
 import signal
 import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..errors import FlError
 from . import netns
 from .ansible import PlaybookResult, run_playbook
-from .inventory import Inventory
+from .inventory import Inventory, testbed_inventory
+from .session import Session
+from .vm import Vm, VmConfig
 
 STATE_ROOT = Path("/run/fl")
 STATE_DIR = STATE_ROOT / "testbeds"
+#: Cells per included batch of the session playbook (playbooks/tasks/cells.yml).
+BATCH = 16
 
 
 class TestbedError(FlError):
@@ -27,70 +35,133 @@ class TestbedError(FlError):
 
 
 class Testbed:
-    """Context manager: __enter__ builds the testbed, __exit__ always removes it."""
+    """`start` builds the testbed (booting its VM first, if any); `want_cell` / `give`
+    hand it cells; `down` removes everything of it."""
 
-    def __init__(self, inventory: Inventory, run_vars: dict[str, Any], log: Path,
-                 testbed_id: str | None = None) -> None:
-        self.inv, self.run_vars, self.log = inventory, run_vars, log
+    def __init__(self, inv: Inventory, run_vars: dict[str, Any], log: Path, label: str = "",
+                 vm: VmConfig | None = None, results: Path | None = None, testbed_id: str | None = None) -> None:
+        self.inv, self.log, self.label = inv, log, label
         self.id = testbed_id or f"fl-{secrets.token_hex(3)}"
+        self.run_vars = run_vars
+        self.folder = STATE_ROOT / "ctl" / self.id  # this machine's: session, inventory, VM
+        self.inventory = self.folder / "inventory.yml"
         self.state_file = STATE_DIR / f"{self.id}.json"
+        self.vm = Vm(vm, self.folder / "vm", [results] if results else [], log.parent / f"vm-kernel-{self.id}.log") \
+            if vm else None
+        self.session: Session | None = None
         self.started = time.time()
+        self.touched = False  # something was started or configured: down must undo it
 
-    def extra_vars(self, cell: dict[str, Any] | None = None) -> dict[str, Any]:
-        ev: dict[str, Any] = {"fl_testbed_id": self.id, "fl_state_root": str(STATE_ROOT),
-                              "fl_run": self.run_vars}
-        if cell is not None:
-            ev["fl_cell"] = cell
-        return ev
+    @property
+    def kind(self) -> str:
+        return "vm" if self.vm else self.inv.backend
 
-    def playbook(self, name: str, cell: dict[str, Any] | None = None) -> PlaybookResult:
-        return run_playbook(name, self.inv.path, self.extra_vars(cell), self.log,
-                            on_start=lambda pid: self._save_state(playbook_pid=pid))
+    def extra_vars(self) -> dict[str, Any]:
+        return {"fl_testbed_id": self.id, "fl_state_root": str(STATE_ROOT), "fl_run": self.run_vars}
 
-    def _save_state(self, **extra: Any) -> None:
-        if not self.state_file.exists() and not extra.get("create"):
+    # --- building ---------------------------------------------------------------------------
+
+    def boot(self) -> None:
+        """Start the VM (if any) without waiting for it; writes the state file first."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.chmod(0o700)
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        self._save_state()
+        if self.vm:
+            self.touched = True
+            self.vm.boot()
+            self._save_state()
+
+    def ready(self) -> None:
+        """Wait for the VM's sshd (if any) and write the testbed's inventory."""
+        if self.vm:
+            self.vm.wait_ready()
+        host_settings, nsroot = None, None
+        if self.inv.backend == "netns":
+            nsroot = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+        if self.vm:
+            ssh = self.vm.ssh_settings()
+            host_settings = {**ssh, "ansible_connection": "fl_netns_ssh"}
+            nsroot = {**ssh, "ansible_connection": "ssh"}
+        self.inventory.write_text(yaml.safe_dump(testbed_inventory(self.inv, host_settings, nsroot), sort_keys=False))
+
+    def start(self) -> None:
+        """Start the session playbook: it builds the testbed, then asks for a first cell."""
+        self.session = Session(self.inventory, self.extra_vars(), self.folder / "session", self.log)
+        self.touched = True
+        self.session.start()
+        self._save_state()
+
+    def probe(self, request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Run the kernel probe on the testbed's hosts (ssh) or in its VM guest, per host."""
+        from ..capabilities import probe_hosts
+        return probe_hosts(self.inventory, request, "nsroot" if self.vm else "testbed", self.folder / "probe.log")
+
+    # --- cells --------------------------------------------------------------------------------
+
+    def want_cell(self) -> bool:
+        return self.session is not None and self.session.wants_cell()
+
+    def give(self, cell: dict[str, Any] | None) -> None:
+        assert self.session is not None
+        self.session.give(cell)
+
+    def cell_result(self) -> PlaybookResult:
+        assert self.session is not None
+        return self.session.cell_result()
+
+    def dead(self) -> str | None:
+        """Why the testbed can no longer run cells (its VM or its playbook ended), or None."""
+        if self.vm and not self.vm.alive():
+            return "the VM stopped unexpectedly (guest kernel panic or QEMU crash); its last kernel " \
+                   f"messages:\n{self.vm.last_words()}"
+        if self.session and (rc := self.session.exited()) is not None:
+            return f"the testbed's ansible-playbook ended (status {rc}): {self.session.build_failure()}"
+        return None
+
+    # --- removal ----------------------------------------------------------------------------
+
+    def down(self) -> None:
+        """Remove everything; Ctrl-C is ignored meanwhile so cleanup cannot be cut short."""
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+        try:
+            if self.session:
+                self.session.stop()
+            if self.touched and (not self.vm or self.vm.alive()):
+                self._playbook_down()
+            if self.vm:
+                self.vm.stop()
+            if self.inv.backend == "netns" and not self.vm:
+                for ns in netns.testbed_namespaces(self.id):  # safety net
+                    netns.remove(ns)
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.state_file.unlink(missing_ok=True)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def _playbook_down(self) -> None:
+        if not self.inventory.is_file():
             return
-        state = {"id": self.id, "inventory": str(self.inv.path), "backend": self.inv.backend,
-                 "pid": os.getpid(), "started": self.started, "run_vars": self.run_vars,
-                 "playbook_pid": extra.get("playbook_pid")}
+        result = run_playbook("testbed_down", self.inventory, self.extra_vars(), self.log)
+        if not result.ok:
+            with self.log.open("a") as f:
+                f.write(f"\n# testbed_down: {result.reason()}\n")
+
+    def _save_state(self) -> None:
+        state = {"id": self.id, "kind": self.kind, "label": self.label, "inventory": str(self.inventory),
+                 "source": str(self.inv.path), "backend": self.inv.backend, "pid": os.getpid(),
+                 "started": self.started, "run_vars": self.run_vars,
+                 "playbook_pid": self.session.pid if self.session else None,
+                 "vm_pid": self.vm.pid if self.vm else None}
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(state))
         tmp.rename(self.state_file)
 
-    def __enter__(self) -> "Testbed":
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
-        self._save_state(create=True)
-        try:
-            result = self.playbook("testbed_up")
-        except BaseException:
-            self.down()
-            raise
-        if not result.ok:
-            self.down()
-            raise TestbedError(f"building the testbed failed: {result.reason()} (log: {self.log})")
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.down()
-
-    def down(self) -> None:
-        """Remove everything; Ctrl-C is ignored meanwhile so cleanup cannot be cut short."""
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            result = self.playbook("testbed_down")
-            if not result.ok:
-                with self.log.open("a") as f:
-                    f.write(f"\n# testbed_down: {result.reason()}\n")
-            if self.inv.backend == "netns":
-                for ns in netns.testbed_namespaces(self.id):  # safety net
-                    netns.remove(ns)
-            self.state_file.unlink(missing_ok=True)
-        finally:
-            signal.signal(signal.SIGINT, previous)
-
-    def run_cell(self, cell: dict[str, Any]) -> PlaybookResult:
-        """Configure, run Flent, collect (playbooks/cell.yml)."""
-        return self.playbook("cell", cell)
+def _main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
 
 
 def stale_testbeds() -> list[dict[str, Any]]:

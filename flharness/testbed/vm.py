@@ -1,34 +1,39 @@
-"""The VM backend: boot a chosen kernel with virtme-ng and run fl inside it.
+"""The VM backend: boot a chosen kernel with virtme-ng, then drive its guest from the host.
 
-The VM is only where the namespaces live: the guest sees the host's filesystem
-read-only (so the same checkout, tools and virtualenv), runs the same `fl` with the
-same roles and inventory, and writes into the host's results folder (a virtme-ng
---rwdir). One boot per command; qemu is killed by process group on a deadline,
-Ctrl-C or any error.
+The guest is a managed node of the host's Ansible: it starts an sshd on QEMU's user-mode
+network (restrict=on, so nothing leaves this machine; the ssh port is forwarded on
+127.0.0.1 only) and the namespace testbed inside it is reached with the fl_netns_ssh
+connection. Nothing of fl runs in the guest. It sees the host's filesystem read-only
+(the tools) and writes cells straight into the host's results folder (a virtme-ng
+--rwdir at the same path). One boot serves a whole run; QEMU is killed by process group.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from .. import REPO
 from ..errors import FlError
 from .ansible import kill_group
 
-BOOT_ALLOWANCE = 180.0  # seconds to boot, probe, build and remove the testbed under TCG
-#: Wall seconds per second of test (Flent's length + lead-in/out) and per cell for the rest
-#: (Ansible, Flent start-up, compression), which runs on an emulated CPU under TCG.
+BOOT_ALLOWANCE = 300.0  # seconds from starting QEMU to the guest's sshd, under TCG
+#: Wall seconds per second of a cell's Flent run (length + lead-in/out) and per cell for
+#: the rest, allowed before a cell is taken for hung (the VM is then restarted).
 SLOWDOWN = {"virtual": 4.0, "real": 1.5}
 CELL_ALLOWANCE = {"virtual": 120.0, "real": 60.0}
 RATE_UNIT = 20e6  # SLOWDOWN holds up to this link rate (measured: 10-20 Mbit/s cells)
 MEMORY_RE = re.compile(r"^\d+[MG]$")
+GUEST_SCRIPT = Path(__file__).with_name("vm_guest.sh")
+READY = "fl-guest: ready"
 
 
 @dataclass(frozen=True)
@@ -43,24 +48,23 @@ class VmConfig:
     def describe(self) -> dict[str, object]:
         return {"kind": "vm", **asdict(self)}
 
-    def qemu_opts(self) -> str:
-        # A second, cached read-only share of / (see vm_guest.sh).
-        share = ("-fsdev local,id=flro,path=/,security_model=none,readonly=on,multidevs=remap "
-                 "-device virtio-9p-pci,fsdev=flro,mount_tag=flro")
+    def qemu_opts(self, ssh_port: int) -> str:
+        # A second, cached read-only share of / (see vm_guest.sh), and the user-mode NIC
+        # that only carries the host's ssh into the guest.
+        opts = ("-fsdev local,id=flro,path=/,security_model=none,readonly=on,multidevs=remap "
+                "-device virtio-9p-pci,fsdev=flro,mount_tag=flro "
+                f"-netdev user,id=flssh,restrict=on,hostfwd=tcp:127.0.0.1:{ssh_port}-:22 "
+                "-device virtio-net-pci,netdev=flssh")
         if self.accel == "kvm":
-            return share
+            return opts
         # qemu64: TCG emulates its SSE2 code paths much faster than `max`'s AVX ones.
         icount = " -icount shift=0,sleep=off" if self.clock == "virtual" else ""
-        return f"-accel tcg,tb-size=256{icount} -cpu qemu64 {share}"
+        return f"-accel tcg,tb-size=256{icount} -cpu qemu64 {opts}"
 
-    def vng_argv(self, guest_command: list[str], rwdirs: list[Path]) -> list[str]:
-        argv = [vng(), "--run", self.kernel, "--cpus", str(self.cpus), "--memory", self.memory,
-                "--user", "root", "--cwd", str(REPO)]
-        if self.accel == "tcg":
-            argv.append("--disable-kvm")
-        argv.append(f"--qemu-opts={self.qemu_opts()}")
-        argv += [f"--rwdir={d}" for d in rwdirs]
-        return argv + ["--exec", shlex.join(guest_command)]
+    def cell_limit(self, flent_seconds: float, rate_bps: float) -> float:
+        """Wall seconds a cell may take before the VM is taken for hung. Under TCG the
+        guest's work grows with the packet rate, so links faster than RATE_UNIT stretch it."""
+        return flent_seconds * SLOWDOWN[self.clock] * max(1.0, rate_bps / RATE_UNIT) + CELL_ALLOWANCE[self.clock]
 
 
 def vng() -> str:
@@ -128,62 +132,119 @@ def vm_config(kernel: str = "auto", accel: str = "auto", clock: str = "auto",
     return VmConfig(path, release, accel, clock, cpus, memory)
 
 
-def deadline(cfg: VmConfig, cells: list[tuple[float, float]]) -> float:
-    """Wall-clock limit for a VM running cells given as (test seconds, fastest link in
-    bit/s). Under TCG the guest's work grows with the packet rate (forwarding, capture,
-    compression), so links faster than RATE_UNIT stretch the allowance in proportion."""
-    return BOOT_ALLOWANCE + sum(t * SLOWDOWN[cfg.clock] * max(1.0, bps / RATE_UNIT) + CELL_ALLOWANCE[cfg.clock]
-                                for t, bps in cells)
+class Vm:
+    """One running guest: booted by `boot`, ready for ssh after `wait_ready`, killed by `stop`.
+
+    FOLDER (on the host, private) holds the ssh client key and known_hosts, and ``share/``
+    (read-only in the guest): sshd's configuration, its host key, the client's public key
+    and the guest script."""
+
+    def __init__(self, cfg: VmConfig, folder: Path, rwdirs: list[Path], kernel_log: Path) -> None:
+        self.cfg, self.folder, self.rwdirs, self.kernel_log = cfg, folder, rwdirs, kernel_log
+        self.share = folder / "share"
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+        self.console = folder / "console.log"
+        self.booted = 0.0
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def boot(self) -> None:
+        self.port = free_port()
+        self._write_keys()
+        (self.share / "sshd_config").write_text(_sshd_config(self.share))
+        shutil.copy(GUEST_SCRIPT, self.share / GUEST_SCRIPT.name)
+        self.kernel_log.parent.mkdir(parents=True, exist_ok=True)
+        guest = ["/bin/sh", str(self.share / GUEST_SCRIPT.name), str(self.share), str(self.kernel_log)]
+        argv = [vng(), "--run", self.cfg.kernel, "--cpus", str(self.cfg.cpus), "--memory", self.cfg.memory,
+                "--user", "root", "--cwd", "/", *(["--disable-kvm"] if self.cfg.accel == "tcg" else []),
+                f"--qemu-opts={self.cfg.qemu_opts(self.port)}", f"--rodir={self.share}",
+                *[f"--rwdir={d}" for d in self.rwdirs], "--exec", shlex.join(guest)]
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+        with self.console.open("wb") as out:
+            self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        self.booted = time.time()
+
+    def wait_ready(self, timeout: float = BOOT_ALLOWANCE) -> None:
+        """Until the guest's sshd listens (its script says so on the console)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.console.read_text(errors="replace")
+            if READY in text:
+                return
+            if self.proc is None or self.proc.poll() is not None:
+                raise FlError(f"the VM ({self.cfg.release}) stopped while booting: {_last_lines(text)}")
+            time.sleep(0.2)
+        raise FlError(f"the VM ({self.cfg.release}) was not ready after {timeout:.0f} s: "
+                      f"{_last_lines(self.console.read_text(errors='replace'))}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def ssh_settings(self) -> dict[str, Any]:
+        """Ansible variables that reach the guest's sshd."""
+        return {"ansible_host": "127.0.0.1", "ansible_port": self.port, "ansible_user": "root",
+                "ansible_ssh_private_key_file": str(self.folder / "id_ed25519"),
+                "ansible_ssh_common_args": f"-o UserKnownHostsFile={self.folder / 'known_hosts'} "
+                                           "-o StrictHostKeyChecking=yes -o ServerAliveInterval=30",
+                "ansible_python_interpreter": "python3"}
+
+    def stop(self) -> None:
+        """Kill QEMU and virtme-ng (the process group, and any QEMU that left it)."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            kill_group(self.proc, grace=3.0)
+        kill_strays(self.proc.pid)
+
+    def last_words(self, lines: int = 15) -> str:
+        """The end of the guest's kernel log, for a guest that died."""
+        try:
+            return "\n".join(self.kernel_log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no kernel log)"
+
+    def _write_keys(self) -> None:
+        """A client key for fl and a host key for the guest, made for this boot."""
+        self.share.mkdir(parents=True, exist_ok=True)
+        self.folder.chmod(0o700)
+        for key in (self.folder / "id_ed25519", self.share / "ssh_host_ed25519_key"):
+            for f in (key, key.with_name(key.name + ".pub")):
+                f.unlink(missing_ok=True)
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "fl-vm", "-f", str(key)],
+                           check=True, capture_output=True)
+        shutil.copy(self.folder / "id_ed25519.pub", self.share / "authorized_keys")
+        host_key = " ".join((self.share / "ssh_host_ed25519_key.pub").read_text().split()[:2])
+        (self.folder / "known_hosts").write_text(f"[127.0.0.1]:{self.port} {host_key}\n")
 
 
-#: virtme-ng's exit status when the guest stopped without its command finishing
-#: (kernel panic, QEMU crash).
-GUEST_DIED = 255
+def _sshd_config(share: Path) -> str:
+    return "\n".join([
+        "# fl's sshd in a VM guest: root with fl's key only, no PAM (quick logins).",
+        "ListenAddress 0.0.0.0", f"HostKey {share}/ssh_host_ed25519_key",
+        f"AuthorizedKeysFile {share}/authorized_keys", "PermitRootLogin prohibit-password",
+        "PasswordAuthentication no", "KbdInteractiveAuthentication no", "StrictModes no", "UsePAM no",
+        "PrintMotd no", "PrintLastLog no", "UseDNS no", "PidFile /run/fl-sshd.pid",
+        "Subsystem sftp internal-sftp", ""])
 
 
-def run_fl_in_vm(cfg: VmConfig, fl_args: list[str], rwdirs: list[Path], timeout: float,
-                 kernel_log: Path | None = None) -> int:
-    """Boot the VM, run `fl FL_ARGS` in it (told it is a guest), return its exit status.
-    The guest's kernel messages are appended to KERNEL_LOG (in a --rwdir) if given."""
-    venv = Path(sys.prefix)
-    klog = [f"FL_VM_KLOG={kernel_log}"] if kernel_log else []
-    guest = ["env", f"FL_VENV={venv}", *klog, "/bin/sh", str(Path(__file__).with_name("vm_guest.sh")),
-             sys.executable, str(REPO / "fl"), *fl_args, "--in-vm", json.dumps(cfg.describe())]
-    argv = cfg.vng_argv(guest, rwdirs)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    print(f"booting {cfg.release} ({cfg.accel}, {cfg.clock} clock, {cfg.cpus} vCPU, {cfg.memory}); "
-          f"deadline {timeout / 60:.0f} min", flush=True)
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-    old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
-    proc = subprocess.Popen(argv, env=env, start_new_session=True, stdin=subprocess.DEVNULL)
-    try:
-        rc = proc.wait(timeout=timeout)
-        if rc == GUEST_DIED:
-            print("fl: the VM stopped unexpectedly (guest kernel panic or QEMU crash)"
-                  + (f"; its last kernel messages:\n{_tail(kernel_log)}" if kernel_log else ""),
-                  file=sys.stderr, flush=True)
-        return rc
-    except subprocess.TimeoutExpired:
-        print(f"fl: the VM passed its deadline ({timeout:.0f} s): killed", file=sys.stderr)
-        return 124
-    finally:
-        if proc.poll() is None:
-            kill_group(proc, grace=3.0)
-        _kill_strays(proc.pid)
-        for s, h in old.items():
-            signal.signal(s, h)
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no kernel log)"
+def _last_lines(text: str, n: int = 5) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return " | ".join(lines[-n:]) or "(no output)"
 
 
-def _kill_strays(group: int) -> None:
-    """Any qemu left in the VM's process group (vng may fork) is killed by PID."""
+def kill_strays(group: int) -> None:
+    """Any QEMU left in a VM's process group (vng may fork) is killed by PID."""
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
@@ -192,3 +253,4 @@ def _kill_strays(group: int) -> None:
                 os.kill(int(d.name), signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             continue
+

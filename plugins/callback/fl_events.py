@@ -1,18 +1,20 @@
-"""Ansible callback plugin: record failed and unreachable tasks, and when each task
-starts, as JSON lines.
+"""Ansible callback plugin: record failed and unreachable tasks, when each task starts,
+and the output of fl's registered scripts, as JSON lines.
 
 fl sets FL_ANSIBLE_EVENTS to a file; each failure becomes one line with the host,
 the task, the command and its error output, so fl can say precisely why a cell or
 the testbed failed instead of pointing at a long Ansible log. Task start times give
-fl the time each phase of a cell took (cell.json "phases").
+fl the time each phase of a cell took (cell.json "phases"). What a task registered as
+``fl_*_out`` printed (the cell's setup and collection scripts) becomes an "output"
+line: fl writes the cell's setup.log and teardown.log from them.
 """
 from __future__ import annotations
 
 DOCUMENTATION = """
     name: fl_events
     type: notification
-    short_description: write task failures as JSON lines for fl
-    description: Writes one JSON object per failed or unreachable task to $FL_ANSIBLE_EVENTS.
+    short_description: write task failures, start times and fl's script output as JSON lines for fl
+    description: Writes one JSON object per event to $FL_ANSIBLE_EVENTS.
     requirements: [enabled in callbacks_enabled]
 """
 
@@ -56,7 +58,18 @@ class CallbackModule(CallbackBase):
         }
         self._append(event)
 
+    def _output(self, result) -> None:
+        name = result._task.register
+        if name and name.startswith("fl_") and name.endswith("_out"):
+            self._append({"event": "output", "host": result._host.get_name(), "var": name,
+                          "stdout": str(result._result.get("stdout", "")),
+                          "msg": str(result._result.get("msg", ""))[:2000]})
+
+    def v2_runner_on_ok(self, result):
+        self._output(result)
+
     def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._output(result)
         if not ignore_errors:
             self._write("failed", result)
 

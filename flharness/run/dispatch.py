@@ -1,0 +1,175 @@
+"""Hand a run's cells to its testbeds: longest first, each to whichever testbed is free.
+
+Every testbed runs its own Ansible session (testbed/session.py); this loop only answers
+"next cell?", notices testbeds that died (a VM crash, a playbook that ended) or hung
+past a cell's deadline, restarts them, and finishes cells in worker threads while their
+testbed runs the next one (run/finish.py).
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from ..cells import Cell
+from ..results import CellRecord
+from ..testbed.plan import cell_vars
+from ..testbed.testbed import Testbed, TestbedError
+from .finish import Attempt, finish, give_up
+from .progress import Progress
+
+if TYPE_CHECKING:
+    from .planning import ScenarioPlan
+    from .runner import Run
+
+#: Restarts of a testbed after it died mid-run; each resumes with the cells left.
+RESTARTS = 2
+POLL = 0.005  # seconds
+
+
+@dataclass
+class Slot:
+    """A testbed and what it is doing."""
+
+    testbed: Testbed
+    limit: Callable[[Cell], float]  # wall seconds a cell may take on it
+    attempt: Attempt | None = None
+    built: bool = False
+    stopped: bool = False  # told there are no more cells
+    restarts: int = 0
+    restarting: Future | None = None
+    retired: str = ""  # why it takes no more cells
+
+    @property
+    def busy(self) -> bool:
+        return self.attempt is not None or self.restarting is not None or (not self.built and not self.retired)
+
+
+@dataclass
+class Dispatch:
+    run: "Run"
+    slots: list[Slot]
+    queue: deque[tuple["ScenarioPlan", Cell]]
+    new_attempt: Callable[["ScenarioPlan", Cell, Testbed], Attempt]
+    progress: Progress
+    records: list[CellRecord] = field(default_factory=list)
+    finishing: dict[Future, Attempt] = field(default_factory=dict)
+
+    def run_all(self) -> list[CellRecord]:
+        with ThreadPoolExecutor(max_workers=len(self.slots) + 1, thread_name_prefix="fl-finish") as pool:
+            self.pool = pool
+            try:
+                for slot in self.slots:
+                    slot.testbed.start()
+                while self.queue or any(s.busy for s in self.slots):
+                    for slot in self.slots:
+                        self._poll(slot)
+                    self._reap()
+                    if self.queue and all(s.retired for s in self.slots):
+                        raise TestbedError("no testbed left to run the remaining cells: "
+                                           + "; ".join(s.retired for s in self.slots))
+                    time.sleep(POLL)
+            except BaseException:
+                self._abandon()
+                raise
+            finally:
+                self._reap(wait=True)
+        return self.records
+
+    # --- one testbed --------------------------------------------------------------------------
+
+    def _poll(self, slot: Slot) -> None:
+        if slot.retired:
+            return
+        if slot.restarting is not None:
+            self._restarted(slot)
+            return
+        tb = slot.testbed
+        if tb.want_cell():
+            if slot.attempt is not None:
+                self._collected(slot)
+            slot.built = True
+            self._hand_next(slot)
+        elif (why := tb.dead()) is not None and not slot.stopped:
+            self._died(slot, why)
+        elif slot.attempt is not None and time.monotonic() > slot.attempt.deadline:
+            self._died(slot, f"the cell took longer than {slot.limit(slot.attempt.cell):.0f} s "
+                             "(the testbed was taken for hung and restarted)")
+
+    def _hand_next(self, slot: Slot) -> None:
+        if not self.queue:
+            slot.testbed.give(None)
+            slot.stopped = True
+            return
+        sp, cell = self.queue.popleft()
+        attempt = self.new_attempt(sp, cell, slot.testbed)
+        attempt.deadline = time.monotonic() + slot.limit(cell)
+        slot.attempt = attempt
+        slot.testbed.give(cell_vars(cell, slot.testbed.inv, attempt.partial, self.run.dilation))
+        self.progress.start(f"{sp.name}/{cell.name}", slot.testbed.label)
+
+    def _collected(self, slot: Slot) -> None:
+        """The slot's cell is collected: finish it in a worker while the testbed goes on."""
+        attempt, slot.attempt = slot.attempt, None
+        assert attempt is not None
+        attempt.record.ended = time.time()
+        result = slot.testbed.cell_result()
+        self.finishing[self.pool.submit(finish, attempt, result, self.run.control_port)] = attempt
+
+    def _died(self, slot: Slot, why: str) -> None:
+        tb = slot.testbed
+        if not slot.built and not slot.restarts:
+            raise TestbedError(f"building testbed {tb.label or tb.id} failed: {why} (log: {tb.log})")
+        if slot.attempt is not None:
+            attempt, slot.attempt = slot.attempt, None
+            result = tb.cell_result()
+            reason = f"{result.reason()}; {why}" if result.failures else why
+            rec = give_up(attempt, "failed", reason, result)
+            self.records.append(rec)
+            self.progress.finish(rec.cell, "failed", rec.duration or 0, reason.splitlines()[0][:200], tb.label)
+        if slot.restarts >= RESTARTS or not self.queue or not slot.built:
+            tb.down()
+            slot.retired = f"{tb.label or tb.id}: {why.splitlines()[0]}"
+            return
+        slot.restarts += 1
+        print(f"fl: restarting testbed {tb.label or tb.id} ({slot.restarts}/{RESTARTS}): {why.splitlines()[0]}",
+              flush=True)
+        slot.built = False
+        slot.restarting = self.pool.submit(_restart, tb)
+
+    def _restarted(self, slot: Slot) -> None:
+        assert slot.restarting is not None
+        if not slot.restarting.done():
+            return
+        future, slot.restarting = slot.restarting, None
+        if (error := future.exception()) is not None:
+            slot.retired = f"{slot.testbed.label or slot.testbed.id}: restart failed: {error}"
+
+    # --- finishing ----------------------------------------------------------------------------
+
+    def _reap(self, wait: bool = False) -> None:
+        for future in [f for f in self.finishing if wait or f.done()]:
+            attempt = self.finishing.pop(future)
+            rec, verdict = future.result()
+            self.records.append(rec)
+            from .runner import progress_detail
+            self.progress.finish(rec.cell, rec.status, rec.duration or 0, progress_detail(attempt.cell, verdict),
+                                 attempt.testbed)
+
+    def _abandon(self) -> None:
+        """Interrupted (or a fatal error): cells under way are recorded as interrupted."""
+        for slot in self.slots:
+            if slot.attempt is not None:
+                attempt, slot.attempt = slot.attempt, None
+                rec = give_up(attempt, "interrupted", "interrupted (SIGINT/SIGTERM)")
+                self.records.append(rec)
+                self.progress.finish(rec.cell, "stopped", rec.duration or 0, "", attempt.testbed)
+
+
+def _restart(tb: Testbed) -> None:
+    tb.down()
+    tb.boot()
+    tb.ready()
+    tb.start()

@@ -1,0 +1,64 @@
+"""Finishing a cell after its testbed moved on: compress its captures, check it, commit it.
+
+This runs in a worker thread while the testbed already runs the next cell, so a cell
+costs the testbed only its configuration, Flent and the collection of its state.
+"""
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..cells import Cell
+from ..results import CellRecord, ScenarioResults
+from ..testbed.ansible import PlaybookResult
+from ..testbed.plan import XZ_LEVEL
+from .cell_logs import write_cell_logs
+from .evaluate import Verdict, evaluate
+
+
+@dataclass
+class Attempt:
+    """A cell handed to a testbed: where it is written and what will be recorded."""
+
+    store: ScenarioResults
+    cell: Cell
+    partial: Path
+    record: CellRecord
+    testbed: str  # label of the testbed running it
+    deadline: float = 0.0  # wall clock (monotonic) after which the testbed is taken for hung
+
+
+def compress_captures(cell_dir: Path) -> None:
+    """xz the raw captures a shared-filesystem testbed left (lowest CPU priority: the
+    next cell is running)."""
+    for pcap in sorted(cell_dir.glob("*.pcap")):
+        subprocess.run(["nice", "-n", "19", "xz", "-T1", f"-{XZ_LEVEL}", "-f", str(pcap)],
+                       check=False, capture_output=True)
+
+
+def finish(attempt: Attempt, result: PlaybookResult, control_port: int) -> tuple[CellRecord, Verdict]:
+    """Compress, check and commit one cell; returns its record and the checks' verdict."""
+    t0 = time.time()
+    write_cell_logs(attempt.cell, attempt.partial, result)
+    compress_captures(attempt.partial)
+    verdict = evaluate(attempt.cell, attempt.partial, result, control_port)
+    rec = attempt.record
+    rec.status, rec.reason, rec.checks = verdict.status, verdict.reason, verdict.checks
+    rec.phases = {**result.phases, "compress and check (during the next cell)": round(time.time() - t0, 3)}
+    attempt.store.commit(attempt.partial, rec)
+    return rec, verdict
+
+
+def give_up(attempt: Attempt, status: str, reason: str, result: PlaybookResult | None = None) -> CellRecord:
+    """Record a cell that did not complete (interrupted, or its testbed died)."""
+    rec = attempt.record
+    rec.status, rec.reason = status, reason
+    rec.ended = rec.ended or time.time()
+    if result is not None:
+        rec.phases = result.phases
+        write_cell_logs(attempt.cell, attempt.partial, result)
+    compress_captures(attempt.partial)
+    attempt.store.commit(attempt.partial, rec)
+    return rec

@@ -1,0 +1,61 @@
+"""Testbeds left by an fl that was killed (kill -9, power loss): found by their state
+files (testbed/testbed.py), removed by PID and name, saying so. `fl run` does this before
+it starts; `fl clean` does it on demand."""
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from ..errors import FlError
+from ..testbed import netns
+from ..testbed.inventory import load_inventory
+from ..testbed.testbed import STATE_DIR, Testbed, stale_testbeds
+
+
+def recover_stale(say: str = "fl: removing testbed {id} left by a run that was killed (fl PID {pid})") -> int:
+    """Remove every testbed whose fl process is gone; returns how many."""
+    found = stale_testbeds()
+    for state in found:
+        print(say.format(id=state["id"], pid=state.get("pid")), flush=True)
+        remove_testbed(state)
+    return len(found)
+
+
+def remove_testbed(state: dict[str, Any]) -> None:
+    for key, program in (("playbook_pid", b"ansible-playbook"), ("vm_pid", b"vng")):
+        _stop_group(state.get(key), program)
+    source = Path(state.get("source") or state.get("inventory") or "")
+    try:
+        inv = load_inventory(source)
+    except FlError as e:
+        print(f"  cannot read its inventory ({e}); removing its namespaces only")
+        for ns in netns.testbed_namespaces(state["id"]):
+            netns.remove(ns)
+        (STATE_DIR / f"{state['id']}.json").unlink(missing_ok=True)
+        return
+    tb = Testbed(inv, state.get("run_vars") or {}, Path("/tmp/fl-clean.log"), testbed_id=state["id"])
+    tb.touched = state.get("kind") != "vm"  # a VM's namespaces went with it
+    if tb.touched and not tb.inventory.is_file():
+        tb.ready()
+    tb.down()
+
+
+def _stop_group(pid: int | None, program: bytes) -> None:
+    """A killed run's ansible-playbook or VM (its own process group), if it still runs."""
+    if not pid:
+        return
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return
+    if any(program in part for part in cmdline[:2]):
+        print(f"  stopping its {program.decode()} (process group {pid})")
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if program == b"vng":
+            from ..testbed.vm import kill_strays
+            kill_strays(pid)

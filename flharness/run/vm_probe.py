@@ -1,0 +1,24 @@
+"""What a VM's kernel can do, for `fl check --vm` and `fl list --vm`: one boot, the probe
+run in the guest through Ansible, the VM removed."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..capabilities import Capabilities
+from ..testbed.inventory import load_inventory
+from ..testbed.testbed import Testbed
+from ..testbed.vm import VmConfig
+
+
+def probe_in_vm(cfg: VmConfig, inventory: Path, request: dict[str, Any]) -> Capabilities:
+    print(f"booting {cfg.release} ({cfg.accel}, {cfg.clock} clock) to probe it", flush=True)
+    with tempfile.TemporaryDirectory(prefix="fl-vm-probe-") as tmp:
+        tb = Testbed(load_inventory(inventory), {}, Path(tmp) / "fl.log", vm=cfg, results=Path(tmp))
+        try:
+            tb.boot()
+            tb.ready()
+            return Capabilities(tb.probe(request)["nsroot"])
+        finally:
+            tb.down()
