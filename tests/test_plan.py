@@ -77,16 +77,16 @@ def test_bottleneck_script_shapes(scenario_file, inv):
     """)
     rv = run_vars(cells, ifb=True, nft=True)
     fifo, cake = setup_scripts([cell_vars(c, inv, Path("/tmp/x")) for c in cells], rv, inv)
-    assert "run tc class add dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit" in fifo
-    assert "run tc qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 103" in fifo
-    assert "run tc class add dev mid.l parent 1: classid 1:1 htb rate 100mbit ceil 100mbit" in fifo
-    assert "run tc qdisc add dev mid.l parent 1:1 handle 10: pfifo limit 2064" in fifo
-    assert "run tc qdisc add dev ifb4mid.l parent 1:11 handle 21: netem delay 10ms limit 100000" in fifo
+    assert "'class add dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit'" in fifo
+    assert "'qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 103'" in fifo
+    assert "'class add dev mid.l parent 1: classid 1:1 htb rate 100mbit ceil 100mbit'" in fifo
+    assert "'qdisc add dev mid.l parent 1:1 handle 10: pfifo limit 2064'" in fifo
+    assert "'qdisc add dev ifb4mid.l parent 1:11 handle 21: netem delay 10ms limit 100000'" in fifo
     assert "u32 match ip tos 0x8c 0xfc flowid 1:11" in fifo
-    assert "run tc filter add dev mid.r parent ffff: protocol all prio 10 u32 match u32 0 0 action " \
-           "mirred egress redirect dev ifb4mid.r" in fifo
-    assert "run tc qdisc add dev mid.r root handle 1: cake bandwidth 50mbit" in cake
-    assert "htb" not in cake.split("# Upload")[1].split("# Path toward")[0]
+    assert "'filter add dev mid.r parent ffff: protocol all prio 10 u32 match u32 0 0 action " \
+           "mirred egress redirect dev ifb4mid.r'" in fifo
+    assert "'qdisc add dev mid.r root handle 1: cake bandwidth 50mbit'" in cake
+    assert "htb" not in cake.split("> \"$dir/reset.tc\"")[1].split("ifb4mid")[0]
 
 
 def test_path_features_render(scenario_file, inv, tmp_path):
@@ -107,7 +107,8 @@ def test_path_features_render(scenario_file, inv, tmp_path):
     script, = setup_scripts([cv], run_vars([cell], True, True), inv)
     assert "root handle 1: netem delay 50ms 75ms distribution normal loss 5% limit 100000" in script
     assert "root handle 1: netem delay 50ms duplicate 1% limit 100000" in script
-    assert "'iifname \"mid.l\" ip dscp 19 ip ecn set not-ect counter comment \"flow 1: bleach\"'" in script
+    assert "'add rule inet fl ecn_rewrite iifname \"mid.l\" ip dscp 19 ip ecn set not-ect counter comment " \
+           "\"flow 1: bleach\"'" in script
     assert cv["client_qdisc"] == ["fq"] and cv["udp_bps"] == 5_000_000 and cv["target"] == "10.71.2.1"
     assert cv["schedule"] == [{"at": 10.0, "up": {"rate": "5mbit", "qdisc": ["pfifo", "limit", "100"],
                                                   "self_shaping": False},
@@ -116,13 +117,14 @@ def test_path_features_render(scenario_file, inv, tmp_path):
 
 
 def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
-    """Labels and cell names are free text in places; the script must still quote them."""
+    """Labels and cell names are free text in places; the script must still quote them (a
+    tc batch line is quoted whole: no shell sees its words)."""
     cell = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\ncc: reno\n"
                                    "qdisc: {value: 'pfifo limit 10', label: \"x y (z)\"}\n")[0]
     cv = cell_vars(cell, inv, tmp_path)
     cv["bottleneck"]["up"]["rate"] = "5mbit; reboot"  # as if validation were bypassed
     script, = setup_scripts([cv], run_vars([cell], False, False), inv)
-    assert "rate '5mbit; reboot' ceil '5mbit; reboot'" in script
+    assert "'class add dev mid.r parent 1: classid 1:1 htb rate 5mbit; reboot ceil 5mbit; reboot'" in script
 
 
 def test_flent_command(scenario_file, inv, tmp_path):
@@ -223,9 +225,9 @@ def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
     """)
     scripts = setup_scripts([cell_vars(c, inv, tmp_path / c.name) for c in cells], run_vars(cells, True, True), inv)
     flt = "handle 1 protocol all prio 1 flow hash keys src,dst,proto,proto-src,proto-dst divisor"
-    assert f"run tc filter add dev mid.r parent 10: {flt} 256" in scripts[0]
-    assert f"run tc filter add dev mid.l parent 10: {flt} 256" in scripts[0]
-    assert f"run tc filter add dev mid.r parent 1: {flt} 1024" in scripts[1]
+    assert f"'filter add dev mid.r parent 10: {flt} 256'" in scripts[0]
+    assert f"'filter add dev mid.l parent 10: {flt} 256'" in scripts[0]
+    assert f"'filter add dev mid.r parent 1: {flt} 1024'" in scripts[1]
     assert "flow hash" not in scripts[2] and "flow hash" not in scripts[3]
     base = {"kinds": {"htb": "ok", "fq_codel": "ok"}, "ccs": {"cubic": True}, "tools": {},
             "features": {"fou": True}}

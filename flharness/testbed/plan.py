@@ -153,6 +153,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, dilation: float = 1.0)
         "udp": cell.ends.udp.text if cell.ends.udp else None,
         "udp_bps": cell.ends.udp.bps if cell.ends.udp else 0, "flent_delay": FLENT_DELAY,
         "target": target(cell, inv), "length": cell.length,
+        "samplers": sorted({{"up": "cli", "down": "srv"}[f.direction] for f in cell.flows}),  # hosts that send
         "flent": flent_argv(cell, inv, out_dir, dilation),
     }
 
