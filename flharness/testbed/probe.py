@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 #: Kinds `fl check` reports on, with the smallest arguments each accepts.
 KINDS = {
@@ -31,6 +32,7 @@ KINDS = {
     "fq_pie": "fq_pie", "red": "red limit 400000 avpkt 1000 bandwidth 10mbit adaptive",
     "sfq": "sfq", "dualpi2": "dualpi2", "prio": "prio", "hfsc": "hfsc", "drr": "drr",
 }
+SELF_SHAPING_KINDS = ("tbf", "htb", "netem", "hfsc", "drr", "prio")
 #: Congestion controls `fl check` tries to select.
 CCS = ["reno", "cubic", "bbr", "dctcp", "prague", "bbr2", "bbr3", "vegas", "westwood", "htcp"]
 TOOLS = {
@@ -48,13 +50,27 @@ UNKNOWN_KIND = re.compile(r"kind is unknown|Unknown qdisc|qdisc not found|Unknow
                           r"not supported|Operation not supported", re.I)
 
 
-def sh(*argv: str, ns: str | None = None, timeout: float = 300) -> tuple[int, str]:
+def sh(*argv: str, ns: str | None = None, timeout: float = 300, stdin: str | None = None) -> tuple[int, str]:
     cmd = (["ip", "netns", "exec", ns] if ns else []) + list(argv)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=stdin)
     except (OSError, subprocess.TimeoutExpired) as e:
         return 127, str(e)
     return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def batch_errors(output: str) -> dict[int, str]:
+    """A `tc -force -batch -` run's failures: line number → first line of its complaint."""
+    errors: dict[int, str] = {}
+    said: list[str] = []
+    for line in output.splitlines():
+        m = re.match(r"Command failed -:(\d+)$", line)
+        if m:
+            errors[int(m.group(1))] = next((s for s in said if s.strip()), "tc failed")
+            said = []
+        else:
+            said.append(line)
+    return errors
 
 
 def tool_versions() -> dict[str, str | None]:
@@ -63,10 +79,30 @@ def tool_versions() -> dict[str, str | None]:
         if shutil.which(argv[0]) is None:
             out[name] = None
             continue
-        _, text = sh(*argv)
+        known = flent_version() if name == "flent" else None
+        text = known or sh(*argv)[1]
         m = re.search(r"\d+\.\d+(\.\d+)*", text)
         out[name] = m.group(0) if m else "present"
     return out
+
+
+def flent_version() -> str | None:
+    """Flent's version from its package (`flent --version` imports matplotlib: seconds
+    in an emulated VM guest), or None to ask it."""
+    script = Path(shutil.which("flent") or "/nonexistent")
+    try:
+        m = re.search(r"flent==([\d.]+)", script.read_text(errors="replace")[:2000])
+    except OSError:
+        m = None
+    if m:
+        return m.group(1)
+    for base in [*sys.path, "/usr/share/flent"]:
+        info = Path(base, "flent", "build_info.py")
+        if info.is_file():
+            m = re.search(r"VERSION\s*=\s*['\"]([^'\"]+)", info.read_text(errors="replace"))
+            if m:
+                return m.group(1)
+    return None
 
 
 class Probe:
@@ -95,18 +131,30 @@ class Probe:
         return sh("tc", "-n", self.ns, *args)
 
     def qdisc(self, tokens: list[str], self_shaping: bool) -> dict[str, str]:
-        """Try a qdisc where fl would put it; verdict ok / unsupported / invalid."""
-        self.tc("qdisc", "del", "dev", self.dev, "root")
-        if self_shaping:
-            rc, msg = self.tc("qdisc", "add", "dev", self.dev, "root", "handle", "1:", *tokens)
-        else:
-            self.tc("qdisc", "add", "dev", self.dev, "root", "handle", "1:", "htb", "default", "1")
-            self.tc("class", "add", "dev", self.dev, "parent", "1:", "classid", "1:1", "htb", "rate", "10mbit")
-            rc, msg = self.tc("qdisc", "add", "dev", self.dev, "parent", "1:1", "handle", "10:", *tokens)
-        if rc == 0:
-            return {"verdict": "ok"}
-        verdict = "unsupported" if UNKNOWN_KIND.search(msg) else "invalid"
-        return {"verdict": verdict, "message": msg.splitlines()[0] if msg else f"tc exit {rc}"}
+        return self.qdiscs([(tokens, self_shaping)])[0]
+
+    def qdiscs(self, specs: list[tuple[list[str], bool]]) -> list[dict[str, str]]:
+        """Try each qdisc where fl would put it, all in one `tc -batch` (every program
+        started costs, most in an emulated VM guest); verdict ok / unsupported / invalid."""
+        lines: list[str] = []
+        tried: list[int] = []  # the batch line that tries each spec
+        for tokens, self_shaping in specs:
+            lines.append(f"qdisc del dev {self.dev} root")
+            if not self_shaping:
+                lines += [f"qdisc add dev {self.dev} root handle 1: htb default 1",
+                          f"class add dev {self.dev} parent 1: classid 1:1 htb rate 10mbit"]
+            where = "root handle 1:" if self_shaping else "parent 1:1 handle 10:"
+            lines.append(f"qdisc add dev {self.dev} {where} {' '.join(tokens)}")
+            tried.append(len(lines))
+        errors = batch_errors(sh("tc", "-n", self.ns, "-force", "-batch", "-", stdin="\n".join(lines) + "\n")[1])
+        out = []
+        for line in tried:
+            msg = errors.get(line)
+            if msg is None:
+                out.append({"verdict": "ok"})
+            else:
+                out.append({"verdict": "unsupported" if UNKNOWN_KIND.search(msg) else "invalid", "message": msg})
+        return out
 
     def features(self) -> dict[str, bool]:
         f: dict[str, bool] = {}
@@ -182,11 +230,11 @@ def probe(request: dict) -> dict:
     try:
         with Probe() as p:
             result["features"] = p.features()
-            result["kinds"] = {k: p.qdisc(spec.split(), k in ("tbf", "htb", "netem", "hfsc", "drr", "prio"))
-                               ["verdict"] for k, spec in KINDS.items()}
+            kinds = p.qdiscs([(spec.split(), k in SELF_SHAPING_KINDS) for k, spec in KINDS.items()])
+            result["kinds"] = {k: v["verdict"] for k, v in zip(KINDS, kinds)}
             # tokens as text: Ansible's to_json may turn a numeric string ("200") into a number
             specs = [([str(x) for x in t], bool(s)) for t, s in request.get("qdiscs", [])]
-            result["qdiscs"] = {" ".join(t): p.qdisc(t, s) for t, s in specs}
+            result["qdiscs"] = {" ".join(t): v for (t, _), v in zip(specs, p.qdiscs(specs))}
             ccs = sorted(set(CCS) | {str(c) for c in request.get("ccs", [])})
             result["ccs"] = {c: cc_usable(c) for c in ccs}
             keys = [str(k) for k in request.get("sysctls", [])]
