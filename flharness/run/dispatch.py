@@ -40,11 +40,13 @@ class Slot:
     stopped: bool = False  # told there are no more cells
     restarts: int = 0
     restarting: Future | None = None
+    removing: Future | None = None  # the testbed removing itself after its last cell
     retired: str = ""  # why it takes no more cells
 
     @property
     def busy(self) -> bool:
-        return self.attempt is not None or self.restarting is not None or (not self.built and not self.retired)
+        return (self.attempt is not None or self.restarting is not None or (not self.built and not self.retired)
+                or (self.removing is not None and not self.removing.done()))
 
 
 @dataclass
@@ -58,7 +60,7 @@ class Dispatch:
     finishing: dict[Future, Attempt] = field(default_factory=dict)
 
     def run_all(self) -> list[CellRecord]:
-        with ThreadPoolExecutor(max_workers=len(self.slots) + 1, thread_name_prefix="fl-finish") as pool:
+        with ThreadPoolExecutor(max_workers=2 * len(self.slots) + 1, thread_name_prefix="fl-finish") as pool:
             self.pool = pool
             try:
                 for slot in self.slots:
@@ -100,8 +102,8 @@ class Dispatch:
 
     def _hand_next(self, slot: Slot) -> None:
         if not self.queue:
-            slot.testbed.give(None)
             slot.stopped = True
+            slot.removing = self.pool.submit(slot.testbed.finish)
             return
         sp, cell = self.queue.popleft()
         attempt = self.new_attempt(sp, cell, slot.testbed)

@@ -18,7 +18,7 @@ TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is kill
 
 
 def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None = None,
-             dilation: float = 1.0) -> dict[str, Any]:
+             dilation: float = 1.0, shared_fs: bool = True) -> dict[str, Any]:
     """fl_run: what the testbed must provide for all cells of this run.
 
     DILATION stretches timeouts measured in the testbed's clock: in a VM on QEMU's
@@ -30,7 +30,7 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
     return {"ifb": ifb and any(c.needs_path_netem for c in cells), "nft": nft,
             "udp": any(c.ends.udp for c in cells), "tunnels": sorted({c.path.tunnel for c in cells} - {"none"}),
             "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
-            "wait_timeout": int(15 * dilation), "dilation": dilation,
+            "wait_timeout": int(15 * dilation), "dilation": dilation, "shared_fs": shared_fs,
             "xz_level": XZ_LEVEL}
 
 
@@ -140,7 +140,6 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, dilation: float 
 
 def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, dilation: float = 1.0) -> dict[str, Any]:
     """fl_cell: everything the roles need for one cell (passed as Ansible extra vars)."""
-    out_dir = cell_dir if inv.shared_fs else "."
     tunnel = tunnel_vars(cell, inv)
     return {
         "name": cell.name, "scenario": cell.scenario, "config_hash": cell.config_hash,
@@ -154,7 +153,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, dilation: float = 1.0)
         "udp_bps": cell.ends.udp.bps if cell.ends.udp else 0, "flent_delay": FLENT_DELAY,
         "target": target(cell, inv), "length": cell.length,
         "samplers": sorted({{"up": "cli", "down": "srv"}[f.direction] for f in cell.flows}),  # hosts that send
-        "flent": flent_argv(cell, inv, out_dir, dilation),
+        "flent": flent_argv(cell, inv, ".", dilation),  # Flent runs in the cell's folder (flent.sh.j2)
     }
 
 

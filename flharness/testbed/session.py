@@ -108,6 +108,10 @@ class Session:
         return PlaybookResult("cell", 0, failures, phases(cell, self._handed, until, lead="hand-over"),
                               outputs_of(cell))
 
+    def failures(self) -> list[str]:
+        """Failures since the last cell (the testbed's removal, at the end)."""
+        return [str(failure_of(e)) for e in self.events.read() if e["event"] in ("failed", "unreachable")]
+
     def build_failure(self) -> str:
         """Why the session ended before its first cell (the testbed could not be built)."""
         events = self.events.read()
@@ -119,8 +123,8 @@ class Session:
         if self.proc and self.proc.poll() is None:
             kill_group(self.proc, grace)
 
-    def finish(self, timeout: float = 60.0) -> None:
-        """Say stop and let the playbook end by itself (killed after TIMEOUT)."""
+    def finish(self, timeout: float = 120.0) -> None:
+        """Say stop and let the playbook remove the testbed and end (killed after TIMEOUT)."""
         if self.proc and self.proc.poll() is None:
             self.give(None)
             try:

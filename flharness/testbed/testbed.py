@@ -51,6 +51,7 @@ class Testbed:
         self.session: Session | None = None
         self.started = time.time()
         self.touched = False  # something was started or configured: down must undo it
+        self.removed = False  # its session removed it (after its last cell)
 
     @property
     def kind(self) -> str:
@@ -81,7 +82,7 @@ class Testbed:
             nsroot = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
         if self.vm:
             ssh = self.vm.ssh_settings()
-            host_settings = {**ssh, "ansible_connection": "fl_netns_ssh"}
+            host_settings = {**ssh, "ansible_connection": "fl_netns_ssh", "fl_stage_cells": True}
             nsroot = {**ssh, "ansible_connection": "ssh"}
         self.inventory.write_text(yaml.safe_dump(testbed_inventory(self.inv, host_settings, nsroot), sort_keys=False))
 
@@ -110,6 +111,12 @@ class Testbed:
         assert self.session is not None
         return self.session.cell_result()
 
+    def finish(self) -> None:
+        """No more cells: the session removes the testbed and ends."""
+        assert self.session is not None
+        self.session.finish()
+        self.removed = self.session.exited() == 0 and not self.session.failures()
+
     def dead(self) -> str | None:
         """Why the testbed can no longer run cells (its VM or its playbook ended), or None."""
         if self.vm and not self.vm.alive():
@@ -127,7 +134,7 @@ class Testbed:
         try:
             if self.session:
                 self.session.stop()
-            if self.touched and (not self.vm or self.vm.alive()):
+            if self.touched and not self.removed and (not self.vm or self.vm.alive()):
                 self._playbook_down()
             if self.vm:
                 self.vm.stop()

@@ -188,8 +188,9 @@ class Vm:
         """Ansible variables that reach the guest's sshd."""
         return {"ansible_host": "127.0.0.1", "ansible_port": self.port, "ansible_user": "root",
                 "ansible_ssh_private_key_file": str(self.folder / "id_ed25519"),
+                # No keep-alives: nothing from the host may reach the guest during a test.
                 "ansible_ssh_common_args": f"-o UserKnownHostsFile={self.folder / 'known_hosts'} "
-                                           "-o StrictHostKeyChecking=yes -o ServerAliveInterval=30",
+                                           "-o StrictHostKeyChecking=yes",
                 "ansible_python_interpreter": "python3"}
 
     def stop(self) -> None:

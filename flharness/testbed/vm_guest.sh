@@ -8,21 +8,25 @@
 set -u
 vm=$1 klog=$2
 
-# virtme-ng shares the host's / without caching, so every program start re-reads its
-# files from the host. With the host's root, fl adds a second, cached (cache=loose)
-# read-only share of / (mount tag "flro") and binds /usr over it.
+# virtme-ng shares the guest's root without caching, so every file opened is read from
+# the host again: slow, and on the virtual clock host I/O during a test would make its
+# timing depend on the host's. fl adds a second, cached (cache=loose) read-only share of
+# the root (mount tag "flro") and binds /usr and /etc over it: after their first use,
+# programs, libraries and configuration come from the guest's page cache.
 ro=/run/fl-ro
-mkdir -p "$ro"
-if mount -t 9p -o trans=virtio,version=9p2000.L,cache=loose,msize=512000,ro flro "$ro" 2>/dev/null; then
-    mount --bind "$ro/usr" /usr
-fi
-
-# root's account for sshd: virtme-ng binds a /etc/shadow where root is locked (sshd
-# without PAM refuses a locked account) and keeps the host's home for root (its shell
-# start-up files would run for every command): an unusable password and a home of its own.
-mkdir -p /run/fl-home
-shadow=$(sed 's/^root:[^:]*:/root:fl-no-password:/' /etc/shadow) && printf '%s\n' "$shadow" > /etc/shadow
-sed -i 's#^root:.*#root:x:0:0:root:/run/fl-home:/bin/sh#' /etc/passwd
+mkdir -p "$ro" /run/fl-home
+mount -t 9p -o trans=virtio,version=9p2000.L,cache=loose,msize=512000,ro flro "$ro" ||
+    { echo "fl-guest: no cached share of the root"; exit 1; }
+# root's account for sshd: virtme-ng locks root's password (sshd without PAM refuses a
+# locked account) and keeps the host's home for root (its shell start-up files would
+# run for every command): an unusable password, /bin/sh, and a home of its own.
+sed 's#^root:.*#root:x:0:0:root:/run/fl-home:/bin/sh#' "$ro/etc/passwd" > /run/fl-passwd
+sed 's/^root:[^:]*:/root:fl-no-password:/' "$ro/etc/shadow" > /run/fl-shadow
+chmod 600 /run/fl-shadow
+mount --bind "$ro/usr" /usr
+mount --bind "$ro/etc" /etc
+mount --bind /run/fl-passwd /etc/passwd
+mount --bind /run/fl-shadow /etc/shadow
 
 # QEMU's TCG translates code per virtual address: with the same addresses in every
 # process, programs started again and again (tc, ip, sh) are translated once.
