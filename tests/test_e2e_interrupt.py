@@ -41,6 +41,11 @@ def wait_for_line(proc: subprocess.Popen, needle: str, timeout: float = 300) -> 
     raise AssertionError(f"never saw {needle!r}:\n{''.join(seen)}")
 
 
+#: Servers of the namespace testbeds fl builds from inventory.ini (the first, the second
+#: of a parallel run).
+TESTBED_SERVERS = ("10.71.2.1", "10.71.18.1")
+
+
 def fl_processes(results: Path) -> list[str]:
     """Processes that belong to a run: anything whose command line names its results folder,
     or a testbed server/capture tool (netserver, irtt, tcpdump, flent) on fl's addresses."""
@@ -52,7 +57,7 @@ def fl_processes(results: Path) -> list[str]:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if str(results) in cmd or "10.71.2.1" in cmd:
+        if str(results) in cmd or any(ip in cmd for ip in TESTBED_SERVERS):
             found.append(f"{d.name}: {cmd}")
     return found
 

@@ -43,7 +43,7 @@ def test_dry_run_touches_nothing(tmp_path):
     p = run_fl("run", "demo", "--dry-run", "--results", str(tmp_path / "r"))
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("cli: timeout -k 15") == 12
-    assert "run tc qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 1032" in p.stdout
+    assert "      qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 1032\n" in p.stdout
     assert netns_list() == before and not (tmp_path / "r").exists()
 
 

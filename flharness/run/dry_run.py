@@ -4,6 +4,7 @@ The scripts are rendered by Ansible from the cell role's templates, with the sam
 variables as a real run (testbed/render.py)."""
 from __future__ import annotations
 
+import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +16,10 @@ if TYPE_CHECKING:
     from .runner import Run
 
 #: Lines of the rendered scripts that are plumbing, not configuration.
-PLUMBING = ("#", "exec 2>&1", "set -e", "run()", "reset()", "dir=", "show()", "listening()", "i=", "until ",
-            "i=", "sleep", "done", "echo ", "printf '%s\\n' 'qdisc show", "printf '%s\\n' 'link show")
+PLUMBING = ("#", "exec 2>&1", "set -e", "run()", "reset()", "batch()", "dir=", "show()", "listening()", "i=",
+            "until ", "sleep", "done", "echo ", "printf '%s\\n' 'qdisc show", "printf '%s\\n' 'link show",
+            "printf '%s\\n' \\", "> \"$dir/", "tc -force -batch", "'qdisc del dev")
+BATCH_LINE = re.compile(r"^\s+('.*') \\$")  # a line of a tc or nft batch, quoted for the shell
 
 
 def print_dry_run(run: "Run", sp: "ScenarioPlan", run_vars: dict[str, Any]) -> None:
@@ -40,5 +43,11 @@ def print_dry_run(run: "Run", sp: "ScenarioPlan", run_vars: dict[str, Any]) -> N
                      if ln.strip() and not ln.lstrip().startswith(PLUMBING)]
             print(f"   {host}:")
             for line in lines:
-                print(f"      {line}")
+                print(f"      {_unquoted(line)}")
         print(f"   cli: {shlex.join(to_run[p.cell.name]['flent'])}")
+
+
+def _unquoted(line: str) -> str:
+    """A tc or nft batch line as the program reads it; other lines as they are."""
+    batch = BATCH_LINE.match(line)
+    return shlex.split(batch.group(1))[0] if batch else line
