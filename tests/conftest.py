@@ -66,12 +66,15 @@ def demo_run(tmp_path_factory):
     return p.stdout, results
 
 
-#: One `fl run --vm` (one boot) serves every VM test module: the acceptance matrix and a
-#: repeated cell (test_e2e_vm), path features and the Pantheon scenario (…_features),
-#: tunnels (…_tunnel).
+#: One `fl run --vm --parallel 2` (two VMs, each booted once) serves every VM test module:
+#: the acceptance matrix and a repeated cell (test_e2e_vm), path features and the
+#: Pantheon scenario (…_features), tunnels (…_tunnel), and eight deterministic cells that
+#: a serial run repeats (…_parallel). The VM tests ask for what they check: TCG and the
+#: virtual clock (on a KVM host fl would pick KVM and the real clock).
 VM_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml")
-                for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-short", "vm-tunnel")]
-VM_CELLS = 12 + 1 + 5 + 3 + 4
+                for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-short", "vm-tunnel", "vm-par")]
+VM_CELLS = 12 + 1 + 5 + 3 + 4 + 8
+VM_OPTIONS = ["--vm", "--vm-accel", "tcg", "--vm-clock", "virtual"]
 
 
 def qemus(results: Path) -> list[str]:
@@ -96,23 +99,26 @@ def statuses(results: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def vm_run(tmp_path_factory):
-    """The VM run, interrupted (SIGINT) during its second cell, then resumed."""
+    """The parallel VM run, interrupted (SIGINT) after its first cell completed while both
+    VMs run cells, then resumed."""
     from test_e2e_interrupt import interruptible, wait_for_line
     results = tmp_path_factory.mktemp("vm-results")
-    argv = [sys.executable, str(FL), "run", *VM_SCENARIOS, "--vm", "--results", str(results)]
+    argv = [sys.executable, str(FL), "run", *VM_SCENARIOS, *VM_OPTIONS, "--parallel", "2",
+            "--results", str(results)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=interruptible)
-    wait_for_line(proc, f" 2/{VM_CELLS}] ", timeout=900)
-    time.sleep(20)  # inside the second cell
+    wait_for_line(proc, f"/{VM_CELLS}] vm", timeout=900)  # a cell started
+    wait_for_line(proc, " ok ", timeout=900)  # the first cell is done: the next ones run
+    time.sleep(15)
     proc.send_signal(signal.SIGINT)
     try:
-        killed_out = proc.communicate(timeout=120)[0]
+        killed_out = proc.communicate(timeout=180)[0]
     except subprocess.TimeoutExpired:
-        proc.terminate()  # fl kills its VM on SIGTERM: leave nothing behind for the suite
+        proc.terminate()  # fl kills its VMs on SIGTERM: leave nothing behind for the suite
         proc.wait(timeout=60)
         raise
-    time.sleep(2)
     killed = {"rc": proc.returncode, "qemus": qemus(results), "statuses": statuses(results),
               "out": killed_out}
-    resumed = run_fl("run", *VM_SCENARIOS, "--vm", "--results", str(results), timeout=4800)
+    resumed = run_fl("run", *VM_SCENARIOS, *VM_OPTIONS, "--parallel", "2", "--results", str(results),
+                     timeout=4800)
     return {"killed": killed, "resumed": resumed, "root": results / "default"}

@@ -129,7 +129,8 @@ def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed]) -> in
 
 def _testbed_inventories(opts: RunOptions) -> list[Inventory]:
     """The inventory of each testbed the run uses: an ssh inventory's testbeds (up to
-    --parallel), or N copies of a namespace testbed on subnets of their own."""
+    --parallel), or N copies of a namespace testbed: on this machine each on subnets of its
+    own, in VMs (one machine each) all alike."""
     found = load_testbeds(opts.inventory)
     if found[0].backend == "ssh":
         if opts.vm:
@@ -145,7 +146,7 @@ def _testbed_inventories(opts: RunOptions) -> list[Inventory]:
     if opts.vm and n > cores:
         print(f"fl: warning: {n} VMs on {cores} cores: each VM needs a core of its own; "
               "they will slow each other down (results stay exact on the virtual clock)", file=sys.stderr)
-    return [moved(found[0], i) for i in range(n)]
+    return [found[0] if opts.vm else moved(found[0], i) for i in range(n)]
 
 
 def _testbeds(opts: RunOptions, inventories: list[Inventory], run_dir: Path, stack: ExitStack) -> list[Testbed]:

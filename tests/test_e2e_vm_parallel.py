@@ -1,0 +1,67 @@
+"""Parallel VMs give the results one VM gives: on QEMU's virtual clock a guest's timing
+does not depend on the host, so the session's run (two VMs sharing the host's two
+cores, conftest.vm_run) and a run of the same eight cells in one VM of their own must
+agree within 1 %: goodput, the steady-state delivery rate D_SS and the TCP RTT
+percentiles, each computed by fl's analysis from the cell's own files.
+
+The cells (tests/scenarios/vm-par.yml) are single flows: with two flows competing in a
+FIFO the winner is decided by the exact order of events, which differs between two VMs
+whose kernels drew different random numbers at boot (ports, sequence numbers, hash
+seeds), so no such cell repeats to 1 % anywhere, on hardware least of all.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import REPO, VM_OPTIONS, needs_vm, run_fl
+from flharness.analysis.metrics import Settings, cell_metrics
+
+pytestmark = [pytest.mark.vm, needs_vm()]
+SCENARIO = str(REPO / "tests" / "scenarios" / "vm-par.yml")
+TOLERANCE = 0.01
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    results = tmp_path_factory.mktemp("vm-serial")
+    p = run_fl("run", SCENARIO, *VM_OPTIONS, "--results", str(results), timeout=2400)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return results / "default" / "vm-par"
+
+
+def metrics(root) -> dict[str, dict]:
+    out = {}
+    for d in sorted(root.iterdir()):
+        if (d / "cell.json").is_file():
+            out[d.name] = cell_metrics(d, json.loads((d / "cell.json").read_text()), Settings())
+    return out
+
+
+def numbers(m: dict) -> dict[str, float]:
+    """The figures compared: per flow goodput, D_SS and TCP RTT median/p95/p99."""
+    out = {}
+    for f in m["flows"]:
+        out[f"{f['series']} goodput"] = f["mean_mbit"]
+        out[f"{f['series']} D_SS"] = f["steady_mbit"]
+        for p in ("median", "p95", "p99"):
+            out[f"{f['series']} tcp_rtt {p}"] = f["tcp_rtt_ms"][p]
+    return out
+
+
+def test_parallel_vms_give_the_serial_results(vm_run, serial):
+    parallel = metrics(vm_run["root"] / "vm-par")
+    alone = metrics(serial)
+    assert sorted(parallel) == sorted(alone) and len(alone) == 8
+    ran_on = {json.loads((vm_run["root"] / "vm-par" / name / "cell.json").read_text())["backend"]["testbed_label"]
+              for name in parallel}
+    assert ran_on == {"vm1", "vm2"}, ran_on
+    off = []
+    for name in alone:
+        a, b = numbers(alone[name]), numbers(parallel[name])
+        assert a.keys() == b.keys()
+        for key, value in a.items():
+            if abs(b[key] - value) > TOLERANCE * abs(value):
+                off.append(f"{name}: {key} {value:.4g} alone, {b[key]:.4g} in parallel")
+    assert not off, "\n".join(off)
