@@ -1,14 +1,21 @@
-"""Analysis and report building blocks with fake inputs: retransmission counting in TCP
-sequence space, flow matching, confidence intervals, the fairness table, starved flows
-flagged (not dropped), table-safe text in the index, the tidy dataset."""
+"""Analysis and report building blocks with fake inputs: captures written with dpkt (an
+encoder independent of fl's numpy reader) for retransmissions in TCP sequence space,
+goodput from the receiver's ACKs and one-way delay and loss; flow matching, confidence
+intervals, the fairness table, starved flows and impossible goodput flagged (not
+dropped), table-safe text in the index, the tidy dataset."""
 from __future__ import annotations
 
+import socket
 from pathlib import Path
+
+import dpkt
+import numpy as np
 
 from flharness.analysis.flows import FlowInfo, declared_flows, match_connections
 from flharness.analysis import metrics
 from flharness.analysis.metrics import Settings
-from flharness.analysis.pcap import Conn
+from flharness.analysis import delivery
+from flharness.analysis.pcap import Conn, load
 from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
 from flharness.report.index import environment, table_safe
@@ -17,11 +24,55 @@ from flharness.run.flent_data import delivered_mbit, first_data_s
 from flharness.scenario.schema import Scenario
 
 
-def test_retransmissions_in_wrapping_sequence_space():
-    c = Conn(0.0)
-    for seq in (0xFFFFF000, 0xFFFFF5A8, 0x00000150, 0xFFFFF5A8, 0x000006F8):  # wraps past 2^32
-        c.add(seq, 1448, 0x02)
-    assert c.data == 5 and c.retrans == 1 and c.ecn["ect0"] == 5
+CLI, SRV = "10.71.1.1", "10.71.2.1"
+
+
+def _write_pcap(path: Path, packets: list[tuple]) -> Path:
+    """PACKETS: (time, sender, sport, receiver, dport, seq, ack, payload bytes, tos, ip id)."""
+    with path.open("wb") as f:
+        w = dpkt.pcap.Writer(f, snaplen=128)
+        for ts, a, sport, b, dport, seq, ack, size, tos, ipid in sorted(packets):
+            tcp = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq, ack=ack, flags=dpkt.tcp.TH_ACK, data=b"x" * size)
+            ip = dpkt.ip.IP(src=socket.inet_aton(a), dst=socket.inet_aton(b), p=6, tos=tos, id=ipid, data=tcp)
+            ip.len = 20 + len(bytes(tcp))
+            w.writepkt(bytes(dpkt.ethernet.Ethernet(type=0x0800, data=ip))[:128], ts=ts)
+    return path
+
+
+def test_retransmissions_in_wrapping_sequence_space(tmp_path):
+    seqs = (0xFFFFF000, 0xFFFFF5A8, 0x00000150, 0xFFFFF5A8, 0x000006F8)  # wraps past 2^32; 4th resent
+    pk, conns = load(_write_pcap(tmp_path / "c.pcap", [(1 + i, CLI, 40001, SRV, 5001, s, 1, 1448, 0x02, i)
+                                                       for i, s in enumerate(seqs)]))
+    c = conns[(CLI, 40001, SRV, 5001)]
+    assert c.data == 5 and c.retrans == 1 and c.ecn == {"ect0": 5} and len(pk) == 5
+
+
+def test_goodput_is_what_the_receiver_acknowledged(tmp_path):
+    """ACKs advance 1448 bytes per ms across the 2^32 wrap: 11.584 Mbit/s in any window;
+    data the sender wrote beyond them (its socket buffer) does not count."""
+    base = 2**32 - 500 * 1448
+    acks = [(10 + k / 1000, SRV, 5001, CLI, 40001, 7, (base + k * 1448) % 2**32, 0, 0, k) for k in range(2000)]
+    data = [(10, CLI, 40001, SRV, 5001, base, 8, 1448, 0, 0)]
+    pk, conns = load(_write_pcap(tmp_path / "srv.pcap", acks + data))
+    c = conns[(CLI, 40001, SRV, 5001)]
+    assert abs(delivery.acked_mbit(pk, c, 10.2, 11.2) - 11.584) < 0.02
+    assert delivery.acked_mbit(pk, c, 13.0, 14.0) == 0.0  # after the last ACK
+
+
+def test_one_way_delay_and_loss_match_segments_by_sequence_and_ip_id(tmp_path):
+    """100 segments, each 10 ms (+ k µs) on the way; #20 is lost and resent (a new IP id)
+    and arrives; #99 is still queued when the capture ends (neither lost nor delivered)."""
+    sent = [(1 + k / 100, CLI, 40001, SRV, 5001, 1000 + k * 1448, 1, 1448, 0, k) for k in range(100)]
+    sent.append((1.505, CLI, 40001, SRV, 5001, 1000 + 20 * 1448, 1, 1448, 0, 100))  # the retransmission
+    arrived = [(t + 0.010 + k * 1e-6, *rest) for k, (t, *rest) in enumerate(sent) if k not in (20, 99)]
+    s_pk, s_conns = load(_write_pcap(tmp_path / "cli.pcap", sent))
+    r_pk, r_conns = load(_write_pcap(tmp_path / "srv.pcap", arrived))
+    key = (CLI, 40001, SRV, 5001)
+    owd = delivery.one_way(s_pk, s_conns[key], r_pk, r_conns[key], 0, 10)
+    assert owd["n"] == 99 and owd["sent"] == 100  # settled: sent before the last arrival
+    assert abs(owd["loss"] - 0.01) < 1e-9
+    assert abs(owd["median"] - 10.049) < 0.002 and owd["p99"] < 10.2
+    assert np.isclose(delivery.one_way(s_pk, s_conns[key], r_pk, r_conns[key], 0, 1.5)["n"], 50)
 
 
 def test_declared_flows_follow_flent_series_per_direction():
@@ -52,10 +103,7 @@ def test_goodput_counts_only_data_delivered_in_the_test():
 
 
 def _conn(first: float, dscp: int, n: int = 50) -> Conn:
-    c = Conn(first)
-    for i in range(n):
-        c.add(i * 1448, 1448, dscp << 2)
-    return c
+    return Conn(first, dscp, n, 0, {"not_ect": n}, np.arange(n), np.arange(0))
 
 
 def test_connections_matched_by_dscp_then_start_order():
@@ -115,7 +163,7 @@ def test_a_starved_flow_is_a_flagged_result_and_missing_data_makes_a_cell_invali
                      {**flow, "index": 2, "mean_mbit": 0.04, "steady_mbit": 0.0, "series": "TCP upload::2"}]}
     metrics._add_aggregates(out, record)
     assert out["jain"] == 0.5 and out["ratio"] is None  # one flow has it all
-    assert abs(out["utilisation"]["up"] - 0.954) < 1e-9
+    assert abs(out["utilisation"]["up"] - 9.54 / (10 * 1448 / 1514)) < 1e-9  # of the payload capacity
     assert metrics._problems(out, _Flent(), record) == []
     assert metrics._flags(out, record) == ["flow 2 (cubic (20 ms)): starved, 0.04 Mbit/s in the test",
                                            "flow 2 (cubic (20 ms)): data began 14.1 s late"]

@@ -60,6 +60,8 @@ CASES = [
     ("vars-injection", GOOD + "vars: {limit: 'a;b'}\n", "vars", "shell characters"),
     ("not-a-mapping", "- rate: 10mbit\n", "", "a scenario file is a mapping"),
     ("extends-missing", "extends: nowhere.yml\n" + GOOD, "extends[0]", "no such file"),
+    ("extends-system-file", "extends: /etc/shadow\n" + GOOD, "extends[0]", "not a scenario file"),
+    ("extends-second-not-yaml", "extends: [nowhere.yml, ../../etc/passwd]\n" + GOOD, "extends[1]", "not a scenario file"),
     # path and endpoint features
     ("netem-delay", GOOD + "netem: delay 20ms\n", "netem", "give the delay as rtt"),
     ("netem-injection", GOOD + "netem: 'loss 5%; reboot'\n", "netem", "not a netem word"),
@@ -98,6 +100,30 @@ def test_bad_scenario_is_rejected_before_anything_runs(tmp_path, case, text, key
     assert words in lines[0]
     assert netns_list() == before
     assert not results.exists()
+
+
+SECRET = "root:$y$j9T$NOT-TO-BE-SHOWN:19000:0:99999:7:::"
+
+
+@pytest.mark.parametrize("how", ["symlink", "yml-named"])
+def test_extends_never_reads_or_echoes_a_file_that_is_not_a_scenario(tmp_path, how):
+    """A link named .yml to a file that is not one is refused unread; a .yml file that is
+    not a scenario (a shadow line is, to YAML, a mapping with one odd key) is refused
+    without quoting its keys."""
+    secret = tmp_path / "secret"
+    secret.write_text(SECRET + "\n")
+    parent = tmp_path / "parent.yml"
+    if how == "symlink":
+        parent.symlink_to(secret)
+    else:
+        parent.write_text(secret.read_text())
+    path = tmp_path / "child.yml"
+    path.write_text("extends: parent.yml\n" + GOOD)
+    p = run_fl("run", str(path), "--results", str(tmp_path / "r"), timeout=120)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "NOT-TO-BE-SHOWN" not in p.stdout + p.stderr
+    assert "extends[0]" in p.stderr and "not a scenario file" in p.stderr, p.stderr
+    assert not (tmp_path / "r").exists()
 
 
 def test_bad_cli_arguments(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import lzma
 import re
 import shutil
 import signal
@@ -18,11 +19,14 @@ import socket
 import subprocess
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
+import dpkt
 import pytest
 
 from conftest import REPO, needs_root_tools, run_fl
+from resultlib import LEAD_IN
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -48,7 +52,8 @@ def test_every_item_is_produced(report):
         assert (d / "metrics.json").is_file()
         assert (d / f"{d.name}_tcp_delivery_with_rtt.svg").read_text().lstrip().startswith("<?xml")
     charts = sorted(p.name for p in (run / "demo" / "charts").glob("*.svg"))
-    assert "demo_throughput_delay.svg" in charts and "demo_cc_qdisc_10mbit.svg" in charts, charts
+    delay = [c for c in charts if c.startswith("demo_throughput_delay_")]  # one per rate × qdisc
+    assert len(delay) == 4 and "demo_cc_qdisc_10mbit.svg" in charts, charts
     rows = list(csv.DictReader((run / "dataset.csv").open()))
     assert len(rows) == 24 and {"axis_qdisc", "axis_rate", "steady_mbit", "jain", "received_ce"} <= set(rows[0])
     summary = json.loads((run / "summary.json").read_text())
@@ -70,6 +75,49 @@ def _by_hand(d: Path, window: float) -> list[float]:
         window_vals = [v for t, v in samples if end - window < t < end]
         out.append(sum(window_vals) / len(window_vals))
     return out
+
+
+def payload_received_mbit(pcap: Path, start: float, end: float) -> float:
+    """The test's own count, with dpkt: new TCP payload bytes (beyond the highest sequence
+    number seen per connection) arriving at the server between START and END (epoch s),
+    netperf's control connections aside."""
+    high: dict[tuple, int] = {}
+    total = 0
+    with lzma.open(pcap) as f:
+        for ts, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP) or 12865 in (ip.data.sport, ip.data.dport):
+                continue
+            size = ip.len - ip.hl * 4 - ip.data.off * 4
+            if size <= 0:
+                continue
+            key = (ip.src, ip.data.sport)
+            begin = high.get(key, ip.data.seq)
+            new = (ip.data.seq + size - begin) % 2**32
+            if new < 2**31:  # beyond the highest byte seen: unwrap relative to it
+                high[key] = (begin + new) % 2**32
+                if start <= ts < end:
+                    total += new
+    return total * 8 / (end - start) / 1e6
+
+
+def test_goodput_is_possible_and_what_the_server_received(report):
+    """Every demo cell's goodput is at most the link's payload capacity (rate × 1448/1514:
+    HTB counts 1514-byte frames that carry 1448 bytes of TCP payload), and within 2 % of
+    the payload the server's capture received in the same window."""
+    _, run = report
+    for d in cell_dirs(run):
+        rec = json.loads((d / "cell.json").read_text())
+        m = json.loads((d / "metrics.json").read_text())
+        capacity = rec["config"]["bottleneck"]["up"]["rate_bps"] * 1448 / 1514 / 1e6
+        goodput = sum(f["mean_mbit"] for f in m["flows"])
+        assert goodput <= capacity * 1.001 and m["utilisation"]["up"] <= 1.001, (d.name, goodput, capacity)
+        assert all(f["goodput_source"].startswith("receiver") for f in m["flows"])
+        data = json.load(gzip.open(d / f"{d.name}.flent.gz", "rt"))
+        t0 = datetime.fromisoformat(data["metadata"]["T0"].replace("Z", "+00:00")).timestamp()
+        start, end = t0 + LEAD_IN, t0 + LEAD_IN + rec["config"]["length"]
+        received = payload_received_mbit(d / "srv.pcap.xz", start, end)
+        assert abs(goodput - received) <= 0.02 * received, (d.name, goodput, received)
 
 
 def test_tables_agree_with_the_flent_data(report):

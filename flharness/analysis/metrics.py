@@ -6,9 +6,13 @@ plus their start delay until lead-in + length):
   * steady state: a window of W seconds ending 1 s before the flow's last socket sample
     (the predecessor's D_SS definition; W defaults to min(60 s, 2/3 of the test));
   * under load: while every flow runs; * base: the lead-in, before any flow starts;
-  * mean goodput: data delivered between the flow's declared start and the end of the
-    test, over that time (netperf's end-of-test mean, kept as netperf_mbit, also counts
-    data sent after the test by a flow whose connection started late).
+  * mean goodput: data the receiver acknowledged between the flow's declared start and
+    the end of the test, over that time, from the receiver's capture (delivery.py).
+    netperf's end-of-test mean is kept as netperf_mbit: it is the sender's count of
+    bytes written into its socket, which exceeds what the path can carry.
+  * one-way delay and loss: each data segment matched between the two captures.
+Utilisation is relative to the link's payload capacity: TCP payload per Ethernet frame
+as HTB counts it, rate × 1448/1514 at a 1500-byte MTU with TCP timestamps.
 """
 from __future__ import annotations
 
@@ -21,11 +25,18 @@ import numpy as np
 from . import flentlib
 from .flows import FlowInfo, declared_flows, match_connections
 from ..run.flent_data import delivered_mbit, first_data_s
-from .pcap import Conn, connections
+from . import delivery, pcap
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 3
+METRICS_VERSION = 4
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
+PAYLOAD_SHARE = 1448 / 1514  # TCP payload per Ethernet frame at a 1500-byte MTU
+OVER_CAPACITY = 1.01  # goodput above this × payload capacity is a measurement error
+
+
+def payload_capacity_bps(rate_bps: float) -> float:
+    """The most TCP payload a link of RATE_BPS (Ethernet frames) can carry."""
+    return rate_bps * PAYLOAD_SHARE
 
 
 @dataclass(frozen=True)
@@ -53,7 +64,7 @@ def cell_metrics(cell_dir: Path, record: dict[str, Any], settings: Settings) -> 
     out["steady_window_s"] = window
     out["flows"] = [_flow(rs, f, lead, length, window) for f in flows]
     out["ping_ms"] = _ping(rs, lead, lead + max((f.start_s for f in flows), default=0), lead + length)
-    _add_pcap_counts(out["flows"], flows, cell_dir, rs)
+    _add_capture_figures(out["flows"], flows, cell_dir, rs, record, lead, length)
     _add_aggregates(out, record)
     out["invalid"] += _problems(out, rs, record)
     out["flags"] = _flags(out, record)
@@ -74,7 +85,8 @@ def _flow(rs: Any, f: FlowInfo, lead: float, length: float, window: float) -> di
     netperf = rs.series_meta(f.series, "MEAN_VALUE")
     return {"index": f.index, "series": f.series, "direction": f.direction, "cc": f.cc,
             "rtt_ms": f.rtt_ms, "start_s": f.start_s, "label": f.label,
-            "mean_mbit": netperf if in_test is None else in_test, "netperf_mbit": netperf,
+            "mean_mbit": netperf if in_test is None else in_test, "goodput_source": "netperf (sender side)",
+            "netperf_mbit": netperf,
             "first_data_s": first_data_s(raw, rs.t0),
             "steady_mbit": steady, "tcp_rtt_ms": _stats(rtts), "socket_samples": len(rates)}
 
@@ -96,26 +108,48 @@ def _stats(values: list[float]) -> dict[str, float] | None:
     return {"median": float(p50), "p95": float(p95), "p99": float(p99), "n": len(values)}
 
 
-def _add_pcap_counts(rows: list[dict[str, Any]], flows: list[FlowInfo], cell_dir: Path, rs: Any) -> None:
-    """Retransmissions on the sender's side; ECN codepoints and loss on the receiver's."""
+def _add_capture_figures(rows: list[dict[str, Any]], flows: list[FlowInfo], cell_dir: Path, rs: Any,
+                         record: dict[str, Any], lead: float, length: float) -> None:
+    """From the two captures: each flow's goodput at the receiver, one-way delay and loss,
+    retransmissions on the sender's side, ECN codepoints on the receiver's."""
     server = (rs.meta("HOSTS") or [None])[0]
     sides = {"up": ("cli", "srv"), "down": ("srv", "cli")}
-    loaded: dict[str, dict] = {}
+    loaded: dict[str, tuple] = {}
+    owd_why = _no_owd_reason(record)
     for direction, (sender, receiver) in sides.items():
-        if not any(f.direction == direction for f in flows):
+        pcaps = {h: cell_dir / f"{h}.pcap.xz" for h in (sender, receiver)}
+        if not any(f.direction == direction for f in flows) or not all(p.is_file() for p in pcaps.values()):
             continue
-        pcaps = [cell_dir / f"{h}.pcap.xz" for h in (sender, receiver)]
-        if not all(p.is_file() for p in pcaps):
-            continue
-        for h, p in zip((sender, receiver), pcaps):
-            loaded.setdefault(h, connections(p, set()))
-        match = match_connections(flows, direction, loaded[sender], server, cell_dir / f"{sender}.ss.log")
+        for h, p in pcaps.items():
+            if h not in loaded:
+                loaded[h] = pcap.load(p)
+        (s_pk, s_conns), (r_pk, r_conns) = loaded[sender], loaded[receiver]
+        match = match_connections(flows, direction, s_conns, server, cell_dir / f"{sender}.ss.log")
         for row in rows:
-            if (key := match.get(row["index"])) is not None:
-                row["pcap"] = _counts(loaded[sender][key], loaded[receiver].get(key))
+            if (key := match.get(row["index"])) is None:
+                continue
+            sent, got = s_conns[key], r_conns.get(key)
+            row["pcap"] = _counts(sent, got)
+            if got is None:
+                continue
+            window = (rs.t0 + lead + row["start_s"], rs.t0 + lead + length)
+            if (acked := delivery.acked_mbit(r_pk, got, *window)) is not None:
+                row["mean_mbit"], row["goodput_source"] = acked, f"receiver ({receiver} capture, ACKs)"
+            row["owd_ms"] = None if owd_why else delivery.one_way(s_pk, sent, r_pk, got, *window)
+    for row in rows:
+        if row.get("owd_ms") is None:
+            row["owd_ms"] = None
+            row["owd_unavailable"] = owd_why or "the flow's packets are not visible in both captures"
 
 
-def _counts(sent: Conn, received: Conn | None) -> dict[str, Any]:
+def _no_owd_reason(record: dict[str, Any]) -> str | None:
+    """Why one-way delay cannot be measured in this cell, or None."""
+    if (record.get("backend") or {}).get("testbed") == "ssh":
+        return "the testbed's hosts have clocks of their own (not known to be synchronised)"
+    return None
+
+
+def _counts(sent: pcap.Conn, received: pcap.Conn | None) -> dict[str, Any]:
     got = received.data if received else 0
     return {"sent": sent.data, "received": got, "retrans": sent.retrans,
             "loss": (sent.data - got) / sent.data if sent.data else None,
@@ -130,9 +164,9 @@ def _add_aggregates(out: dict[str, Any], record: dict[str, Any]) -> None:
     out["utilisation"] = {}
     for direction in ("up", "down"):
         means = [f["mean_mbit"] for f in out["flows"] if f["direction"] == direction]
-        rate = record["config"]["bottleneck"][direction]["rate_bps"]
+        capacity = payload_capacity_bps(record["config"]["bottleneck"][direction]["rate_bps"])
         if means and all(m is not None for m in means):
-            out["utilisation"][direction] = sum(means) * 1e6 / rate
+            out["utilisation"][direction] = sum(means) * 1e6 / capacity
 
 
 def _problems(out: dict[str, Any], rs: Any, record: dict[str, Any]) -> list[str]:
@@ -156,11 +190,16 @@ def _starved(f: dict[str, Any], record: dict[str, Any]) -> bool:
 
 
 def _flags(out: dict[str, Any], record: dict[str, Any]) -> list[str]:
-    """Findings worth a reader's attention that are results, not harness failures: a flow
-    starved by the path (near-zero goodput) or whose data began late (its connection
-    could not start in time; the run's check, cell.json's checks.late_start_s)."""
-    flags = []
-    late = (record.get("checks") or {}).get("late_start_s") or {}
+    """Findings worth a reader's attention that are results, not harness failures: goodput
+    above the payload capacity (a measurement error), a path that did not behave as
+    declared (cell.json's checks.calibration), a flow starved by the path (near-zero
+    goodput) or whose data began late (its connection could not start in time;
+    checks.late_start_s)."""
+    flags = [f"{direction} goodput is {u:.1%} of the payload capacity: impossible, a measurement error"
+             for direction, u in out["utilisation"].items() if u > OVER_CAPACITY]
+    checks = record.get("checks") or {}
+    flags += [f"calibration: {reason}" for reason in (checks.get("calibration") or {}).get("reasons", [])]
+    late = checks.get("late_start_s") or {}
     for f in out["flows"]:
         if _starved(f, record):
             flags.append(f"flow {f['index']} ({f['label']}): starved, {f['mean_mbit']:.3g} Mbit/s in the test")

@@ -1,19 +1,21 @@
-"""Per-connection packet counts from fl's xz-compressed captures, read with dpkt.
+"""The TCP connections in one of fl's captures (read by capture.py).
 
-A TCP connection is keyed by its data direction (sender → receiver): the side that
-sent payload. Counted per connection: data segments, retransmitted segments (payload
-starting below the highest sequence number already sent, seen on the sender's side)
-and the IP ECN codepoint of data segments, plus the DSCP the sender used.
+A connection is keyed by its data direction (sender → receiver): the side that sent
+more payload. Per connection: its data segments and the packets its receiver sent
+(ACKs) as indices into the capture, retransmitted segments (payload starting below
+the highest sequence number already sent; meaningful on the sender's side), the IP
+ECN codepoints of its data segments and the DSCP the sender used.
 """
 from __future__ import annotations
 
-import lzma
 import socket
-from collections import Counter
-from dataclasses import dataclass, field
+import struct
+from dataclasses import dataclass
 from pathlib import Path
 
-import dpkt
+import numpy as np
+
+from .capture import Packets, read
 
 ECN_NAMES = ("not_ect", "ect1", "ect0", "ce")  # IP ECN field 0..3
 
@@ -23,61 +25,63 @@ Key = tuple[str, int, str, int]  # sender address, port, receiver address, port
 @dataclass
 class Conn:
     first: float  # capture time of the connection's first packet
-    dscp: int = 0
-    data: int = 0
-    retrans: int = 0
-    ecn: Counter = field(default_factory=Counter)
-    _high: int | None = None  # highest sequence number sent + 1 (mod 2^32 arithmetic)
-
-    def add(self, seq: int, length: int, tos: int) -> None:
-        self.data += 1
-        self.dscp = tos >> 2
-        self.ecn[ECN_NAMES[tos & 3]] += 1
-        end = (seq + length) & 0xFFFFFFFF
-        if self._high is not None and _before(seq, self._high):
-            self.retrans += 1
-        if self._high is None or _before(self._high, end):
-            self._high = end
+    dscp: int
+    data: int  # data segments
+    retrans: int
+    ecn: dict[str, int]
+    sent: np.ndarray  # indices of the data segments (sender → receiver)
+    acks: np.ndarray  # indices of the packets from the receiver
 
 
-def _before(a: int, b: int) -> bool:
-    """a < b in TCP's wrapping sequence space."""
-    return ((a - b) & 0xFFFFFFFF) > 0x7FFFFFFF
+def unwrap(raw: np.ndarray, base: int) -> np.ndarray:
+    """32-bit sequence (or ACK) numbers as bytes after BASE, across wrap-arounds."""
+    if not len(raw):
+        return raw.astype(np.int64)
+    steps = np.diff(raw, prepend=base)
+    return np.cumsum(((steps + 2**31) & 0xFFFFFFFF) - 2**31)
 
 
-def connections(pcap: Path, skip_ports: set[int]) -> dict[Key, Conn]:
-    """TCP data connections in PCAP (xz), except those on SKIP_PORTS (control)."""
-    conns: dict[Key, Conn] = {}
-    with lzma.open(pcap) as f:
-        reader = dpkt.pcap.Reader(f)
-        for ts, buf in reader:
-            ip = _ipv4(buf, reader.datalink())
-            if ip is None or not isinstance(ip.data, dpkt.tcp.TCP):
-                continue
-            tcp = ip.data
-            if tcp.sport in skip_ports or tcp.dport in skip_ports:
-                continue
-            payload = ip.len - ip.hl * 4 - tcp.off * 4  # the capture is truncated (snaplen)
-            key = (socket.inet_ntoa(ip.src), tcp.sport, socket.inet_ntoa(ip.dst), tcp.dport)
-            rkey = (key[2], key[3], key[0], key[1])
-            if payload <= 0:
-                if key not in conns and rkey not in conns:
-                    conns[key] = Conn(ts)  # provisional direction: the SYN's sender
-                continue
-            if key not in conns:
-                conns[key] = conns.pop(rkey, None) or Conn(ts)
-            conns[key].add(tcp.seq, payload, ip.tos)
-    return {k: c for k, c in conns.items() if c.data}
+def connections(pk: Packets) -> dict[Key, Conn]:
+    """The TCP connections that carried data in a capture."""
+    a = (pk.src.astype(np.uint64) << np.uint64(16)) | pk.sport
+    b = (pk.dst.astype(np.uint64) << np.uint64(16)) | pk.dport
+    pairs, group = np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1), axis=0, return_inverse=True)
+    group = group.ravel()
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(pairs) + 1))
+    out: dict[Key, Conn] = {}
+    for g, lo in enumerate(pairs[:, 0]):
+        idx = order[bounds[g]:bounds[g + 1]]
+        if (conn := _conn(pk, idx, a[idx] == lo)) is not None:
+            out[conn[0]] = conn[1]
+    return out
 
 
-def _ipv4(buf: bytes, datalink: int) -> dpkt.ip.IP | None:
-    try:
-        if datalink == dpkt.pcap.DLT_EN10MB:
-            eth = dpkt.ethernet.Ethernet(buf)
-            return eth.data if isinstance(eth.data, dpkt.ip.IP) else None
-        if datalink == dpkt.pcap.DLT_LINUX_SLL:
-            sll = dpkt.sll.SLL(buf)
-            return sll.data if isinstance(sll.data, dpkt.ip.IP) else None
-        return dpkt.ip.IP(buf)
-    except (dpkt.UnpackError, dpkt.NeedData):
+def _conn(pk: Packets, idx: np.ndarray, from_lo: np.ndarray) -> tuple[Key, Conn] | None:
+    has_data = pk.payload[idx] > 0
+    forward = int(np.count_nonzero(has_data & from_lo)) >= int(np.count_nonzero(has_data & ~from_lo))
+    by_sender = from_lo if forward else ~from_lo
+    sent = idx[has_data & by_sender]
+    if not len(sent):
         return None
+    i = sent[0]
+    key = (_addr(pk.src[i]), int(pk.sport[i]), _addr(pk.dst[i]), int(pk.dport[i]))
+    tos = pk.tos[sent]
+    ends = (unwrap(pk.seq[sent], int(pk.seq[i])) + pk.payload[sent])
+    starts = ends - pk.payload[sent]
+    high = np.maximum.accumulate(ends)
+    retrans = int(np.count_nonzero(starts[1:] < high[:-1]))
+    ecn = np.bincount(tos & 3, minlength=4)
+    return key, Conn(first=float(pk.ts[idx[0]]), dscp=int(tos[-1]) >> 2, data=len(sent), retrans=retrans,
+                     ecn={name: int(n) for name, n in zip(ECN_NAMES, ecn) if n},
+                     sent=sent, acks=idx[~by_sender & ((pk.flags[idx] & 0x10) != 0)])
+
+
+def _addr(v: int) -> str:
+    return socket.inet_ntoa(struct.pack("!I", int(v)))
+
+
+def load(path: Path) -> tuple[Packets, dict[Key, Conn]]:
+    """A capture's packets and its connections."""
+    pk = read(path)
+    return pk, connections(pk)

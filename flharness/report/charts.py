@@ -1,6 +1,8 @@
 """Scenario charts with matplotlib (SVG): grouped bars of per-flow steady-state goodput
-by CC pair × qdisc, one chart per combination of the other swept axes; and a
-throughput-vs-delay scatter per CC. Each chart is drawn only when its data changed."""
+by CC pair × qdisc, one chart per combination of the other swept axes; and, as Pantheon
+draws them, throughput against 95th percentile one-way delay per CC, one chart per
+network condition (every swept axis but CC and repetition: cells of different rates or
+RTTs are never averaged together). Each chart is drawn only when its data changed."""
 from __future__ import annotations
 
 import hashlib
@@ -48,13 +50,31 @@ def scenario_charts(s: ScenarioResult, out_dir: Path) -> list[dict[str, str]]:
         data = _bar_data(group)
         draw_if_changed(path, data, lambda p, d=data, t=title: _bars(d, f"{s.name}: {t}", p))
         charts.append({"title": f"Steady-state goodput per flow, {title}", "path": path.name})
-    if cells:
-        data = [[c.label("cc"), sum(f["mean_mbit"] or 0 for f in c.metrics["flows"]),
-                 max((f["tcp_rtt_ms"] or {}).get("p95", 0) for f in c.metrics["flows"])] for c in cells]
-        path = out_dir / f"{s.name}_throughput_delay.svg"
-        draw_if_changed(path, data, lambda p: _scatter(data, s.name, p))
-        charts.append({"title": "Throughput vs 95th percentile TCP RTT, per CC", "path": path.name})
+    charts += _delay_charts(s, cells, out_dir)
     return charts
+
+
+def _delay_charts(s: ScenarioResult, cells: list[CellResult], out_dir: Path) -> list[dict[str, str]]:
+    conditions = [a for a in s.swept if a not in ("cc", "repetition")]
+    groups: dict[tuple, list[CellResult]] = defaultdict(list)
+    for c in cells:
+        groups[tuple(c.label(a) for a in conditions)].append(c)
+    charts = []
+    for key, group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
+        title = ", ".join(f"{a} {k or '–'}" for a, k in zip(conditions, key)) or s.name
+        owd = all(f.get("owd_ms") and f["owd_ms"].get("p95") is not None for c in group for f in c.metrics["flows"])
+        data = {"owd": owd, "points": [[c.label("cc"), sum(f["mean_mbit"] or 0 for f in c.metrics["flows"]),
+                                        max(_p95_delay(f, owd) for f in c.metrics["flows"])] for c in group]}
+        suffix = "_".join(str(k) for k in key if k) or "all"
+        path = out_dir / f"{s.name}_throughput_delay_{_slug(suffix)}.svg"
+        draw_if_changed(path, data, lambda p, d=data, t=title: _scatter(d, f"{s.name}: {t}", p))
+        what = "one-way delay" if owd else "TCP RTT"
+        charts.append({"title": f"Throughput vs 95th percentile {what} per CC, {title}", "path": path.name})
+    return charts
+
+
+def _p95_delay(flow: dict[str, Any], owd: bool) -> float:
+    return (flow["owd_ms"] if owd else flow.get("tcp_rtt_ms") or {}).get("p95") or 0.0
 
 
 def _slug(text: str) -> str:
@@ -109,19 +129,20 @@ def _bars(data: dict[str, Any], title: str, path: Path) -> None:
     plt.close(fig)
 
 
-def _scatter(points: list[list[Any]], title: str, path: Path) -> None:
+def _scatter(data: dict[str, Any], title: str, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     by: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for cc, tput, delay in points:
+    for cc, tput, delay in data["points"]:
         by[cc or "?"].append((delay, tput))
     for cc, pts in sorted(by.items()):
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=cc, alpha=0.6)
         ax.scatter([sum(p[0] for p in pts) / len(pts)], [sum(p[1] for p in pts) / len(pts)],
                    marker="X", s=90, edgecolor="black")
-    ax.set_xlabel("95th percentile TCP RTT (ms)")
-    ax.set_ylabel("throughput (Mbit/s)")
-    ax.invert_xaxis()  # better is up and to the right, as in Pantheon's plots
-    ax.set_title(f"{title}: throughput vs delay (X = mean over runs)", fontsize=10)
+    ax.set_xlabel("95th percentile one-way delay (ms)" if data["owd"] else "95th percentile TCP RTT (ms)")
+    ax.set_ylabel("average throughput (Mbit/s)")
+    ax.set_xscale("log")
+    ax.invert_xaxis()  # Pantheon's convention: better is up and to the right
+    ax.set_title(f"{title} (X = mean over runs)", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)

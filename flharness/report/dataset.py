@@ -31,7 +31,7 @@ def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, A
         "run": run.name, "scenario": c.scenario, "cell": c.name, "config_hash": c.record["config_hash"],
         "status": c.status, "reason": c.record.get("reason"), "valid": c.valid,
         "invalid": "; ".join(c.invalid), "flags": "; ".join(c.flags), "backend": backend.get("kind"), "clock": backend.get("clock"),
-        "kernel": c.record.get("kernel"),
+        "kernel": c.record.get("kernel"), "calibration": _calibration(c.record),
     }
     cols.update({f"axis_{a}": c.label(a) for a in axes})
     cols.update({"jain": m.get("jain"), "ratio": m.get("ratio"),
@@ -43,15 +43,28 @@ def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, A
     return cols
 
 
+def _calibration(record: dict[str, Any]) -> str | None:
+    """"ok", or the reasons the cell's path did not behave as declared."""
+    verdict = (record.get("checks") or {}).get("calibration")
+    if verdict is None:
+        return None
+    return "ok" if verdict["ok"] else "; ".join(verdict["reasons"])
+
+
 def _flow_columns(f: dict[str, Any] | None) -> dict[str, Any]:
     if f is None:
         return {}
     rtt = f.get("tcp_rtt_ms") or {}
     pcap = f.get("pcap") or {}
     ecn = pcap.get("ecn_received", {})
+    owd = f.get("owd_ms") or {}
     return {"flow": f["index"], "direction": f["direction"], "cc": f["cc"], "flow_rtt_ms": f["rtt_ms"],
             "start_s": f["start_s"], "first_data_s": f.get("first_data_s"), "mean_mbit": f["mean_mbit"],
+            "goodput_mbit": f["mean_mbit"], "goodput_source": f.get("goodput_source"),
             "netperf_mbit": f.get("netperf_mbit"), "steady_mbit": f["steady_mbit"],
+            "owd_p50_ms": owd.get("median"), "owd_p95_ms": owd.get("p95"), "owd_p99_ms": owd.get("p99"),
+            "loss_pct": None if owd.get("loss") is None else 100 * owd["loss"],
+            "owd_unavailable": f.get("owd_unavailable"), "retrans": pcap.get("retrans"),
             "tcp_rtt_median_ms": rtt.get("median"), "tcp_rtt_p95_ms": rtt.get("p95"),
             "tcp_rtt_p99_ms": rtt.get("p99"), "packets_sent": pcap.get("sent"),
             "packets_received": pcap.get("received"), "retransmits": pcap.get("retrans"),

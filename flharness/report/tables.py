@@ -79,7 +79,8 @@ def fairness_table(s: ScenarioResult) -> dict[str, Any] | None:
 
 def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
     """Pantheon style: per CC (and every other swept axis but repetition), over runs:
-    mean throughput, 95th percentile TCP RTT and loss of the flow(s)."""
+    mean throughput, 95th percentile one-way delay and loss of the flow(s), and their
+    95th percentile TCP RTT."""
     cells = [c for c in s.cells if c.valid]
     if not cells:
         return None
@@ -90,7 +91,8 @@ def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
         per_run = [sum(f["mean_mbit"] or 0 for f in g.metrics["flows"]) for g in group]
         rows.append({"axes": list(key), "throughput": stat(per_run),
                      "rtt_p95": stat([f["tcp_rtt_ms"]["p95"] for f in flows if f.get("tcp_rtt_ms")]),
-                     "loss": stat([100 * f["pcap"]["loss"] for f in flows if f.get("pcap") and f["pcap"]["loss"] is not None]),
+                     "owd_p95": stat([f["owd_ms"]["p95"] for f in flows if (f.get("owd_ms") or {}).get("p95") is not None]),
+                     "loss": stat([100 * f["owd_ms"]["loss"] for f in flows if f.get("owd_ms")]),
                      "retrans": stat([f["pcap"]["retrans"] for f in flows if f.get("pcap")]),
                      "n": len(group), "flagged": any(g.flags for g in group)})
     return {"axes": axes, "rows": rows}

@@ -9,6 +9,7 @@ from typing import Any
 from ..cells import Cell, Flow
 from ..testbed.ansible import PlaybookResult
 from . import flent_data, sockets
+from .calibration import calibration
 
 #: A flow whose data begins this much after its declared start is reported (connection delayed).
 LATE_START_S, LATE_START_SHARE = 2.0, 0.1
@@ -41,19 +42,21 @@ def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, control_port: i
     missing = [f for f in REQUIRED_FILES if not (cell_dir / f).is_file() or (cell_dir / f).stat().st_size == 0]
     if missing:
         v.fail(f"missing or empty: {', '.join(missing)}")
-    _check_flent_data(cell, cell_dir, v)
+    data = _check_flent_data(cell, cell_dir, v)
     _check_ccs(cell, cell_dir, control_port, v)
+    if data is not None:
+        v.checks["calibration"] = calibration(cell, cell_dir, data)
     return v
 
 
-def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> None:
+def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> dict[str, Any] | None:
     data_files = sorted(p for p in cell_dir.glob("*.flent.gz") if p.name != f"{cell.name}.flent.gz")
     if len(data_files) == 1:
         data_files[0].rename(cell_dir / f"{cell.name}.flent.gz")
     path = cell_dir / f"{cell.name}.flent.gz"
     if not path.is_file():
         v.fail("Flent wrote no data file")
-        return
+        return None
     data = flent_data.load(path)
     failed = data.get("metadata", {}).get("FAILED_RUNNERS") or []
     v.checks["failed_runners"] = failed
@@ -61,31 +64,24 @@ def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> None:
         v.fail(f"Flent runners failed: {', '.join(map(str, failed))}")
     series = flent_data.flow_series(data)
     goodput = {name: flent_data.goodput_mbit(data, name) for name in series}
-    v.checks["goodput_mbit"] = goodput
+    v.checks["netperf_mbit"] = goodput  # the sender's count: whether each flow moved data
     empty = [n for n, g in goodput.items() if not g]
     if len(series) != len(cell.flows) or empty:
         v.fail(f"expected {len(cell.flows)} flows with data, Flent has {len(series) - len(empty)}")
     _check_test_window(cell, data, list(series), v)
+    return data
 
 
 def _check_test_window(cell: Cell, data: dict, names: list[str], v: Verdict) -> None:
-    """Goodput within the test (netperf's end-of-test mean counts data a flow sent after
-    it, when its connection could not start in time) and flows whose data began late."""
+    """Flows whose data began late (their connection could not start in time)."""
     origin, lead, length = flent_data.t0(data), flent_data.lead_in(data), cell.length
-    in_test: dict[str, float | None] = {}
     late: dict[str, float] = {}
     for flow, name in _series_of(cell, names):
-        raw = data.get("raw_values", {}).get(name, [])
-        in_test[name] = flent_data.delivered_mbit(raw, origin, lead, lead + length)
-        begun = flent_data.first_data_s(raw, origin)
+        begun = flent_data.first_data_s(data.get("raw_values", {}).get(name, []), origin)
         delay = None if begun is None else begun - (lead + flow.start.seconds)
         if delay is not None and delay > max(LATE_START_S, LATE_START_SHARE * length):
             late[name] = round(delay, 1)
-    v.checks["test_goodput_mbit"], v.checks["late_start_s"] = in_test, late
-    for direction, link in (("up", cell.up), ("down", cell.down)):
-        if any(f.direction == direction for f in cell.flows):
-            total = sum(g or 0 for n, g in in_test.items() if n.startswith(f"TCP {direction}load"))
-            v.checks[f"utilisation_{direction}"] = total * 1e6 / link.rate.bps
+    v.checks["late_start_s"] = late
 
 
 def _series_of(cell: Cell, names: list[str]) -> list[tuple[Flow, str]]:

@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis import cache
+from ..analysis.metrics import Settings
 from ..cells import Cell
 from ..results import CellRecord, ScenarioResults
 from ..testbed.ansible import PlaybookResult
@@ -47,8 +49,19 @@ def finish(attempt: Attempt, result: PlaybookResult, control_port: int) -> tuple
     rec = attempt.record
     rec.status, rec.reason, rec.checks = verdict.status, verdict.reason, verdict.checks
     rec.phases = {**result.phases, "compress and check (during the next cell)": round(time.time() - t0, 3)}
-    attempt.store.commit(attempt.partial, rec)
+    committed = attempt.store.commit(attempt.partial, rec)
+    if verdict.status == "ok":
+        _analyse(committed, verdict)
     return rec, verdict
+
+
+def _analyse(cell_dir: Path, verdict: Verdict) -> None:
+    """The cell's metrics, stored for fl plot; their utilisation goes to the progress line.
+    A failure is reported there, never allowed to stop the run (fl plot retries)."""
+    try:
+        verdict.checks["utilisation"] = cache.compute(cell_dir, Settings()).get("utilisation", {})
+    except Exception as e:  # noqa: BLE001 - any analysis bug: the run goes on
+        verdict.checks["analysis_error"] = f"{type(e).__name__}: {e}"
 
 
 def give_up(attempt: Attempt, status: str, reason: str, result: PlaybookResult | None = None) -> CellRecord:

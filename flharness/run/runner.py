@@ -242,8 +242,11 @@ def _cell_limit(run: Run):
 def progress_detail(cell: Cell, verdict: Verdict) -> str:
     if verdict.status != "ok":
         return verdict.reason[:200]
-    util = verdict.checks.get("utilisation_up")
-    parts = [f"{util:.1%} of {cell.up.rate.text} up"] if util is not None else []
+    util = verdict.checks.get("utilisation", {}).get("up")
+    parts = [f"goodput {util:.1%} of {cell.up.rate.text}'s payload capacity"] if util is not None else []
+    parts += [f"⚑ {r}" for r in (verdict.checks.get("calibration") or {}).get("reasons", [])]
+    if error := verdict.checks.get("analysis_error"):
+        parts.append(f"analysis failed: {error}")
     parts += [f"{name} began {delay:g} s late" for name, delay in verdict.checks.get("late_start_s", {}).items()]
     return "; ".join(parts)
 

@@ -105,14 +105,33 @@ def _read_merged(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
         parents = [parents]
     if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
         raise ScenarioError(path, "extends", "a file name or a list of file names")
+    for i, parent in enumerate(parents):
+        _check_parent_name(path, i, parent)
     merged: dict[str, Any] = {}
     for i, parent in enumerate(parents):
-        parent_path = path.parent / parent
-        if not parent_path.is_file():
-            raise ScenarioError(path, f"extends[{i}]", f"no such file {parent_path}")
-        merged = _merge(merged, _read_merged(parent_path, chain + (path,)))
+        merged = _merge(merged, _read_parent(path, i, parent, chain + (path,)))
     merged.pop("name", None)  # a name is never inherited
     return {**_merge(merged, data), "extends": parents}
+
+
+def _check_parent_name(path: Path, i: int, parent: str) -> None:
+    """extends names scenario files only: fl runs as root, and nothing else may be read
+    (or quoted in an error) because a scenario names it; a link must lead to one too."""
+    if not parent.endswith(SUFFIXES) or not (path.parent / parent).resolve().name.endswith(SUFFIXES):
+        raise ScenarioError(path, f"extends[{i}]", f"{parent!r} is not a scenario file (.yml or .yaml)")
+
+
+def _read_parent(path: Path, i: int, parent: str, chain: tuple[Path, ...]) -> dict[str, Any]:
+    """The merged settings of PATH's extends[I]. A file whose keys are not scenario
+    settings is refused without quoting them: it may be no scenario at all."""
+    parent_path = path.parent / parent
+    if not parent_path.is_file():
+        raise ScenarioError(path, f"extends[{i}]", f"no such file {parent_path}")
+    data = _read_merged(parent_path, chain)
+    if unknown := [k for k in data if k not in Scenario.model_fields]:
+        raise ScenarioError(path, f"extends[{i}]", f"{parent} is not a scenario file: {len(unknown)} of its "
+                            f"keys are no scenario setting (`fl list {parent}` names them)")
+    return data
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

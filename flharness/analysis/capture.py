@@ -1,0 +1,115 @@
+"""fl's captures as numpy arrays: the header fields of every IPv4 TCP packet.
+
+Only the walk from one pcap record to the next is a Python loop (it reads one length
+per packet); every field is then gathered for all packets at once with numpy, so a
+50 Mbit/s × 180 s cell (about 750 k packets per capture) is read in seconds. fl
+captures with a snap length of 128 bytes: enough for the Ethernet, IP and TCP headers.
+"""
+from __future__ import annotations
+
+import lzma
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+#: pcap magic → (byte order of the record headers, timestamp fraction unit)
+_MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e-6), b"\xa1\xb2\xc3\xd4": (">", 1e-6),
+          b"\x4d\x3c\xb2\xa1": ("<", 1e-9), b"\xa1\xb2\x3c\x4d": (">", 1e-9)}
+#: link type → (bytes before the IP header, offset of the EtherType or None)
+_LINK = {1: (14, 12), 113: (16, 14), 101: (0, None), 12: (0, None)}
+_IPV4, _TCP = 0x0800, 6
+_GLOBAL_HEADER, _RECORD_HEADER = 24, 16
+
+
+@dataclass(frozen=True)
+class Packets:
+    """One capture's IPv4 TCP packets, in capture order (one array per field)."""
+
+    ts: np.ndarray  # float64, epoch seconds
+    src: np.ndarray  # uint32 IPv4 addresses
+    dst: np.ndarray
+    sport: np.ndarray  # uint32 (port numbers)
+    dport: np.ndarray
+    seq: np.ndarray  # int64, raw 32-bit sequence numbers
+    ack: np.ndarray
+    flags: np.ndarray  # uint8 TCP flags
+    payload: np.ndarray  # int64 TCP payload bytes (from the IP total length)
+    tos: np.ndarray  # uint8 (DSCP << 2 | ECN)
+    ipid: np.ndarray  # int64 IP identification
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def take(self, idx: np.ndarray) -> Packets:
+        return Packets(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
+
+
+def read(path: Path) -> Packets:
+    """The IPv4 TCP packets of a pcap file (xz-compressed when its name ends in .xz)."""
+    buf = lzma.open(path).read() if path.suffix == ".xz" else path.read_bytes()
+    if len(buf) < _GLOBAL_HEADER or buf[:4] not in _MAGIC:
+        raise ValueError(f"{path}: not a pcap file")
+    order, unit = _MAGIC[buf[:4]]
+    link = struct.unpack_from(order + "I", buf, 20)[0] & 0xFFFF
+    if link not in _LINK:
+        raise ValueError(f"{path}: link type {link} not supported")
+    records, lengths = _records(buf, order)
+    return _parse(np.frombuffer(buf, np.uint8), records, lengths, order, unit, *_LINK[link])
+
+
+def _records(buf: bytes, order: str) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets of the record headers and the captured length of each packet."""
+    length_at = struct.Struct(order + "I").unpack_from
+    offsets, lengths = [], []
+    off, end = _GLOBAL_HEADER, len(buf) - _RECORD_HEADER
+    while off <= end:
+        n = length_at(buf, off + 8)[0]
+        if off + _RECORD_HEADER + n > len(buf):
+            break  # a capture cut off mid-record
+        offsets.append(off)
+        lengths.append(n)
+        off += _RECORD_HEADER + n
+    return np.array(offsets, np.int64), np.array(lengths, np.int64)
+
+
+def _be(d: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
+    """Big-endian unsigned integers of SIZE bytes at the offsets AT."""
+    out = np.zeros(len(at), np.int64)
+    for i in range(size):
+        out = (out << 8) | d[at + i]
+    return out
+
+
+def _header_u32(d: np.ndarray, at: np.ndarray, order: str) -> np.ndarray:
+    return _be(d, at, 4) if order == ">" else _le32(d, at)
+
+
+def _le32(d: np.ndarray, at: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(at), np.int64)
+    for i in reversed(range(4)):
+        out = (out << 8) | d[at + i]
+    return out
+
+
+def _parse(d: np.ndarray, records: np.ndarray, lengths: np.ndarray, order: str, unit: float,
+           link_len: int, ethertype_at: int | None) -> Packets:
+    data = records + _RECORD_HEADER
+    ok = lengths >= link_len + 40
+    if ethertype_at is not None:
+        ok &= _be(d, np.where(ok, data + ethertype_at, 0), 2) == _IPV4
+    ip = data + link_len
+    ok &= (d[np.where(ok, ip, 0)] >> 4) == 4
+    ok &= d[np.where(ok, ip + 9, 0)] == _TCP
+    ihl = (d[np.where(ok, ip, 0)] & 15).astype(np.int64) * 4
+    ok &= lengths >= link_len + ihl + 20
+    records, ip, ihl = records[ok], ip[ok], ihl[ok]
+    tcp = ip + ihl
+    doff = (d[tcp + 12] >> 4).astype(np.int64) * 4
+    ts = _header_u32(d, records, order) + _header_u32(d, records + 4, order) * unit
+    return Packets(
+        ts=ts.astype(np.float64), src=_be(d, ip + 12, 4).astype(np.uint32), dst=_be(d, ip + 16, 4).astype(np.uint32),
+        sport=_be(d, tcp, 2).astype(np.uint32), dport=_be(d, tcp + 2, 2).astype(np.uint32),
+        seq=_be(d, tcp + 4, 4), ack=_be(d, tcp + 8, 4), flags=d[tcp + 13].copy(),
+        payload=_be(d, ip + 2, 2) - ihl - doff, tos=d[ip + 1].copy(), ipid=_be(d, ip + 4, 2))

@@ -1,0 +1,100 @@
+"""Did the cell's path behave as declared? A verdict per cell (cell.json's
+checks.calibration, shown in the index with ⚑): each check that failed is a reason.
+
+* base RTT: Flent's idle ping before the flows start against the declared RTT of flow
+  1 (the path unmarked traffic takes), within ±(1 ms + 2 %); not judged with netem
+  features (jitter, loss) on the path;
+* the captures: tcpdump's "dropped by kernel" on each host (a capture that lost
+  packets undercounts everything measured from it);
+* CPU: the per-core counters the ss sampler recorded each second; a core more than
+  95 % busy for over 10 % of the test caps what namespaces can carry;
+* netem's limit holds the delay line (rate × the longest one-way delay, in packets).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..cells import Cell
+from ..testbed.plan import NETEM_LIMIT
+from . import flent_data
+
+BASE_RTT_TOLERANCE = (1.0, 0.02)  # ms, share of the declared RTT
+CPU_BUSY, CPU_BUSY_SHARE = 0.95, 0.10
+FRAME_BYTES = 1514
+_HOST_RE = re.compile(r"^======== (\w+) ========$", re.M)
+_DROPS_RE = re.compile(r"^(\d+) packets dropped by kernel$", re.M)
+
+
+def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
+    reasons: list[str] = []
+    out: dict[str, Any] = {"base_rtt_ms": _base_rtt(data), "declared_rtt_ms": cell.flows[0].rtt.seconds * 1e3}
+    if cell.path.netem is None and out["base_rtt_ms"] is not None:
+        if abs(out["base_rtt_ms"] - out["declared_rtt_ms"]) > _rtt_tolerance(out["declared_rtt_ms"]):
+            reasons.append(f"base RTT {out['base_rtt_ms']:.2f} ms, declared {out['declared_rtt_ms']:g} ms")
+    out["capture_drops"] = capture_drops(cell_dir / "teardown.log")
+    reasons += [f"{host}'s capture dropped {n} packets" for host, n in out["capture_drops"].items() if n]
+    origin, lead = flent_data.t0(data), flent_data.lead_in(data)
+    out["cpu_saturated"] = {}
+    for host in ("cli", "srv"):
+        log = cell_dir / f"{host}.ss.log"
+        if log.is_file():
+            busy = saturated_share(log, origin + lead, origin + lead + cell.length)
+            out["cpu_saturated"].update({f"{host} {core}": share for core, share in busy.items()})
+    reasons += [f"CPU {core} more than {CPU_BUSY:.0%} busy for {share:.0%} of the test"
+                for core, share in out["cpu_saturated"].items() if share > CPU_BUSY_SHARE]
+    in_flight = max(cell.up.rate.bps, cell.down.rate.bps) * max(f.rtt.seconds for f in cell.flows) / 8 / FRAME_BYTES
+    if in_flight > NETEM_LIMIT:
+        reasons.append(f"netem limit {NETEM_LIMIT} packets is below the delay line ({in_flight:.0f})")
+    out["reasons"] = reasons
+    out["ok"] = not reasons
+    return out
+
+
+def _rtt_tolerance(declared_ms: float) -> float:
+    absolute, share = BASE_RTT_TOLERANCE
+    return absolute + share * declared_ms
+
+
+def _base_rtt(data: dict[str, Any]) -> float | None:
+    """Median idle ping (ms) of the lead-in, before any flow starts."""
+    values = data.get("results", {}).get("Ping (ms) ICMP") or []
+    lead = flent_data.lead_in(data)
+    idle = sorted(v for t, v in zip(data.get("x_values", []), values) if v is not None and t < lead - 0.5)
+    return idle[len(idle) // 2] if idle else None
+
+
+def capture_drops(teardown: Path) -> dict[str, int]:
+    """tcpdump's "packets dropped by kernel" per host, from the teardown log."""
+    if not teardown.is_file():
+        return {}
+    text = teardown.read_text(errors="replace")
+    parts = _HOST_RE.split(text)[1:]
+    return {host: sum(int(n) for n in _DROPS_RE.findall(body))
+            for host, body in zip(parts[::2], parts[1::2]) if _DROPS_RE.search(body)}
+
+
+def saturated_share(ss_log: Path, start: float, end: float) -> dict[str, float]:
+    """Per core: the share of the sampling intervals within [START, END] (epoch s) in
+    which it was more than CPU_BUSY busy (/proc/stat counters, lines "% cpuN ...")."""
+    samples: list[tuple[float, dict[str, tuple[int, int]]]] = []
+    for line in ss_log.read_text(errors="replace").splitlines():
+        if line.startswith("# "):
+            try:
+                samples.append((float(line[2:]), {}))
+            except ValueError:
+                continue
+        elif line.startswith("% cpu") and samples:
+            name, *counters = line[2:].split()
+            ticks = [int(c) for c in counters[:8]]
+            samples[-1][1][name] = (sum(ticks), ticks[3] + ticks[4])  # total, idle + iowait
+    busy: dict[str, list[bool]] = {}
+    for (t0, a), (t1, b) in zip(samples, samples[1:]):
+        if t0 < start or t1 > end:
+            continue
+        for core in a.keys() & b.keys():
+            total = b[core][0] - a[core][0]
+            if total > 0:
+                busy.setdefault(core, []).append(1 - (b[core][1] - a[core][1]) / total > CPU_BUSY)
+    return {core: sum(flags) / len(flags) for core, flags in busy.items()}

@@ -1,0 +1,29 @@
+"""The calibration verdict's readers, on logs written as fl's scripts write them:
+tcpdump's kernel drops per host from the teardown log, and per-core CPU saturation
+from the /proc/stat counters the ss sampler records each second."""
+from __future__ import annotations
+
+from flharness.run.calibration import capture_drops, saturated_share
+
+
+def test_capture_drops_per_host(tmp_path):
+    log = tmp_path / "teardown.log"
+    log.write_text("# fl teardown log\n\n======== cli ========\n$ tcpdump statistics\n9 packets captured\n"
+                   "9 packets received by filter\n0 packets dropped by kernel\n\n======== mid ========\n$ uname -r\n"
+                   "6.1\n\n======== srv ========\n$ tcpdump statistics\n5 packets captured\n17 packets dropped by kernel\n")
+    assert capture_drops(log) == {"cli": 0, "srv": 17}
+
+
+def test_a_core_busy_most_of_the_test_is_saturated(tmp_path):
+    """cpu0 is 99 % busy in 3 of the 4 intervals inside the test window, cpu1 idles; the
+    sample before the window (a busy interval) does not count."""
+    lines, user0, idle0, idle1 = [], 0, 0, 0
+    for k, busy0 in enumerate([True, False, True, True, True, False]):
+        lines += [f"# {100 + k}.000000", f"% cpu0 {user0} 0 0 {idle0} 0 0 0 0 0 0",
+                  f"% cpu1 0 0 0 {idle1} 0 0 0 0 0 0", "ESTAB 0 0 10.71.1.1:1 10.71.2.1:2"]
+        user0 += 99 if busy0 else 10
+        idle0 += 1 if busy0 else 90
+        idle1 += 100
+    log = tmp_path / "cli.ss.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert saturated_share(log, 101, 105) == {"cpu0": 0.75, "cpu1": 0.0}
