@@ -19,7 +19,6 @@ minus cells × total length, per cell. The default cells are the issue's: tcp_2u
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import secrets
 import shutil
@@ -30,7 +29,10 @@ import tempfile
 import textwrap
 import time
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
+
+from flharness.run.flent_data import load as load_flent
 
 REPO = Path(__file__).resolve().parent.parent
 CELLS = [(rate, cc) for cc in ("cubic", "reno") for rate in ("10mbit", "50mbit")]
@@ -71,7 +73,7 @@ def start_times(folder: Path) -> list[float]:
     """Each Flent data file's test start (its TIME metadata), in order."""
     out = []
     for f in folder.rglob("*.flent.gz"):
-        meta = json.load(gzip.open(f, "rt"))["metadata"]
+        meta = load_flent(f)["metadata"]
         out.append(datetime.fromisoformat(meta["TIME"].rstrip("Z")).timestamp())
     return sorted(out)
 
@@ -182,7 +184,7 @@ def run_batch(folder: Path, length: int) -> tuple[float, list[float]]:
 
 
 def per_cell(wall: float, starts: list[float], total: int) -> tuple[list[float], float]:
-    cycles = [b - a - total for a, b in zip(starts, starts[1:])]
+    cycles = [b - a - total for a, b in pairwise(starts)]
     return cycles, (wall - len(starts) * total) / len(starts)
 
 

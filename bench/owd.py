@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from flharness.analysis import delivery, pcap  # noqa: E402
-from flharness.testbed.plan import XZ_LEVEL  # noqa: E402
+from flharness.analysis import delivery, pcap
+from flharness.testbed.plan import XZ_LEVEL
 
 CLI, SRV = (10 << 24) | (71 << 16) | (1 << 8) | 1, (10 << 24) | (71 << 16) | (2 << 8) | 1
 SNAP = 128

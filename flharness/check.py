@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .testbed.vm import VmConfig
 
 
-def check(vm: "VmConfig | None" = None, inventory: Path | None = None) -> int:
+def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     """This machine's kernel and tools, or (VM) the guest's, probed for real."""
     if vm is not None and inventory is not None:
         from .run.vm_probe import probe_in_vm

@@ -120,7 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .listing import list_cells, list_all
+    from .listing import list_all, list_cells
     from .scenario import find_scenario
     if args.name is None:
         return list_all()

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from .capabilities import probe_for, probe_request
@@ -31,7 +30,7 @@ def list_all() -> int:
     return 0
 
 
-def list_cells(path: Path, run: str, only: list[str], results: Path, vm: "VmConfig | None" = None,
+def list_cells(path: Path, run: str, only: list[str], results: Path, vm: VmConfig | None = None,
                inventory: Path | None = None) -> int:
     scenario = load_scenario(path)
     cells = select(expand(scenario, path), only)

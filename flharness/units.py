@@ -22,7 +22,7 @@ class Rate:
     text: str
 
     @classmethod
-    def parse(cls, value: object) -> "Rate":
+    def parse(cls, value: object) -> Rate:
         text = str(value).strip()
         m = _RATE_RE.match(text)
         if not m:
@@ -44,7 +44,7 @@ class Duration:
     text: str
 
     @classmethod
-    def parse(cls, value: object) -> "Duration":
+    def parse(cls, value: object) -> Duration:
         text = str(value).strip()
         if text.startswith("-"):
             raise ValueError(f"{value!r}: a duration cannot be negative")
@@ -54,7 +54,7 @@ class Duration:
         return cls(float(m.group(1)) * _TIME_UNITS[m.group(2)], text)
 
     @classmethod
-    def of_seconds(cls, seconds: float) -> "Duration":
+    def of_seconds(cls, seconds: float) -> Duration:
         return cls(seconds, format_seconds(seconds))
 
     @property
@@ -78,7 +78,7 @@ def format_seconds(seconds: float) -> str:
 
 def human_duration(seconds: float) -> str:
     """Wall-clock style: 42s, 3m05s, 2h07m."""
-    s = int(round(seconds))
+    s = round(seconds)
     if s < 60:
         return f"{s}s"
     if s < 3600:

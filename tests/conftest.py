@@ -1,13 +1,16 @@
-"""Shared fixtures. End-to-end tests (marked e2e) need root, namespaces and the tools."""
+"""Shared fixtures. End-to-end tests (marked e2e) need root, namespaces and the tools.
+
+In CI (CI=true, as .ci/run sets it) an e2e or VM test whose prerequisites are missing
+fails, naming them, instead of being skipped: a suite must not pass by skipping."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
-import json
-import signal
 import time
 from pathlib import Path
 
@@ -39,19 +42,32 @@ def netns_list() -> list[str]:
 
 def needs_root_tools() -> pytest.MarkDecorator:
     missing = [t for t in ("flent", "netperf", "tcpdump", "tc") if shutil.which(t) is None]
-    return pytest.mark.skipif(os.geteuid() != 0 or bool(missing),
-                              reason=f"needs root and {', '.join(missing) or 'tools'}")
+    missing += ["root"] if os.geteuid() != 0 else []
+    return pytest.mark.skipif(bool(missing), reason=f"missing: {', '.join(missing)} (./install.sh, run as root)")
 
 
 def needs_vm() -> pytest.MarkDecorator:
     from flharness.errors import FlError
     from flharness.testbed.vm import resolve_kernel, vng
+    missing = ["root"] if os.geteuid() != 0 else []
+    if shutil.which(vng()) is None:
+        missing.append(f"virtme-ng ({vng()})")
     try:
         resolve_kernel("auto")
-        ok = shutil.which(vng()) is not None and os.geteuid() == 0
-    except FlError:
-        ok = False
-    return pytest.mark.skipif(not ok, reason="needs root, virtme-ng and a kernel in /boot (./install.sh)")
+    except FlError as e:
+        missing.append(f"a kernel ({e})")
+    return pytest.mark.skipif(bool(missing), reason=f"missing: {'; '.join(missing)} (./install.sh)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI, a skipped e2e or VM test is a failure that names what was missing."""
+    report = (yield).get_result()
+    if os.environ.get("CI") == "true" and report.skipped and (item.get_closest_marker("e2e") or item.get_closest_marker("vm")):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        report.outcome = "failed"  # reported as an error of the test's setup
+        report.longrepr = f"CI must not skip an end-to-end test: {reason}"
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,16 @@
 """Reading a results folder in tests: cells by coordinates, Flent series, pcap counts."""
 from __future__ import annotations
 
-import gzip
 import json
+import lzma
 import re
 import subprocess
+from datetime import datetime
 from pathlib import Path
+
+import dpkt
+
+from flharness.run.flent_data import load as load_flent
 
 LEAD_IN = 5.0  # Flent's -d: ping runs alone before the flows start
 
@@ -20,7 +25,7 @@ def find(root: Path, scenario: str, **coords: str) -> tuple[dict, dict, Path]:
     for d in cells(root, scenario).values():
         rec = json.loads((d / "cell.json").read_text())
         if all(rec["coordinates"].get(axis, {}).get("label") == label for axis, label in coords.items()):
-            hits.append((rec, json.load(gzip.open(d / f"{d.name}.flent.gz", "rt")), d))
+            hits.append((rec, load_flent(d / f"{d.name}.flent.gz"), d))
     assert len(hits) == 1, (coords, [h[0]["cell"] for h in hits])
     return hits[0]
 
@@ -28,6 +33,34 @@ def find(root: Path, scenario: str, **coords: str) -> tuple[dict, dict, Path]:
 def series(data: dict, name: str, after: float = 0, before: float = 1e9) -> list[tuple[float, float]]:
     return [(t, v) for t, v in zip(data["x_values"], data["results"][name])
             if v is not None and after <= t < before]
+
+
+def payload_received_mbit(pcap: Path, start: float, end: float) -> float:
+    """The test's own count, with dpkt: new TCP payload bytes (beyond the highest sequence
+    number seen per connection) arriving at the server between START and END (epoch s),
+    netperf's control connections aside."""
+    high: dict[tuple, int] = {}
+    total = 0
+    with lzma.open(pcap) as f:
+        for ts, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP) or 12865 in (ip.data.sport, ip.data.dport):
+                continue
+            size = ip.len - ip.hl * 4 - ip.data.off * 4
+            if size <= 0:
+                continue
+            key = (ip.src, ip.data.sport)
+            begin = high.get(key, ip.data.seq)
+            new = (ip.data.seq + size - begin) % 2**32
+            if new < 2**31:  # beyond the highest byte seen: unwrap relative to it
+                high[key] = (begin + new) % 2**32
+                if start <= ts < end:
+                    total += new
+    return total * 8 / (end - start) / 1e6
+
+def flent_t0(data: dict) -> float:
+    """Epoch seconds of Flent's time axis origin."""
+    return datetime.fromisoformat(data["metadata"]["T0"].replace("Z", "+00:00")).timestamp()
 
 
 def packets(pcap: Path, expr: str) -> int:

@@ -11,10 +11,9 @@ from pathlib import Path
 import dpkt
 import numpy as np
 
+from flharness.analysis import delivery, metrics
 from flharness.analysis.flows import FlowInfo, declared_flows, match_connections
-from flharness.analysis import metrics
 from flharness.analysis.metrics import Settings
-from flharness.analysis import delivery
 from flharness.analysis.pcap import Conn, load
 from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
@@ -22,7 +21,6 @@ from flharness.report.index import environment, table_safe
 from flharness.report.tables import fairness_table, stat
 from flharness.run.flent_data import delivered_mbit, first_data_s
 from flharness.scenario.schema import Scenario
-
 
 CLI, SRV = "10.71.1.1", "10.71.2.1"
 

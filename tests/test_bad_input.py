@@ -9,7 +9,6 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
 from conftest import netns_list, run_fl
 
 GOOD = """\
@@ -55,7 +54,8 @@ CASES = [
     ("yaml-duplicate-key", GOOD + "length: 10\n", "line", "duplicate key 'length'"),
     ("repetitions-zero", GOOD + "repetitions: 0\n", "repetitions", "greater than or equal to 1"),
     ("fractional-length", GOOD.replace("length: 5", "length: 1.5"), "length", "whole seconds"),
-    ("per-flow-cc-rrul", "test: rrul_be\nrate: 10mbit\nqdisc: pfifo\ncc: [cubic, reno, cubic, reno, cubic, reno, cubic, reno]\n", "cc", "cannot set congestion controls per flow"),
+    ("per-flow-cc-rrul", "test: rrul_be\nrate: 10mbit\nqdisc: pfifo\ncc: [cubic, reno, cubic, reno, cubic, reno, cubic, reno]\n",
+     "cc", "cannot set congestion controls per flow"),
     ("flows-on-fixed-test", GOOD + "flows: 4\n", "flows", "fixed number of flows"),
     ("vars-injection", GOOD + "vars: {limit: 'a;b'}\n", "vars", "shell characters"),
     ("not-a-mapping", "- rate: 10mbit\n", "", "a scenario file is a mapping"),

@@ -169,5 +169,5 @@ def test_same_name_for_different_configs_is_an_error(scenario_file):
         matrix:
           qdisc: [{value: fq_codel, label: aqm}, {value: pie, label: aqm}]
     """)
-    with pytest.raises(ScenarioError, match="same name|repeats"):
+    with pytest.raises(ScenarioError, match=r"same name|repeats"):
         cells_of(path)

@@ -1,8 +1,12 @@
-"""The calibration verdict flags what a reader must know, for real: a cell whose server
-capture lost packets (the test stops that tcpdump for 6 s of a 50 Mbit/s flow, so its
-ring buffer overflows; tcpdump's own count is the oracle) and a cell run while every
-core was kept busy by the test's own busy loops. An undisturbed run of the same cell
-is not flagged, and its base RTT is the declared 20 ms."""
+"""The calibration verdict and one-way delay, for real (tests/scenarios/calibration.yml).
+
+Undisturbed, neither cell is flagged and the base RTT is the declared 20 ms; one-way
+delay against the physics: the idle path's median is the declared 10 ms each way, the
+bulk flow's p95 is that plus a full 200-packet FIFO's drain time at 50 Mbit/s. Then
+the verdict flags what a reader must know: a cell whose server capture lost packets
+(the test stops that tcpdump for 6 s of a 50 Mbit/s flow, so its ring buffer
+overflows; tcpdump's own count is the oracle) and a cell run while every core was kept
+busy by the test's own busy loops."""
 from __future__ import annotations
 
 import json
@@ -14,27 +18,35 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import FL, REPO, needs_root_tools
 from test_e2e_interrupt import interruptible, wait_for_line
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 SCENARIO = str(REPO / "tests" / "scenarios" / "calibration.yml")
-CELL = "calibration/cubic-pfifo_200-50mbit-20ms"
+BULK, IDLE = "cubic-pfifo_200-50mbit-20ms-bulk", "cubic-pfifo_200-50mbit-20ms-window4k"
+CELL = f"calibration/{BULK}"
+FIFO_DRAIN_MS = 200 * 1514 * 8 / 50e6 * 1e3  # 48.4 ms
 
 
-def start(results: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(FL), "run", SCENARIO, "--results", str(results)],
+def start(results: Path, *only: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(FL), "run", SCENARIO, "--results", str(results),
+                             *(a for cell in only for a in ("--only", cell))],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=interruptible)
 
 
-def finish(proc: subprocess.Popen, results: Path) -> dict:
+def finish(proc: subprocess.Popen) -> str:
     out = proc.communicate(timeout=300)[0]
     assert proc.returncode == 0, out
-    rec = json.loads((results / "default" / CELL / "cell.json").read_text())
-    metrics = json.loads((results / "default" / CELL / "metrics.json").read_text())
-    return {"out": out, "calibration": rec["checks"]["calibration"], "flags": metrics["flags"]}
+    return out
+
+
+def verdict(results: Path, cell: str = BULK) -> dict:
+    d = results / "default" / "calibration" / cell
+    rec = json.loads((d / "cell.json").read_text())
+    metrics = json.loads((d / "metrics.json").read_text())
+    return {"calibration": rec["checks"]["calibration"], "flags": metrics["flags"],
+            "owd": metrics["flows"][0]["owd_ms"]}
 
 
 def own_tcpdump(results: Path, host: str) -> int:
@@ -50,35 +62,42 @@ def own_tcpdump(results: Path, host: str) -> int:
     raise AssertionError(f"no tcpdump of {host} under {results}")
 
 
-def test_an_undisturbed_cell_is_calibrated(tmp_path):
-    v = finish(start(tmp_path), tmp_path)
-    assert v["calibration"]["ok"], v["calibration"]
-    assert abs(v["calibration"]["base_rtt_ms"] - 20) <= 1.4 and not v["flags"], v
+def test_undisturbed_cells_are_calibrated_and_their_one_way_delay_is_physical(tmp_path):
+    finish(start(tmp_path))
+    bulk, idle = verdict(tmp_path, BULK), verdict(tmp_path, IDLE)
+    for v in (bulk, idle):
+        assert v["calibration"]["ok"] and not v["flags"], v
+        assert abs(v["calibration"]["base_rtt_ms"] - 20) <= 1.4, v["calibration"]
+    assert abs(idle["owd"]["median"] - 10) <= 1, idle["owd"]
+    theory = idle["owd"]["median"] + FIFO_DRAIN_MS
+    assert abs(bulk["owd"]["p95"] - theory) <= 0.1 * theory, (bulk["owd"], theory)
 
 
 def test_a_capture_that_lost_packets_is_flagged(tmp_path):
-    proc = start(tmp_path)
+    proc = start(tmp_path, BULK)
     wait_for_line(proc, f"{CELL} …", timeout=300)
     time.sleep(8)  # Flent's lead-in is over: the flow runs
     pid = own_tcpdump(tmp_path, "srv")
     os.kill(pid, signal.SIGSTOP)
     time.sleep(6)
     os.kill(pid, signal.SIGCONT)
-    v = finish(proc, tmp_path)
+    out = finish(proc)
+    v = verdict(tmp_path)
     drops = v["calibration"]["capture_drops"]["srv"]
     assert drops > 1000 and v["calibration"]["capture_drops"]["cli"] == 0, v["calibration"]
     assert f"calibration: srv's capture dropped {drops} packets" in v["flags"], v["flags"]
-    assert "⚑ srv's capture dropped" in v["out"]
+    assert "⚑ srv's capture dropped" in out
 
 
 def test_a_cell_run_on_pegged_cores_is_flagged(tmp_path):
     spin = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass\n"
     loops = [subprocess.Popen([sys.executable, "-c", spin, str(core)]) for core in sorted(os.sched_getaffinity(0))]
     try:
-        v = finish(start(tmp_path), tmp_path)
+        finish(start(tmp_path, BULK))
     finally:
         for p in loops:
             p.kill()
             p.wait()
+    v = verdict(tmp_path)
     busy = [r for r in v["calibration"]["reasons"] if r.startswith("CPU ")]
     assert busy and any(f.startswith("calibration: CPU ") for f in v["flags"]), v["calibration"]

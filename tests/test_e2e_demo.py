@@ -7,15 +7,14 @@ congestion controls (from the ss samples taken during the run).
 """
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
+from conftest import needs_root_tools, run_fl
 
-from conftest import REPO, needs_root_tools, run_fl
+from flharness.run.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 FILES = ("cell.json", "setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
@@ -43,7 +42,7 @@ def test_all_cells_ran_with_all_files(demo):
 
 def test_goodput_is_90_to_100_percent_of_the_rate(demo):
     for d in demo[1]:
-        data = json.load(gzip.open(d / f"{d.name}.flent.gz", "rt"))
+        data = load_flent(d / f"{d.name}.flent.gz")
         meta = data["metadata"]["SERIES_META"]
         goodput = sum(meta[f"TCP upload::{i}"]["MEAN_VALUE"] for i in (1, 2))  # Mbit/s, netperf's own
         rate = json.loads((d / "cell.json").read_text())["coordinates"]["rate"]["value"]["up_bps"] / 1e6

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import REPO, needs_root_tools, run_fl
 from resultlib import ecn_split, find, packets, step_time
 

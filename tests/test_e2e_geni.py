@@ -6,15 +6,15 @@ the kernel's reason (the VM suite runs netem/sfq cells). Checks come from the re
 """
 from __future__ import annotations
 
-import gzip
 import json
 
 import pytest
-
 from conftest import REPO, needs_root_tools, run_fl
 from resultlib import udp_received_mbit
+
 from flharness.capabilities import probe_for
 from flharness.cells import expand
+from flharness.run.flent_data import load as load_flent
 from flharness.scenario import load_scenario
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
@@ -47,14 +47,14 @@ def test_runnable_cells_ran_and_the_rest_say_why(geni):
 def test_reno_and_cubic_fill_the_link(geni):
     for cc in ("reno", "cubic"):
         cell = f"{cc}-droptail-100mbit-0ms-tcp_1up-noudp"
-        data = json.load(gzip.open(geni / cell / f"{cell}.flent.gz", "rt"))
+        data = load_flent(geni / cell / f"{cell}.flent.gz")
         goodput = data["metadata"]["SERIES_META"]["TCP upload"]["MEAN_VALUE"] * 1e6
         assert goodput >= 0.9 * RATE, (cc, goodput)
 
 
 def test_udp_flow_competes_with_ten_tcp_flows(geni):
     cell = "cubic-droptail-100mbit-0ms-tcp_nup-10flows-udp20mbit"
-    data = json.load(gzip.open(geni / cell / f"{cell}.flent.gz", "rt"))
+    data = load_flent(geni / cell / f"{cell}.flent.gz")
     meta = data["metadata"]["SERIES_META"]
     tcp = [meta[f"TCP upload::{i}"]["MEAN_VALUE"] for i in range(1, 11)]
     assert all(t > 0 for t in tcp)

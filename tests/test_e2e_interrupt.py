@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import FL, REPO, needs_root_tools, netns_list, run_fl
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]

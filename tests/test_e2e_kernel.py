@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-
 from conftest import REPO, needs_root_tools, netns_list, run_fl
+
 from flharness.capabilities import probe_for
 from flharness.cells import expand
 from flharness.scenario import load_scenario

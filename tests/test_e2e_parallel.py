@@ -7,7 +7,6 @@ time, and nothing of fl (namespaces, processes, state files) survives a run.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import signal
 import subprocess
@@ -16,10 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import FL, REPO, needs_root_tools, netns_list, run_fl
 from resultlib import packets
 from test_e2e_interrupt import fl_processes, interruptible, wait_for_line
+
+from flharness.run.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 SUBSET = ["--only", "cubic-vs-*-pfifo_*"]  # 4 cells of the demo: 2 CC pairs × 2 rates
@@ -41,7 +41,7 @@ def parallel(tmp_path_factory):
 
 
 def test_two_namespace_testbeds_share_the_cells(parallel):
-    p, root, before = parallel
+    p, root, _ = parallel
     assert p.returncode == 0, p.stdout + p.stderr
     assert "4 ok, 0 failed" in p.stdout
     recs = records(root)
@@ -67,7 +67,7 @@ def test_each_testbed_captured_its_own_addresses(parallel):
         srv = root / name / "srv.pcap.xz"
         assert packets(srv, f"tcp and dst host {mine} and greater 1000") > 1000, name
         assert packets(srv, f"host {other}") == 0, name
-        assert json.load(gzip.open(root / name / f"{name}.flent.gz", "rt"))["metadata"]["HOSTS"] == [mine]
+        assert load_flent(root / name / f"{name}.flent.gz")["metadata"]["HOSTS"] == [mine]
 
 
 def test_nothing_of_a_parallel_run_remains(parallel):

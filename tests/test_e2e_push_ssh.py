@@ -11,7 +11,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import needs_root_tools, run_fl
 from test_e2e_report import start_nginx, stop_nginx
 

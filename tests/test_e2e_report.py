@@ -9,9 +9,7 @@ headless Chromium renders the tables and images (screenshot kept in the test's t
 from __future__ import annotations
 
 import csv
-import gzip
 import json
-import lzma
 import re
 import shutil
 import signal
@@ -19,14 +17,13 @@ import socket
 import subprocess
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
-import dpkt
 import pytest
-
 from conftest import REPO, needs_root_tools, run_fl
-from resultlib import LEAD_IN
+from resultlib import LEAD_IN, flent_t0, payload_received_mbit
+
+from flharness.run.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -66,7 +63,7 @@ def test_every_item_is_produced(report):
 def _by_hand(d: Path, window: float) -> list[float]:
     """D_SS per flow from the raw samples: mean delivery rate over WINDOW s ending 1 s
     before the flow's last socket sample."""
-    data = json.load(gzip.open(d / f"{d.name}.flent.gz", "rt"))
+    data = load_flent(d / f"{d.name}.flent.gz")
     out = []
     for i in (1, 2):
         samples = [(s["t"], s["tcp_delivery_rate"]) for s in data["raw_values"][f"TCP upload::{i}"]
@@ -75,30 +72,6 @@ def _by_hand(d: Path, window: float) -> list[float]:
         window_vals = [v for t, v in samples if end - window < t < end]
         out.append(sum(window_vals) / len(window_vals))
     return out
-
-
-def payload_received_mbit(pcap: Path, start: float, end: float) -> float:
-    """The test's own count, with dpkt: new TCP payload bytes (beyond the highest sequence
-    number seen per connection) arriving at the server between START and END (epoch s),
-    netperf's control connections aside."""
-    high: dict[tuple, int] = {}
-    total = 0
-    with lzma.open(pcap) as f:
-        for ts, buf in dpkt.pcap.Reader(f):
-            ip = dpkt.ethernet.Ethernet(buf).data
-            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP) or 12865 in (ip.data.sport, ip.data.dport):
-                continue
-            size = ip.len - ip.hl * 4 - ip.data.off * 4
-            if size <= 0:
-                continue
-            key = (ip.src, ip.data.sport)
-            begin = high.get(key, ip.data.seq)
-            new = (ip.data.seq + size - begin) % 2**32
-            if new < 2**31:  # beyond the highest byte seen: unwrap relative to it
-                high[key] = (begin + new) % 2**32
-                if start <= ts < end:
-                    total += new
-    return total * 8 / (end - start) / 1e6
 
 
 def test_goodput_is_possible_and_what_the_server_received(report):
@@ -113,8 +86,8 @@ def test_goodput_is_possible_and_what_the_server_received(report):
         goodput = sum(f["mean_mbit"] for f in m["flows"])
         assert goodput <= capacity * 1.001 and m["utilisation"]["up"] <= 1.001, (d.name, goodput, capacity)
         assert all(f["goodput_source"].startswith("receiver") for f in m["flows"])
-        data = json.load(gzip.open(d / f"{d.name}.flent.gz", "rt"))
-        t0 = datetime.fromisoformat(data["metadata"]["T0"].replace("Z", "+00:00")).timestamp()
+        data = load_flent(d / f"{d.name}.flent.gz")
+        t0 = flent_t0(data)
         start, end = t0 + LEAD_IN, t0 + LEAD_IN + rec["config"]["length"]
         received = payload_received_mbit(d / "srv.pcap.xz", start, end)
         assert abs(goodput - received) <= 0.02 * received, (d.name, goodput, received)

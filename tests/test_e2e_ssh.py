@@ -8,7 +8,6 @@ the sysctls it changed restored.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import secrets
 import shutil
@@ -18,8 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, needs_root_tools, run_fl
+
+from flharness.run.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools(),
               pytest.mark.skipif(shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists(),
@@ -161,7 +161,7 @@ def test_two_ssh_testbeds_share_one_matrix(ssh_testbeds, tmp_path):
     their part given by fl_role): fl runs a matrix on both at once and leaves both as found."""
     beds = ssh_testbeds(2)
     lines = ["[testbeds:children]", "lab1", "lab2"]
-    for i, (ns, mgmt) in enumerate(beds):
+    for i, (_, mgmt) in enumerate(beds):
         lines += ["", f"[lab{i + 1}]", *[host_line(f"lab{i + 1}-{h}", h, mgmt[h], i) for h in HOSTS]]
     lines += ["", "[testbeds:vars]", common_vars(tmp_path / "id")]
     inventory = tmp_path / "two.ini"
@@ -176,7 +176,7 @@ def test_two_ssh_testbeds_share_one_matrix(ssh_testbeds, tmp_path):
     for rec in recs:  # each cell's flows went to its own testbed's server
         i = int(rec["backend"]["testbed_label"][-1]) - 1
         flent = next((results / "default" / "three-short" / rec["cell"]).glob("*.flent.gz"))
-        assert json.load(gzip.open(flent, "rt"))["metadata"]["HOSTS"] == [f"10.74.{10 * i + 2}.1"]
+        assert load_flent(flent)["metadata"]["HOSTS"] == [f"10.74.{10 * i + 2}.1"]
     for ns, _ in beds:
         assert "htb" not in sh("tc", "qdisc", "show", "dev", "e1", ns=ns["mid"])
         assert sh("sysctl", "-n", "net.ipv4.ip_forward", ns=ns["mid"]).strip() == "0"

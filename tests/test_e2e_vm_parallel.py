@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import REPO, VM_OPTIONS, needs_vm, run_fl
+
 from flharness.analysis.metrics import Settings, cell_metrics
 
 pytestmark = [pytest.mark.vm, needs_vm()]

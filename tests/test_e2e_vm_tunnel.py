@@ -13,10 +13,11 @@ import json
 import re
 
 import pytest
-
 from conftest import needs_vm
-from flharness.run.flent_data import delivered_mbit, t0
 from resultlib import LEAD_IN, cells, ecn_split, find, packets
+
+from flharness.run.flent_data import delivered_mbit, t0
+from flharness.run.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 INNER_SRV = "10.71.9.2"
@@ -34,8 +35,9 @@ def host_log(cell_dir, host: str) -> str:
 
 
 def rx_bytes(log: str, dev: str) -> int:
-    """Received bytes of DEV from `ip -s link show` in a teardown log."""
-    m = re.search(rf"\$ ip -s link show dev {dev}\n.*?RX:.*?\n\s+(\d+)", log, re.S)
+    """Received bytes of DEV from `ip -s link show` in a teardown log (one block per device,
+    headed "N: DEV: <flags>" or "N: DEV@peer: <flags>")."""
+    m = re.search(rf"^\d+: {re.escape(dev)}[:@].*?RX:.*?\n\s+(\d+)", log, re.S | re.M)
     assert m, f"no link statistics of {dev}"
     return int(m.group(1))
 
@@ -46,7 +48,7 @@ def test_flows_run_through_each_tunnel(run):
     for d in cells(run, "vm-tunnel").values():
         rec = json.loads((d / "cell.json").read_text())
         assert rec["status"] == "ok", (rec["cell"], rec["reason"])
-        data = json.load(__import__("gzip").open(d / f"{d.name}.flent.gz", "rt"))
+        data = load_flent(d / f"{d.name}.flent.gz")
         assert data["metadata"]["HOST"] == INNER_SRV
         assert rx_bytes(host_log(d, "srv"), "fl-tun") > 9_000_000, d.name
         assert packets(d / "srv.pcap.xz", f"dst host {INNER_SRV} and greater 1000") > 5000, d.name

@@ -48,7 +48,11 @@ class Packets:
 
 def read(path: Path) -> Packets:
     """The IPv4 TCP packets of a pcap file (xz-compressed when its name ends in .xz)."""
-    buf = lzma.open(path).read() if path.suffix == ".xz" else path.read_bytes()
+    if path.suffix == ".xz":
+        with lzma.open(path) as f:
+            buf = f.read()
+    else:
+        buf = path.read_bytes()
     if len(buf) < _GLOBAL_HEADER or buf[:4] not in _MAGIC:
         raise ValueError(f"{path}: not a pcap file")
     order, unit = _MAGIC[buf[:4]]

@@ -47,11 +47,11 @@ def one_way(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn,
     _, i_out, i_in = np.intersect1d(out_keys, in_keys, return_indices=True)
     delays = (receiver.ts[r_conn.sent[i_in]] - sender.ts[sent[i_out]]) * 1e3
     if not len(delays):
-        return {"median": None, "p95": None, "p99": None, "n": 0, "sent": int(len(sent)), "loss": 1.0}
+        return {"median": None, "p95": None, "p99": None, "n": 0, "sent": len(sent), "loss": 1.0}
     p50, p95, p99 = np.percentile(delays, [50, 95, 99])
     settled = np.unique(out_keys[sender.ts[sent] <= sender.ts[sent[i_out]].max()])
-    return {"median": float(p50), "p95": float(p95), "p99": float(p99), "n": int(len(delays)),
-            "sent": int(len(settled)), "loss": 1 - len(i_out) / len(settled)}
+    return {"median": float(p50), "p95": float(p95), "p99": float(p99), "n": len(delays),
+            "sent": len(settled), "loss": 1 - len(i_out) / len(settled)}
 
 
 def _keys(pk: Packets, idx: np.ndarray, base: int) -> np.ndarray:

@@ -22,10 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from . import flentlib
-from .flows import FlowInfo, declared_flows, match_connections
 from ..run.flent_data import delivered_mbit, first_data_s
-from . import delivery, pcap
+from . import delivery, flentlib, pcap
+from .flows import FlowInfo, declared_flows, match_connections
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
 METRICS_VERSION = 4

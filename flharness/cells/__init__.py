@@ -2,4 +2,4 @@
 from .expand import expand
 from .model import FLOW_DSCPS, Cell, Flow, Link
 
-__all__ = ["Cell", "FLOW_DSCPS", "Flow", "Link", "expand"]
+__all__ = ["FLOW_DSCPS", "Cell", "Flow", "Link", "expand"]

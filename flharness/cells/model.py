@@ -21,7 +21,7 @@ class Flow:
     cc: str
     rtt: Duration
     tos: int | None  # TOS byte set by the sender (DSCP << 2), None = unmarked
-    start: Duration = Duration.of_seconds(0)  # after the other flows start (Flent stream_delays)
+    start: Duration = Duration.of_seconds(0)  # noqa: RUF009 - immutable (frozen); after the other flows start (Flent stream_delays)
     ecn: str = "none"  # ECN rewrite at the middlebox, '+'-joined actions
 
     @property

@@ -8,16 +8,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from .collect import CellResult, ScenarioResult  # noqa: E402
-from .tables import stat  # noqa: E402
+from .collect import CellResult, ScenarioResult
+from .tables import stat
 
 FACET_SKIP = {"cc", "qdisc", "repetition", "test", "length"}
 HATCHES = ["", "//", "..", "xx", "\\\\", "oo"]

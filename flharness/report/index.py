@@ -28,7 +28,7 @@ def environment(template_dir: Path = REPO) -> Environment:
     env.filters["cell"] = table_safe
     env.filters["num"] = lambda v, digits=2: "–" if v is None else f"{v:.{digits}f}"
     env.filters["date"] = lambda t: "?" if t is None else datetime.datetime.fromtimestamp(
-        t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        t, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return env
 
 

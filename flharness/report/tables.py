@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .collect import CellResult, ScenarioResult
 
@@ -63,7 +64,7 @@ def fairness_table(s: ScenarioResult) -> dict[str, Any] | None:
     nflows = max(len(c.metrics["flows"]) for c in cells)
     fairness = s.scenario.analysis.fairness
     rows = []
-    for _, group in _groups(cells, _without_repetition).items():
+    for group in _groups(cells, _without_repetition).values():
         first = group[0]
         flows = first.metrics["flows"]
         row = {"cell": first.name, "dir": first.dir.name, "axes": [first.label(a) or "" for a in axes],

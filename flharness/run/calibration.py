@@ -13,6 +13,7 @@ checks.calibration, shown in the index with ⚑): each check that failed is a re
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,9 @@ _DROPS_RE = re.compile(r"^(\d+) packets dropped by kernel$", re.M)
 def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
     reasons: list[str] = []
     out: dict[str, Any] = {"base_rtt_ms": _base_rtt(data), "declared_rtt_ms": cell.flows[0].rtt.seconds * 1e3}
-    if cell.path.netem is None and out["base_rtt_ms"] is not None:
-        if abs(out["base_rtt_ms"] - out["declared_rtt_ms"]) > _rtt_tolerance(out["declared_rtt_ms"]):
-            reasons.append(f"base RTT {out['base_rtt_ms']:.2f} ms, declared {out['declared_rtt_ms']:g} ms")
+    base, declared = out["base_rtt_ms"], out["declared_rtt_ms"]
+    if cell.path.netem is None and base is not None and abs(base - declared) > _rtt_tolerance(declared):
+        reasons.append(f"base RTT {base:.2f} ms, declared {declared:g} ms")
     out["capture_drops"] = capture_drops(cell_dir / "teardown.log")
     reasons += [f"{host}'s capture dropped {n} packets" for host, n in out["capture_drops"].items() if n]
     origin, lead = flent_data.t0(data), flent_data.lead_in(data)
@@ -90,7 +91,7 @@ def saturated_share(ss_log: Path, start: float, end: float) -> dict[str, float]:
             ticks = [int(c) for c in counters[:8]]
             samples[-1][1][name] = (sum(ticks), ticks[3] + ticks[4])  # total, idle + iowait
     busy: dict[str, list[bool]] = {}
-    for (t0, a), (t1, b) in zip(samples, samples[1:]):
+    for (t0, a), (t1, b) in pairwise(samples):
         if t0 < start or t1 > end:
             continue
         for core in a.keys() & b.keys():

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..cells import Cell
 from ..results import CellRecord
@@ -51,10 +52,10 @@ class Slot:
 
 @dataclass
 class Dispatch:
-    run: "Run"
+    run: Run
     slots: list[Slot]
-    queue: deque[tuple["ScenarioPlan", Cell]]
-    new_attempt: Callable[["ScenarioPlan", Cell, Testbed], Attempt]
+    queue: deque[tuple[ScenarioPlan, Cell]]
+    new_attempt: Callable[[ScenarioPlan, Cell, Testbed], Attempt]
     progress: Progress
     records: list[CellRecord] = field(default_factory=list)
     finishing: dict[Future, Attempt] = field(default_factory=dict)

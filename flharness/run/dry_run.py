@@ -22,7 +22,7 @@ PLUMBING = ("#", "exec 2>&1", "set -e", "run()", "reset()", "batch()", "dir=", "
 BATCH_LINE = re.compile(r"^\s+('.*') \\$")  # a line of a tc or nft batch, quoted for the shell
 
 
-def print_dry_run(run: "Run", sp: "ScenarioPlan", run_vars: dict[str, Any]) -> None:
+def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: dict[str, Any]) -> None:
     inv = run.inventory
     print(f"dry run of {sp.path} — nothing is configured or started")
     print(f"testbed: {inv.backend} hosts from {inv.path}; kernel {run.caps.kernel}; "

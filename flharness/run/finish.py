@@ -60,7 +60,7 @@ def _analyse(cell_dir: Path, verdict: Verdict) -> None:
     A failure is reported there, never allowed to stop the run (fl plot retries)."""
     try:
         verdict.checks["utilisation"] = cache.compute(cell_dir, Settings()).get("utilisation", {})
-    except Exception as e:  # noqa: BLE001 - any analysis bug: the run goes on
+    except Exception as e:
         verdict.checks["analysis_error"] = f"{type(e).__name__}: {e}"
 
 

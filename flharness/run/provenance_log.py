@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .runner import Run
 
 
-def backend_record(run: "Run") -> dict[str, Any]:
+def backend_record(run: Run) -> dict[str, Any]:
     """Where cells ran: the testbed (namespaces or ssh hosts) and the VM, if any."""
     base = {"testbed": run.inventory.backend, "inventory": str(run.inventory.path)}
     if run.opts.vm:
@@ -20,7 +20,7 @@ def backend_record(run: "Run") -> dict[str, Any]:
     return {**base, "kind": "host", "clock": "real"}
 
 
-def append_invocation(run: "Run", plans: list["ScenarioPlan"], entry: dict | None = None,
+def append_invocation(run: Run, plans: list[ScenarioPlan], entry: dict | None = None,
                       records: list[CellRecord] | None = None, interrupted: bool = False) -> dict:
     """Add this invocation to run.json (entry None), or complete the entry added before."""
     if entry is None:

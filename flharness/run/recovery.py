@@ -3,6 +3,7 @@ files (testbed/testbed.py), removed by PID and name, saying so. `fl run` does th
 it starts; `fl clean` does it on demand."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -52,10 +53,8 @@ def _stop_group(pid: int | None, program: bytes) -> None:
         return
     if any(program in part for part in cmdline[:2]):
         print(f"  stopping its {program.decode()} (process group {pid})")
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         if program == b"vng":
             from ..testbed.vm import kill_strays
             kill_strays(pid)

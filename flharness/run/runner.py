@@ -11,10 +11,10 @@ import signal
 import sys
 import time
 from collections import deque
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import yaml
 
@@ -198,7 +198,7 @@ def _probe(testbeds: list[Testbed], cells: list[Cell], opts: RunOptions) -> Capa
 
 
 def _plan(run: Run, selected: list, paths: list[Path]) -> list[ScenarioPlan]:
-    for (scenario, cells), path in zip(selected, paths):
+    for (_, cells), path in zip(selected, paths):
         run.caps.check_specs(cells, path)
     plans = [ScenarioPlan(path, s.name, ScenarioResults(run.root / s.name), [])
              for (s, _), path in zip(selected, paths)]

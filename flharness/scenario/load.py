@@ -73,7 +73,7 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _m
 
 def read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 (SafeLoader subclass)
+        data = yaml.load(path.read_text(), Loader=_StrictLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}" if mark else ""

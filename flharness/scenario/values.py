@@ -7,8 +7,9 @@ Every axis value can be written plainly (``50mbit``) or as a mapping
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..flent_tests import FLENT_TESTS, FlentTest
 from ..qdisc import check_expressions, check_template, default_label, placeholder_text

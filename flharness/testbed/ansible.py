@@ -9,9 +9,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -120,7 +122,7 @@ def phases(events: list[dict[str, Any]], started: float, ended: float,
     marks = [(lead, started)] + [(e["task"], e["t"]) for e in events if e["event"] == "task"]
     marks += [("ansible exit", next((e["t"] for e in events if e["event"] == "end"), ended)), ("", ended)]
     out: dict[str, float] = {}
-    for (name, t), (_, nxt) in zip(marks, marks[1:]):
+    for (name, t), (_, nxt) in pairwise(marks):
         out[name] = round(out.get(name, 0.0) + max(0.0, nxt - t), 3)
     return {k: v for k, v in out.items() if v or k not in (lead, "ansible exit")}
 

@@ -5,6 +5,7 @@ fl's namespaces are named ``fl-<6 hex>-<host>`` (testbeds) and ``fl-probe-<6 hex
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -33,10 +34,8 @@ def remove(ns: str) -> None:
     if not is_fl_namespace(ns):
         raise ValueError(f"refusing to touch namespace {ns!r}: not one of fl's")
     for pid in pids_in(ns):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 

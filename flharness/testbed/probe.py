@@ -13,6 +13,7 @@ for self-shaping qdiscs): "unsupported" means the kernel lacks the qdisc kind,
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -110,7 +111,7 @@ class Probe:
         self.ns = f"fl-probe-{uuid.uuid4().hex[:6]}"
         self.dev = "fl0"
 
-    def __enter__(self) -> "Probe":
+    def __enter__(self) -> Probe:
         rc, msg = sh("ip", "netns", "add", self.ns)
         if rc != 0:
             raise RuntimeError(f"cannot create a network namespace: {msg}")
@@ -121,10 +122,8 @@ class Probe:
     def __exit__(self, *exc: object) -> None:
         for pid in sh("ip", "netns", "pids", self.ns)[1].split():
             if pid.isdigit():
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), 9)
-                except ProcessLookupError:
-                    pass
         sh("ip", "netns", "del", self.ns)
 
     def tc(self, *args: str) -> tuple[int, str]:

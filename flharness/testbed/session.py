@@ -18,8 +18,7 @@ from typing import Any
 import yaml
 
 from .. import REPO
-from .ansible import (PlaybookResult, UnsafeDumper, ansible_env, ansible_playbook, failure_of, kill_group,
-                      outputs_of, phases)
+from .ansible import PlaybookResult, UnsafeDumper, ansible_env, ansible_playbook, failure_of, kill_group, outputs_of, phases
 
 PLAYBOOK = REPO / "playbooks" / "session.yml"
 NEXT_CELL = "Next cell"  # the task that asks fl for a cell (playbooks/tasks/cell.yml)
