@@ -1,8 +1,9 @@
 """The calibration verdict and one-way delay, for real (tests/scenarios/calibration.yml).
 
-Undisturbed, neither cell is flagged and the base RTT is the declared 20 ms; one-way
-delay against the physics: the idle path's median is the declared 10 ms each way, the
-bulk flow's p95 is that plus a full 200-packet FIFO's drain time at 50 Mbit/s. Then
+Undisturbed, neither cell is flagged and the base RTT is the declared one (no added
+delay: this machine's kernel has no netem); one-way delay against the physics: the idle
+path's median is the declared 0 ms (±1 ms), the bulk flow's p95 is that plus a full
+200-packet FIFO's drain time at 50 Mbit/s (48.4 ms). Then
 the verdict flags what a reader must know: a cell whose server capture lost packets
 (the test stops that tcpdump for 6 s of a 50 Mbit/s flow, so its ring buffer
 overflows; tcpdump's own count is the oracle) and a cell run while every core was kept
@@ -23,7 +24,7 @@ from test_e2e_interrupt import interruptible, wait_for_line
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 SCENARIO = str(REPO / "tests" / "scenarios" / "calibration.yml")
-BULK, IDLE = "cubic-pfifo_200-50mbit-20ms-bulk", "cubic-pfifo_200-50mbit-20ms-window4k"
+BULK, IDLE = "cubic-pfifo_200-50mbit-0ms-bulk", "cubic-pfifo_200-50mbit-0ms-paced5mbit"
 CELL = f"calibration/{BULK}"
 FIFO_DRAIN_MS = 200 * 1514 * 8 / 50e6 * 1e3  # 48.4 ms
 
@@ -37,7 +38,7 @@ def start(results: Path, *only: str) -> subprocess.Popen:
 
 def finish(proc: subprocess.Popen) -> str:
     out = proc.communicate(timeout=300)[0]
-    assert proc.returncode == 0, out
+    assert proc.returncode == 0 and " 0 skipped" in out, out
     return out
 
 
@@ -67,8 +68,8 @@ def test_undisturbed_cells_are_calibrated_and_their_one_way_delay_is_physical(tm
     bulk, idle = verdict(tmp_path, BULK), verdict(tmp_path, IDLE)
     for v in (bulk, idle):
         assert v["calibration"]["ok"] and not v["flags"], v
-        assert abs(v["calibration"]["base_rtt_ms"] - 20) <= 1.4, v["calibration"]
-    assert abs(idle["owd"]["median"] - 10) <= 1, idle["owd"]
+        assert v["calibration"]["base_rtt_ms"] <= 1, v["calibration"]
+    assert idle["owd"]["median"] <= 1, idle["owd"]
     theory = idle["owd"]["median"] + FIFO_DRAIN_MS
     assert abs(bulk["owd"]["p95"] - theory) <= 0.1 * theory, (bulk["owd"], theory)
 
@@ -76,7 +77,7 @@ def test_undisturbed_cells_are_calibrated_and_their_one_way_delay_is_physical(tm
 def test_a_capture_that_lost_packets_is_flagged(tmp_path):
     proc = start(tmp_path, BULK)
     wait_for_line(proc, f"{CELL} …", timeout=300)
-    time.sleep(8)  # Flent's lead-in is over: the flow runs
+    time.sleep(7)  # Flent's lead-in is over: the flow runs
     pid = own_tcpdump(tmp_path, "srv")
     os.kill(pid, signal.SIGSTOP)
     time.sleep(6)
@@ -90,14 +91,19 @@ def test_a_capture_that_lost_packets_is_flagged(tmp_path):
 
 
 def test_a_cell_run_on_pegged_cores_is_flagged(tmp_path):
+    """Busy loops on every core while Flent runs (stopped after it, so that the cell's
+    compression, at the lowest priority, is not starved)."""
     spin = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass\n"
     loops = [subprocess.Popen([sys.executable, "-c", spin, str(core)]) for core in sorted(os.sched_getaffinity(0))]
     try:
-        finish(start(tmp_path, BULK))
+        proc = start(tmp_path, BULK)
+        wait_for_line(proc, f"{CELL} …", timeout=300)
+        time.sleep(22)  # Flent's 10 s test and its lead-in and lead-out
     finally:
         for p in loops:
             p.kill()
             p.wait()
+    finish(proc)
     v = verdict(tmp_path)
     busy = [r for r in v["calibration"]["reasons"] if r.startswith("CPU ")]
     assert busy and any(f.startswith("calibration: CPU ") for f in v["flags"]), v["calibration"]
