@@ -5,7 +5,6 @@ import json
 import lzma
 import re
 import subprocess
-from datetime import datetime
 from pathlib import Path
 
 import dpkt
@@ -57,11 +56,6 @@ def payload_received_mbit(pcap: Path, start: float, end: float) -> float:
                 if start <= ts < end:
                     total += new
     return total * 8 / (end - start) / 1e6
-
-def flent_t0(data: dict) -> float:
-    """Epoch seconds of Flent's time axis origin."""
-    return datetime.fromisoformat(data["metadata"]["T0"].replace("Z", "+00:00")).timestamp()
-
 
 def packets(pcap: Path, expr: str) -> int:
     """Packets in an xz-compressed pcap matching a tcpdump filter."""

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, needs_root_tools, run_fl
-from resultlib import LEAD_IN, flent_t0, payload_received_mbit
+from resultlib import LEAD_IN, payload_received_mbit
 
 from flharness.run.flent_data import load as load_flent
+from flharness.run.flent_data import t0 as flent_t0
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

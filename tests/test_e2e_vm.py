@@ -16,9 +16,10 @@ import statistics
 
 import pytest
 from conftest import VM_OPTIONS, needs_vm, run_fl
-from resultlib import LEAD_IN, flent_t0, payload_received_mbit, series
+from resultlib import LEAD_IN, payload_received_mbit, series
 
 from flharness.run.flent_data import load as load_flent
+from flharness.run.flent_data import t0 as flent_t0
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 RATE = 10e6
