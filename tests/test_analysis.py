@@ -2,16 +2,18 @@
 encoder independent of fl's numpy reader) for retransmissions in TCP sequence space,
 goodput from the receiver's ACKs and one-way delay and loss; flow matching, confidence
 intervals, the fairness table, starved flows and impossible goodput flagged (not
-dropped), table-safe text in the index, the tidy dataset."""
+dropped), table-safe text in the index, the tidy dataset; the bottleneck queue from the
+middlebox's samples (tc's JSON as fl-qdisc-sample writes it)."""
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
 import dpkt
 import numpy as np
 
-from flharness.analysis import delivery, metrics
+from flharness.analysis import delivery, metrics, queue
 from flharness.analysis.flows import FlowInfo, declared_flows, match_connections
 from flharness.analysis.metrics import Settings
 from flharness.analysis.pcap import Conn, load
@@ -196,3 +198,51 @@ def test_dataset_has_one_row_per_flow_and_skipped_cells():
     assert [(r["cell"], r.get("flow")) for r in data] == [("a", 1), ("a", 2), ("b", None)]
     assert data[2]["reason"] == "kernel lacks sch_fq_codel" and data[0]["axis_qdisc"] == "pfifo"
     assert Settings().window(180) == 60 and Settings().window(60) == 40 and Settings(20).window(60) == 20
+
+
+def _qdisc_log(path: Path, samples: list[tuple[float, list, list]]) -> Path:
+    """A mid.qdisc.log as fl-qdisc-sample writes it: (epoch, up port's qdiscs, down's)."""
+    lines = ["# devices up=mid.r down=mid.l"]
+    for t, up, down in samples:
+        lines += [f"# {t}", json.dumps(up), json.dumps(down)]
+    path.write_text("\n".join(lines) + "\n[{\"kind\":\"htb\",")  # the last sample cut short
+    return path
+
+
+def _htb(child: dict) -> list[dict]:
+    return [{"kind": "htb", "handle": "1:", "root": True, "backlog": 10**6, "qlen": 999, "drops": 0},
+            {"handle": "10:", "parent": "1:1", **child}]
+
+
+def test_the_bottleneck_queue_as_drain_time_at_the_rate_in_force(tmp_path):
+    """The declared qdisc (10: under HTB, not HTB's own total) each sample; its backlog as
+    the time the link takes to send it, at 10 Mbit/s, then 5 Mbit/s after the schedule's
+    step at 10 s; drops and marks counted inside the window only; a cut-off last sample
+    left out."""
+    t0 = 1000.0
+    fq = [_htb({"kind": "fq_codel", "backlog": 1514 * n, "qlen": n, "drops": d, "ecn_mark": m})
+          for n, d, m in ((0, 0, 0), (10, 1, 5), (20, 2, 9), (20, 4, 20), (0, 4, 20))]
+    cake = [{"kind": "cake", "handle": "1:", "root": True, "backlog": 0, "qlen": 0, "drops": 0,
+             "tins": [{"ecn_mark": 3, "avg_delay_us": 2000}, {"ecn_mark": 4, "avg_delay_us": 500}]}]
+    log = _qdisc_log(tmp_path / "mid.qdisc.log", [(t0 + t, up, cake) for t, up in zip((1, 6, 9, 12, 20), fq)])
+    series = queue.load(log)
+    up, down = series["up"], series["down"]
+    assert list(up.backlog_pkts) == [0, 10, 20, 20, 0] and up.kind == "fq_codel"
+    assert list(down.marks) == [7] * 5 and list(down.own["delay_avg"]) == [2.0] * 5
+    config = {"bottleneck": {"up": {"rate_bps": 10e6}}, "rate_schedule": [{"at": "10s", "up": {"rate_bps": 5e6}}]}
+    drain = queue.drain_ms(up, t0, config, "up")
+    assert np.allclose(drain, [0, 12.112, 24.224, 48.448, 0])
+    s = queue.summary(up, t0, (5, 15), config, "up")
+    assert s["samples"] == 3 and s["drops"] == 3 and s["marks"] == 15
+    assert np.isclose(s["delay_ms"]["max"], 48.448) and np.isclose(s["backlog_pkts"]["mean"], 50 / 3)
+    assert queue.summary(up, t0, (30, 40), config, "up") is None
+
+
+def test_dualpi2_reports_both_queues():
+    """dualpi2's own sojourn times (µs in tc's JSON) and its L-queue counters."""
+    rows = [{"t": float(t), "kind": "dualpi2", "backlog": 0, "qlen": 0, "drops": 0, "ecn-mark": 2 * t,
+             "step-mark": t, "delay-c": 15000, "delay-l": 800, "pkts-in-c": 10 * t, "pkts-in-l": 30 * t}
+            for t in range(3)]
+    s = queue.summary(queue._series(rows), 0.0, (0, 2), {"bottleneck": {"up": {"rate_bps": 1e6}}}, "up")
+    assert s["marks"] == 4 and s["step_marks"] == 2 and s["pkts_in_l"] == 60 and s["pkts_in_c"] == 20
+    assert s["delay_c_ms"]["p95"] == 15.0 and np.isclose(s["delay_l_ms"]["mean"], 0.8)

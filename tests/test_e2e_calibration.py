@@ -3,8 +3,8 @@
 Undisturbed, neither cell is flagged and the base RTT is the declared one (no added
 delay: this machine's kernel has no netem); one-way delay against the physics: the idle
 path's median is the declared 0 ms (±1 ms), the bulk flow's p95 is that plus a full
-200-packet FIFO's drain time at 50 Mbit/s (48.4 ms). Then
-the verdict flags what a reader must know: a cell whose server capture lost packets
+200-packet FIFO's drain time at 50 Mbit/s (48.4 ms); the middlebox's queue samples
+against the same physics, the captures and tc's counters. Then the verdict flags what a reader must know: a cell whose server capture lost packets
 (the test stops that tcpdump for 6 s of a 50 Mbit/s flow, so its ring buffer
 overflows; tcpdump's own count is the oracle) and a cell run while every core was kept
 busy by the test's own busy loops."""
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -47,7 +48,17 @@ def verdict(results: Path, cell: str = BULK) -> dict:
     rec = json.loads((d / "cell.json").read_text())
     metrics = json.loads((d / "metrics.json").read_text())
     return {"calibration": rec["checks"]["calibration"], "flags": metrics["flags"],
-            "owd": metrics["flows"][0]["owd_ms"]}
+            "owd": metrics["flows"][0]["owd_ms"], "queue": metrics["queue"]["up"], "dir": d}
+
+
+def fifo_drops(cell: Path) -> int:
+    """tc's own count of the packets the upload FIFO dropped, read after the test (the
+    port towards srv: the first named in the queue samples' header)."""
+    port = (cell / "mid.qdisc.log").read_text().split("\n", 1)[0].split()[2].removeprefix("up=")
+    section = (cell / "teardown.log").read_text().split(f"$ tc -s -d qdisc show dev {port};", 1)[1]
+    m = re.search(r"qdisc pfifo 10: .*\n Sent \d+ bytes \d+ pkt \(dropped (\d+),", section)
+    assert m, section
+    return int(m.group(1))
 
 
 def own_tcpdump(results: Path, host: str) -> int:
@@ -63,15 +74,38 @@ def own_tcpdump(results: Path, host: str) -> int:
     raise AssertionError(f"no tcpdump of {host} under {results}")
 
 
-def test_undisturbed_cells_are_calibrated_and_their_one_way_delay_is_physical(tmp_path):
-    finish(start(tmp_path))
-    bulk, idle = verdict(tmp_path, BULK), verdict(tmp_path, IDLE)
+@pytest.fixture(scope="module")
+def undisturbed(tmp_path_factory) -> Path:
+    """Both cells, run once for the tests that read an undisturbed run."""
+    results = tmp_path_factory.mktemp("calibration")
+    finish(start(results))
+    return results
+
+
+def test_undisturbed_cells_are_calibrated_and_their_one_way_delay_is_physical(undisturbed):
+    bulk, idle = verdict(undisturbed, BULK), verdict(undisturbed, IDLE)
     for v in (bulk, idle):
         assert v["calibration"]["ok"] and not v["flags"], v
         assert v["calibration"]["base_rtt_ms"] <= 1, v["calibration"]
     assert idle["owd"]["median"] <= 1, idle["owd"]
     theory = idle["owd"]["median"] + FIFO_DRAIN_MS
     assert abs(bulk["owd"]["p95"] - theory) <= 0.1 * theory, (bulk["owd"], theory)
+
+
+def test_the_sampled_queue_matches_the_fifo_and_the_captures(undisturbed):
+    """The middlebox's queue samples against the FIFO's physics, the pcaps and tc's own
+    counters: the bulk flow's backlog never exceeds the 200-packet limit, its drain time's
+    p95 is the full FIFO's (48.4 ms, ±10 %) and the captures' p95 one-way delay above the
+    idle path's (±10 %); the paced flow leaves the queue empty (p95 ≤ 2 packets); the
+    drops sampled while the flow ran are at most what tc counted after the test."""
+    bulk, idle = verdict(undisturbed, BULK), verdict(undisturbed, IDLE)
+    q = bulk["queue"]
+    assert q["kind"] == "pfifo" and q["samples"] >= 40 and q["backlog_pkts"]["max"] <= 200, q
+    assert abs(q["delay_ms"]["p95"] - FIFO_DRAIN_MS) <= 0.1 * FIFO_DRAIN_MS, q
+    queueing = bulk["owd"]["p95"] - idle["owd"]["median"]
+    assert abs(q["delay_ms"]["p95"] - queueing) <= 0.1 * queueing, (q, bulk["owd"])
+    assert 0 < q["drops"] <= fifo_drops(bulk["dir"]), q
+    assert idle["queue"]["backlog_pkts"]["p95"] <= 2, idle["queue"]
 
 
 def test_a_capture_that_lost_packets_is_flagged(tmp_path):

@@ -49,11 +49,16 @@ def test_every_item_is_produced(report):
     for d in cell_dirs(run):
         assert (d / "metrics.json").is_file()
         assert (d / f"{d.name}_tcp_delivery_with_rtt.svg").read_text().lstrip().startswith("<?xml")
+        assert (d / f"{d.name}_queue.svg").read_text().lstrip().startswith("<?xml")
+    m = re.search(r"queue plots: (\d+) drawn, (\d+) current", out)
+    assert m and int(m.group(1)) + int(m.group(2)) == 12, out
     charts = sorted(p.name for p in (run / "demo" / "charts").glob("*.svg"))
     delay = [c for c in charts if c.startswith("demo_throughput_delay_")]  # one per rate × qdisc
     assert len(delay) == 4 and "demo_cc_qdisc_10mbit.svg" in charts, charts
     rows = list(csv.DictReader((run / "dataset.csv").open()))
-    assert len(rows) == 24 and {"axis_qdisc", "axis_rate", "steady_mbit", "jain", "received_ce"} <= set(rows[0])
+    assert len(rows) == 24 and {"axis_qdisc", "axis_rate", "steady_mbit", "jain", "received_ce", "queue_delay_p95_ms"} <= set(rows[0])
+    # the FIFOs hold 250 ms at the link rate (rounded up to a packet, or a byte)
+    assert all(0 <= float(r["queue_delay_p95_ms"]) <= 250 * 1.01 + 1.3 for r in rows), rows
     summary = json.loads((run / "summary.json").read_text())
     assert summary["scenarios"]["demo"]["by_status"] == {"ok": 12}
     readme = (run / "README.md").read_text()

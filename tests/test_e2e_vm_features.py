@@ -16,6 +16,8 @@ import pytest
 from conftest import needs_vm, run_fl
 from resultlib import LEAD_IN, cells, ecn_split, find, packets, series, step_time
 
+from flharness.analysis import queue
+
 pytestmark = [pytest.mark.vm, needs_vm()]
 CLI, SRV = "10.71.1.1", "10.71.2.1"
 
@@ -118,3 +120,21 @@ def test_the_pantheon_table_renders_with_one_run(run):
     assert "| cc | throughput (Mbit/s) | p95 one-way delay (ms) | loss (%) |" in section, section
     for cc in ("cubic", "bbr", "reno"):
         assert re.search(rf"^\| {cc}( ⚑)? \| 0\.\d\d \| \d+\.\d \| \d+\.\d\d \|", section, re.M), (cc, section)
+
+
+def test_the_sampled_queue_against_the_captures_and_the_physics(run):
+    """The middlebox's queue samples (one a second in a VM). fq_codel's ECN marks, from
+    its first sample to its last, are the CE packets that reached the server (its
+    capture); the rate-step cell's 30-packet FIFO never holds more than 30 packets, and
+    its backlog is read as delay at the rate in force: at 2 Mbit/s after the step, the
+    p95 exceeds what 30 packets could wait at 10 Mbit/s (36 ms), and no sample exceeds
+    what they wait at 2 Mbit/s (182 ms)."""
+    _, _, d = find(run, "vm-features", ecn="bleach-none")
+    q = queue.load(d / queue.QUEUE_LOG)["up"]
+    ce = packets(d / "srv.pcap.xz", f"dst host {SRV} and ip[1] & 3 == 3")
+    assert q.kind == "fq_codel" and ce > 10 and abs(q.marks[-1] - q.marks[0] - ce) <= max(2, 0.01 * ce), (q.marks, ce)
+    _, _, d = find(run, "vm-features", rate_schedule="2mbit@10s")
+    m = json.loads((d / "metrics.json").read_text())["queue"]["up"]
+    full = 30 * 1514 * 8 * 1e3
+    assert m["samples"] >= 8 and m["backlog_pkts"]["max"] <= 30, m
+    assert full / 10e6 * 1.2 < m["delay_ms"]["p95"] and m["delay_ms"]["max"] <= full / 2e6 * 1.01, m

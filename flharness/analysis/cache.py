@@ -11,7 +11,7 @@ from typing import Any
 from .metrics import METRICS_VERSION, Settings, cell_metrics
 
 METRICS_FILE = "metrics.json"
-INPUTS = ("cell.json", "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log")
+INPUTS = ("cell.json", "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log")
 
 
 def fingerprint(cell_dir: Path, settings: Settings) -> str:

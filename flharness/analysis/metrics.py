@@ -11,6 +11,8 @@ plus their start delay until lead-in + length):
     netperf's end-of-test mean is kept as netperf_mbit: it is the sender's count of
     bytes written into its socket, which exceeds what the path can carry.
   * one-way delay and loss: each data segment matched between the two captures.
+  * the bottleneck queue (queue.py): backlog and its drain time at the link rate,
+    sampled at the middlebox while every flow runs.
 Utilisation is relative to the link's payload capacity: TCP payload per Ethernet frame
 as HTB counts it, rate × 1448/1514 at a 1500-byte MTU with TCP timestamps.
 """
@@ -23,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from ..run.flent_data import delivered_mbit, first_data_s
-from . import delivery, flentlib, pcap
+from . import delivery, flentlib, pcap, queue
 from .flows import FlowInfo, declared_flows, match_connections
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 4
+METRICS_VERSION = 5
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
 PAYLOAD_SHARE = 1448 / 1514  # TCP payload per Ethernet frame at a 1500-byte MTU
 OVER_CAPACITY = 1.01  # goodput above this × payload capacity is a measurement error
@@ -62,7 +64,10 @@ def cell_metrics(cell_dir: Path, record: dict[str, Any], settings: Settings) -> 
     window = settings.window(length)
     out["steady_window_s"] = window
     out["flows"] = [_flow(rs, f, lead, length, window) for f in flows]
-    out["ping_ms"] = _ping(rs, lead, lead + max((f.start_s for f in flows), default=0), lead + length)
+    all_run = lead + max((f.start_s for f in flows), default=0)
+    out["ping_ms"] = _ping(rs, lead, all_run, lead + length)
+    out["t0"] = rs.t0
+    out["queue"] = _queues(cell_dir, record, rs.t0, (all_run, lead + length), {f.direction for f in flows})
     _add_capture_figures(out["flows"], flows, cell_dir, rs, record, lead, length)
     _add_aggregates(out, record)
     out["invalid"] += _problems(out, rs, record)
@@ -98,6 +103,14 @@ def _ping(rs: Any, lead: float, loaded_from: float, loaded_to: float) -> dict[st
     base = [v for t, v in pts if t < lead - 0.5]
     loaded = [v for t, v in pts if loaded_from <= t < loaded_to]
     return {"base_median": float(np.median(base)) if base else None, "loaded": _stats(loaded)}
+
+
+def _queues(cell_dir: Path, record: dict[str, Any], t0: float, window: tuple[float, float],
+            directions: set[str]) -> dict[str, Any]:
+    """Per direction with flows, its bottleneck queue while every flow runs."""
+    log = cell_dir / queue.QUEUE_LOG
+    series = queue.load(log) if log.is_file() else {}
+    return {d: queue.summary(series[d], t0, window, record["config"], d) for d in sorted(directions & series.keys())}
 
 
 def _stats(values: list[float]) -> dict[str, float] | None:

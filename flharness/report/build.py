@@ -10,12 +10,14 @@ from .collect import collect
 from .dataset import rows, write_csv, write_summary
 from .index import render, to_html
 from .plots import draw_cell_plots
+from .queue_plot import draw_queue_plots
 
 
 def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO) -> int:
     started = time.monotonic()
     run = collect(run_dir, workers)
     counts = draw_cell_plots(run.scenarios, workers)
+    queues = draw_queue_plots(run.scenarios)
     charts = {s.name: scenario_charts(s, s.dir / "charts") for s in run.scenarios}
     write_csv(rows(run), run_dir / "dataset.csv")
     write_summary(run, run_dir / "summary.json")
@@ -26,7 +28,8 @@ def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO) 
     invalid = sum(len(s.findings()["invalid"]) for s in run.scenarios)
     flagged = sum(len(s.findings()["flagged"]) for s in run.scenarios)
     print(f"{run_dir}: {len(cells)} cells ({invalid} invalid, {flagged} flagged); plots: {counts['drawn']} drawn, "
-          f"{counts['current']} current, {counts['failed']} failed; index: README.md, index.html "
+          f"{counts['current']} current, {counts['failed']} failed; queue plots: {queues['drawn']} drawn, "
+          f"{queues['current']} current; index: README.md, index.html "
           f"({time.monotonic() - started:.1f} s)")
     return 1 if counts["failed"] else 0
 

@@ -18,7 +18,9 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
     for c in run.cells():
         base = _cell_columns(run, c, axes)
         flows = (c.metrics or {}).get("flows") or [None]
-        out += [{**base, **_flow_columns(f)} for f in flows]
+        queues = (c.metrics or {}).get("queue") or {}
+        out += [{**base, **_flow_columns(f), **_queue_columns(queues.get(f["direction"]) if f else None)}
+                for f in flows]
     return out
 
 
@@ -69,6 +71,18 @@ def _flow_columns(f: dict[str, Any] | None) -> dict[str, Any]:
             "tcp_rtt_p99_ms": rtt.get("p99"), "packets_sent": pcap.get("sent"),
             "packets_received": pcap.get("received"), "retransmits": pcap.get("retrans"),
             "loss": pcap.get("loss"), **{f"received_{k}": ecn.get(k, 0) if pcap else None for k in ECN}}
+
+
+def _queue_columns(q: dict[str, Any] | None) -> dict[str, Any]:
+    """The bottleneck queue the flow went through (its direction's), while every flow ran."""
+    if not q:
+        return {"queue_delay_mean_ms": None, "queue_delay_p95_ms": None}
+    delay, pkts = q.get("delay_ms") or {}, q.get("backlog_pkts") or {}
+    return {"queue_delay_mean_ms": delay.get("mean"), "queue_delay_p95_ms": delay.get("p95"),
+            "queue_backlog_mean_pkts": pkts.get("mean"), "queue_backlog_p95_pkts": pkts.get("p95"),
+            "queue_drops": q.get("drops"), "queue_marks": q.get("marks"),
+            **{f"queue_{k}": q[k] for k in ("pkts_in_c", "pkts_in_l", "step_marks") if k in q},
+            **{f"queue_{k[:-3]}_p95_ms": (q[k] or {}).get("p95") for k in ("delay_c_ms", "delay_l_ms", "delay_avg_ms") if k in q}}
 
 
 def write_csv(data: list[dict[str, Any]], path: Path) -> None:

@@ -16,7 +16,7 @@ from .collect import CellResult, RunResult, ScenarioResult
 from .plots import plot_path
 from .tables import fairness_table, per_cc_table
 
-CELL_FILES = (("plot", None), ("cli.pcap", "cli.pcap.xz"), ("srv.pcap", "srv.pcap.xz"),
+CELL_FILES = (("plot", None), ("queue", "{cell}_queue.svg"), ("cli.pcap", "cli.pcap.xz"), ("srv.pcap", "srv.pcap.xz"),
               ("teardown", "teardown.log"), ("setup", "setup.log"), ("data", "{cell}.flent.gz"),
               ("metrics", "metrics.json"))
 

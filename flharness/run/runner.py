@@ -102,7 +102,8 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
 def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed]) -> int:
     to_run = [(sp, c) for sp in plans for c in sp.cells("run")]
     rv = run_vars([c for _, c in to_run], run.caps.feature("ifb") and run.caps.feature("u32_mirred"),
-                  run.caps.feature("nftables"), dilation=run.dilation, shared_fs=run.inventory.shared_fs)
+                  run.caps.feature("nftables"), dilation=run.dilation, shared_fs=run.inventory.shared_fs,
+                  vm=run.opts.vm is not None)
     if run.opts.dry_run:
         from .dry_run import print_dry_run
         for sp in plans:

@@ -15,10 +15,13 @@ NETEM_LIMIT = 100000  # packets: netem delay lines never drop
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
 FLENT_DELAY = 5  # Flent's default lead-in and lead-out (-d), seconds
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
+#: The shortest interval between samples of the middlebox's queues (fl-qdisc-sample):
+#: each sample starts a tc, which costs most in an emulated VM guest.
+QUEUE_INTERVAL_MIN = {"host": 0.1, "vm": 1.0}
 
 
 def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None = None,
-             dilation: float = 1.0, shared_fs: bool = True) -> dict[str, Any]:
+             dilation: float = 1.0, shared_fs: bool = True, vm: bool = False) -> dict[str, Any]:
     """fl_run: what the testbed must provide for all cells of this run.
 
     DILATION stretches timeouts measured in the testbed's clock: in a VM on QEMU's
@@ -31,7 +34,7 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
             "udp": any(c.ends.udp for c in cells), "tunnels": sorted({c.path.tunnel for c in cells} - {"none"}),
             "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
             "wait_timeout": int(15 * dilation), "dilation": dilation, "shared_fs": shared_fs,
-            "xz_level": XZ_LEVEL}
+            "xz_level": XZ_LEVEL, "queue_interval_min": QUEUE_INTERVAL_MIN["vm" if vm else "host"]}
 
 
 def delay_plan(cell: Cell) -> dict[str, Any] | None:
@@ -151,7 +154,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, dilation: float = 1.0)
         "client_qdisc": list(cell.ends.client_qdisc) if cell.ends.client_qdisc else None,
         "udp": cell.ends.udp.text if cell.ends.udp else None,
         "udp_bps": cell.ends.udp.bps if cell.ends.udp else 0, "flent_delay": FLENT_DELAY,
-        "target": target(cell, inv), "length": cell.length,
+        "target": target(cell, inv), "length": cell.length, "step_size": cell.step_size,
         "samplers": sorted({{"up": "cli", "down": "srv"}[f.direction] for f in cell.flows}),  # hosts that send
         "flent": flent_argv(cell, inv, ".", dilation),  # Flent runs in the cell's folder (flent.sh.j2)
     }

@@ -1,0 +1,144 @@
+"""The bottleneck queue over time, from the middlebox's samples (mid.qdisc.log, written by
+roles/testbed/files/fl-qdisc-sample: a "# EPOCH" line, then one `tc -s -d -j qdisc show`
+array per port, upload's first).
+
+The bottleneck queue of a port is the qdisc the scenario declared: handle 10: under
+fl's HTB shaper, or the root 1: when it shapes by itself (bottleneck.sh.j2). Its
+queueing delay is the backlog's drain time at the link rate in force (rate schedules
+included): what a packet arriving at that moment waits, for a FIFO exactly and for a
+flow-queueing qdisc the wait behind every queue. Qdiscs that measure their own sojourn
+time report it too (dualpi2: delay-c, delay-l; cake: its tins' average delay)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..units import Duration
+
+QUEUE_LOG = "mid.qdisc.log"
+#: Counters of ECN marks (CE set) by qdisc kind, as tc's JSON names them.
+MARK_KEYS = ("ecn_mark", "ecn-mark", "marked")
+#: Sojourn times a qdisc reports itself, in µs: name in fl → tc's JSON key.
+OWN_DELAYS = {"delay_c": "delay-c", "delay_l": "delay-l"}
+#: dualpi2's per-queue packet counters and step marks (L4S queue).
+DUALPI2_COUNTERS = {"pkts_in_c": "pkts-in-c", "pkts_in_l": "pkts-in-l", "step_marks": "step-mark"}
+
+
+@dataclass
+class QueueSeries:
+    """One port's bottleneck qdisc, sample by sample (t in epoch seconds; drops and
+    marks are the qdisc's cumulative counters)."""
+    kind: str
+    t: np.ndarray
+    backlog_bytes: np.ndarray
+    backlog_pkts: np.ndarray
+    drops: np.ndarray
+    marks: np.ndarray
+    own: dict[str, np.ndarray] = field(default_factory=dict)  # OWN_DELAYS (ms), DUALPI2_COUNTERS
+
+
+def load(path: Path) -> dict[str, QueueSeries]:
+    """{direction ('up', 'down'): its series} from a sample log; {} if there is none.
+    A sample cut short when the sampler was stopped is left out."""
+    names: list[str] = []
+    rows: dict[str, list[dict[str, Any]]] = {}
+    sample: list[list[dict[str, Any]]] = []
+    stamp = 0.0
+
+    def keep() -> None:
+        if names and len(sample) == len(names):
+            for name, qdiscs in zip(names, sample):
+                if (q := bottleneck(qdiscs)) is not None:
+                    rows[name].append({"t": stamp, **q})
+
+    for line in path.read_text().splitlines():
+        if line.startswith("# devices "):
+            names = [pair.split("=", 1)[0] for pair in line.split()[2:]]
+            rows = {n: [] for n in names}
+        elif line.startswith("# "):
+            keep()
+            stamp, sample = float(line[2:]), []
+        elif line.startswith("["):
+            try:
+                sample.append(json.loads(line))
+            except ValueError:  # the last line, cut when the sampler stopped
+                break
+    keep()
+    return {n: _series(r) for n, r in rows.items() if r}
+
+
+def bottleneck(qdiscs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The declared qdisc among a port's: handle 10: below HTB, else the root."""
+    by_handle = {q.get("handle"): q for q in qdiscs}
+    return by_handle.get("10:") or by_handle.get("1:")
+
+
+def _series(rows: list[dict[str, Any]]) -> QueueSeries:
+    def col(get) -> np.ndarray:
+        return np.array([get(r) for r in rows], dtype=float)
+    own = {name: col(lambda r, k=key: r.get(k, np.nan)) / 1e3 for name, key in OWN_DELAYS.items()
+           if any(key in r for r in rows)}
+    own |= {name: col(lambda r, k=key: r.get(k, np.nan)) for name, key in DUALPI2_COUNTERS.items()
+            if any(key in r for r in rows)}
+    if any("tins" in r for r in rows):  # cake: the busiest tin's average sojourn time
+        own["delay_avg"] = col(lambda r: max((tin.get("avg_delay_us", 0) for tin in r.get("tins", [])), default=np.nan)) / 1e3
+    return QueueSeries(kind=rows[-1].get("kind", "?"), t=col(lambda r: r["t"]),
+                       backlog_bytes=col(lambda r: r.get("backlog", 0)), backlog_pkts=col(lambda r: r.get("qlen", 0)),
+                       drops=col(lambda r: r.get("drops", 0)), marks=col(_marks), own=own)
+
+
+def _marks(r: dict[str, Any]) -> int:
+    tins = r.get("tins") or []
+    if tins:
+        return sum(tin.get("ecn_mark", 0) for tin in tins)
+    return sum(r.get(k, 0) for k in MARK_KEYS)
+
+
+def rate_at(t: np.ndarray, config: dict[str, Any], direction: str) -> np.ndarray:
+    """The link rate of DIRECTION in force at each time T (Flent's axis): the cell's
+    rate, then each step of its rate schedule (cell.json's config)."""
+    out = np.full(t.shape, config["bottleneck"][direction]["rate_bps"], dtype=float)
+    for step in sorted(config.get("rate_schedule") or [], key=lambda s: Duration.parse(s["at"]).seconds):
+        out[t >= Duration.parse(step["at"]).seconds] = step[direction]["rate_bps"]
+    return out
+
+
+def drain_ms(q: QueueSeries, t0: float, config: dict[str, Any], direction: str) -> np.ndarray:
+    """Each sample's backlog as the time the link takes to send it (T0: Flent's origin)."""
+    return q.backlog_bytes * 8 / rate_at(q.t - t0, config, direction) * 1e3
+
+
+def summary(q: QueueSeries, t0: float, window: tuple[float, float], config: dict[str, Any],
+            direction: str) -> dict[str, Any] | None:
+    """Mean, p95 and max of backlog and queueing delay over WINDOW (Flent's axis, T0 its
+    origin), drops and marks in it; None without samples there."""
+    rel = q.t - t0
+    inside = (rel >= window[0]) & (rel <= window[1])
+    if not inside.any():
+        return None
+    delay_ms = drain_ms(q, t0, config, direction)
+    first, last = np.flatnonzero(inside)[[0, -1]]
+    out: dict[str, Any] = {
+        "kind": q.kind, "samples": int(inside.sum()),
+        "interval_s": float(np.median(np.diff(q.t))) if len(q.t) > 1 else None,
+        "backlog_bytes": _stats(q.backlog_bytes[inside]), "backlog_pkts": _stats(q.backlog_pkts[inside]),
+        "delay_ms": _stats(delay_ms[inside]),
+        "drops": int(q.drops[last] - q.drops[first]), "marks": int(q.marks[last] - q.marks[first]),
+    }
+    for name, values in q.own.items():
+        if name.startswith("delay"):
+            out[f"{name}_ms"] = _stats(values[inside])
+        else:
+            out[name] = int(values[last] - values[first])
+    return out
+
+
+def _stats(values: np.ndarray) -> dict[str, float] | None:
+    values = values[~np.isnan(values)]
+    if not len(values):
+        return None
+    return {"mean": float(values.mean()), "p95": float(np.percentile(values, 95)), "max": float(values.max())}
