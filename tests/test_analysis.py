@@ -246,3 +246,18 @@ def test_dualpi2_reports_both_queues():
     s = queue.summary(queue._series(rows), 0.0, (0, 2), {"bottleneck": {"up": {"rate_bps": 1e6}}}, "up")
     assert s["marks"] == 4 and s["step_marks"] == 2 and s["pkts_in_l"] == 60 and s["pkts_in_c"] == 20
     assert s["delay_c_ms"]["p95"] == 15.0 and np.isclose(s["delay_l_ms"]["mean"], 0.8)
+
+
+def test_bulk_flows_that_never_fill_the_link_are_flagged():
+    """The best 1 s of aggregate goodput (two flows' cumulative ACKs) against 90 % of the
+    payload capacity (9.56 Mbit/s at 10 Mbit/s), judged only where nothing but the rate
+    limits bulk TCP flows."""
+    edges = np.arange(0.0, 4.0)
+    peak = delivery.peak_mbit([np.array([0, 1e6, 2e6, 2.5e6]), np.array([0, 0, 0.1e6, 0.2e6])], edges)
+    assert np.isclose(peak, 8.8)
+    config = {"test": "tcp_2up", "bottleneck": {"up": {"rate_bps": 10e6}}}
+    assert metrics._unfilled({"up": 8.8}, config) == []  # 92 %
+    assert metrics._unfilled({"up": 8.0}, config) == [
+        "up goodput peaked at 8 Mbit/s (84% of the payload capacity) in its best 1 s: bulk TCP flows should fill the link"]
+    for other in ({"client_qdisc": "tbf rate 5mbit"}, {"udp": "5mbit"}, {"rate_schedule": []}, {"test": "rrul"}):
+        assert metrics._unfilled({"up": 1.0}, {**config, **other}) == [], other

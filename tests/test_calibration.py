@@ -1,9 +1,9 @@
 """The calibration verdict's readers, on logs written as fl's scripts write them:
-tcpdump's kernel drops per host from the teardown log, and per-core CPU saturation
-from the /proc/stat counters the ss sampler records each second."""
+tcpdump's kernel drops per host and offloads read back on from the teardown log, and
+per-core CPU saturation from the /proc/stat counters the ss sampler records each second."""
 from __future__ import annotations
 
-from flharness.run.calibration import capture_drops, saturated_share
+from flharness.run.calibration import capture_drops, offloads_on, saturated_share
 
 
 def test_capture_drops_per_host(tmp_path):
@@ -12,6 +12,15 @@ def test_capture_drops_per_host(tmp_path):
                    "9 packets received by filter\n0 packets dropped by kernel\n\n======== mid ========\n$ uname -r\n"
                    "6.1\n\n======== srv ========\n$ tcpdump statistics\n5 packets captured\n17 packets dropped by kernel\n")
     assert capture_drops(log) == {"cli": 0, "srv": 17}
+
+
+def test_offloads_read_back_on(tmp_path):
+    log = tmp_path / "teardown.log"
+    log.write_text("======== cli ========\n$ ethtool -k cli.0\ncli.0 tcp-segmentation-offload: off\n"
+                   "cli.0 generic-segmentation-offload: off\ncli.0 generic-receive-offload: off\n\n"
+                   "======== mid ========\nmid.l tcp-segmentation-offload: off\nmid.l generic-receive-offload: on\n"
+                   "mid.r generic-segmentation-offload: on [fixed]\n")
+    assert offloads_on(log) == ["mid mid.l generic-receive-offload", "mid mid.r generic-segmentation-offload"]
 
 
 def test_a_core_busy_most_of_the_test_is_saturated(tmp_path):

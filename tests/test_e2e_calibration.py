@@ -1,7 +1,8 @@
 """The calibration verdict and one-way delay, for real (tests/scenarios/calibration.yml).
 
-Undisturbed, neither cell is flagged and the base RTT is the declared one (no added
-delay: this machine's kernel has no netem); one-way delay against the physics: the idle
+Undisturbed, neither cell is flagged, the base RTT is the declared one (no added
+delay: this machine's kernel has no netem) and offloads read back off (no captured
+frame exceeds the MTU); one-way delay against the physics: the idle
 path's median is the declared 0 ms (±1 ms), the bulk flow's p95 is that plus a full
 200-packet FIFO's drain time at 50 Mbit/s (48.4 ms); the middlebox's queue samples
 against the same physics, the captures and tc's counters. Then the verdict flags what a reader must know: a cell whose server capture lost packets
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FL, REPO, needs_root_tools
+from resultlib import packets
 from test_e2e_interrupt import interruptible, wait_for_line
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
@@ -86,7 +88,9 @@ def test_undisturbed_cells_are_calibrated_and_their_one_way_delay_is_physical(un
     bulk, idle = verdict(undisturbed, BULK), verdict(undisturbed, IDLE)
     for v in (bulk, idle):
         assert v["calibration"]["ok"] and not v["flags"], v
-        assert v["calibration"]["base_rtt_ms"] <= 1, v["calibration"]
+        assert v["calibration"]["base_rtt_ms"] <= 1 and v["calibration"]["offloads_on"] == [], v["calibration"]
+        for host in ("cli", "srv"):  # offloads off: no frame in a capture exceeds the MTU
+            assert packets(v["dir"] / f"{host}.pcap.xz", "greater 1515") == 0, host
     assert idle["owd"]["median"] <= 1, idle["owd"]
     theory = idle["owd"]["median"] + FIFO_DRAIN_MS
     assert abs(bulk["owd"]["p95"] - theory) <= 0.1 * theory, (bulk["owd"], theory)

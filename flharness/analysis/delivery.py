@@ -19,19 +19,31 @@ from .capture import Packets
 from .pcap import Conn, unwrap
 
 
+def acked_bytes(pk: Packets, conn: Conn, times: np.ndarray) -> np.ndarray | None:
+    """The receiver's cumulative ACK number at each of TIMES (epoch s), as bytes after
+    its first ACK, from its packets in its own capture (PK, CONN); None when the capture
+    holds no ACK of the connection."""
+    if not len(conn.acks):
+        return None
+    acked = np.maximum.accumulate(unwrap(pk.ack[conn.acks], int(pk.ack[conn.acks[0]])))
+    i = np.searchsorted(pk.ts[conn.acks], times, side="right") - 1
+    return np.where(i >= 0, acked[np.maximum(i, 0)], 0)
+
+
 def acked_mbit(pk: Packets, conn: Conn, t_from: float, t_to: float) -> float | None:
     """Mean goodput (Mbit/s) over [T_FROM, T_TO] (epoch s): the advance of the receiver's
-    cumulative ACK number, from its packets in its own capture (PK, CONN). None when the
-    capture holds no ACK of the connection."""
-    if not len(conn.acks) or t_to <= t_from:
-        return None
-    ts = pk.ts[conn.acks]
-    acked = np.maximum.accumulate(unwrap(pk.ack[conn.acks], int(pk.ack[conn.acks[0]])))
+    cumulative ACK number. None when the capture holds no ACK of the connection."""
+    acked = acked_bytes(pk, conn, np.array([t_from, t_to])) if t_to > t_from else None
+    return None if acked is None else float(acked[1] - acked[0]) * 8 / (t_to - t_from) / 1e6
 
-    def at(t: float) -> int:
-        i = int(np.searchsorted(ts, t, side="right")) - 1
-        return int(acked[i]) if i >= 0 else 0
-    return (at(t_to) - at(t_from)) * 8 / (t_to - t_from) / 1e6
+
+def peak_mbit(per_flow: list[np.ndarray], edges: np.ndarray) -> float | None:
+    """The highest aggregate goodput (Mbit/s) in one interval between EDGES, given each
+    flow's cumulative acknowledged bytes at the edges."""
+    if not per_flow or len(edges) < 2:
+        return None
+    total = np.sum(per_flow, axis=0)
+    return float((np.diff(total) * 8 / np.diff(edges)).max() / 1e6)
 
 
 def one_way(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn,

@@ -18,6 +18,7 @@ as HTB counts it, rate × 1448/1514 at a 1500-byte MTU with TCP timestamps.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,10 @@ METRICS_VERSION = 5
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
 PAYLOAD_SHARE = 1448 / 1514  # TCP payload per Ethernet frame at a 1500-byte MTU
 OVER_CAPACITY = 1.01  # goodput above this × payload capacity is a measurement error
+PEAK_INTERVAL = 1.0  # seconds: the aggregate goodput's peak is the best such interval
+SHOULD_FILL = 0.90  # bulk flows that never reach this share of the capacity: flagged
+BULK_TEST_RE = re.compile(r"^tcp_(\d+|n)?(up|down)$|^tcp_bidirectional$")
+NOT_FILLING = ("rate_schedule", "client_qdisc", "udp", "tunnel", "netem")  # config keys
 
 
 def payload_capacity_bps(rate_bps: float) -> float:
@@ -68,7 +73,8 @@ def cell_metrics(cell_dir: Path, record: dict[str, Any], settings: Settings) -> 
     out["ping_ms"] = _ping(rs, lead, all_run, lead + length)
     out["t0"] = rs.t0
     out["queue"] = _queues(cell_dir, record, rs.t0, (all_run, lead + length), {f.direction for f in flows})
-    _add_capture_figures(out["flows"], flows, cell_dir, rs, record, lead, length)
+    edges = rs.t0 + np.arange(all_run, lead + length + 1e-9, PEAK_INTERVAL)
+    out["peak_mbit"] = _add_capture_figures(out["flows"], flows, cell_dir, rs, record, lead, length, edges)
     _add_aggregates(out, record)
     out["invalid"] += _problems(out, rs, record)
     out["flags"] = _flags(out, record)
@@ -121,12 +127,14 @@ def _stats(values: list[float]) -> dict[str, float] | None:
 
 
 def _add_capture_figures(rows: list[dict[str, Any]], flows: list[FlowInfo], cell_dir: Path, rs: Any,
-                         record: dict[str, Any], lead: float, length: float) -> None:
+                         record: dict[str, Any], lead: float, length: float, edges: np.ndarray) -> dict[str, float]:
     """From the two captures: each flow's goodput at the receiver, one-way delay and loss,
-    retransmissions on the sender's side, ECN codepoints on the receiver's."""
+    retransmissions on the sender's side, ECN codepoints on the receiver's. Returns the
+    peak aggregate goodput per direction over the intervals between EDGES (epoch s)."""
     server = (rs.meta("HOSTS") or [None])[0]
     sides = {"up": ("cli", "srv"), "down": ("srv", "cli")}
     loaded: dict[str, tuple] = {}
+    acked: dict[str, list[np.ndarray]] = {}
     owd_why = _no_owd_reason(record)
     for direction, (sender, receiver) in sides.items():
         pcaps = {h: cell_dir / f"{h}.pcap.xz" for h in (sender, receiver)}
@@ -145,13 +153,15 @@ def _add_capture_figures(rows: list[dict[str, Any]], flows: list[FlowInfo], cell
             if got is None:
                 continue
             window = (rs.t0 + lead + row["start_s"], rs.t0 + lead + length)
-            if (acked := delivery.acked_mbit(r_pk, got, *window)) is not None:
-                row["mean_mbit"], row["goodput_source"] = acked, f"receiver ({receiver} capture, ACKs)"
+            if (mean := delivery.acked_mbit(r_pk, got, *window)) is not None:
+                row["mean_mbit"], row["goodput_source"] = mean, f"receiver ({receiver} capture, ACKs)"
+                acked.setdefault(direction, []).append(delivery.acked_bytes(r_pk, got, edges))
             row["owd_ms"] = None if owd_why else delivery.one_way(s_pk, sent, r_pk, got, *window)
     for row in rows:
         if row.get("owd_ms") is None:
             row["owd_ms"] = None
             row["owd_unavailable"] = owd_why or "the flow's packets are not visible in both captures"
+    return {d: peak for d, per_flow in acked.items() if (peak := delivery.peak_mbit(per_flow, edges)) is not None}
 
 
 def _no_owd_reason(record: dict[str, Any]) -> str | None:
@@ -201,16 +211,33 @@ def _starved(f: dict[str, Any], record: dict[str, Any]) -> bool:
     return f["mean_mbit"] is not None and f["mean_mbit"] * 1e6 < NEAR_ZERO * rate
 
 
+def _unfilled(peaks: dict[str, float], config: dict[str, Any]) -> list[str]:
+    """Directions whose bulk TCP flows never filled the link: their best second stayed
+    below SHOULD_FILL × the payload capacity. Judged only where nothing but the declared
+    rate limits them: no rate schedule, pacing client qdisc, competing UDP, tunnel
+    overhead or netem impairment; RRUL's flows share the link with its pings."""
+    if not peaks or not BULK_TEST_RE.match(config["test"]) or any(k in config for k in NOT_FILLING):
+        return []
+    out = []
+    for direction, peak in sorted(peaks.items()):
+        capacity = payload_capacity_bps(config["bottleneck"][direction]["rate_bps"]) / 1e6
+        if peak < SHOULD_FILL * capacity:
+            out.append(f"{direction} goodput peaked at {peak:.3g} Mbit/s ({peak / capacity:.0%} of the payload "
+                       f"capacity) in its best {PEAK_INTERVAL:g} s: bulk TCP flows should fill the link")
+    return out
+
+
 def _flags(out: dict[str, Any], record: dict[str, Any]) -> list[str]:
     """Findings worth a reader's attention that are results, not harness failures: goodput
     above the payload capacity (a measurement error), a path that did not behave as
-    declared (cell.json's checks.calibration), a flow starved by the path (near-zero
-    goodput) or whose data began late (its connection could not start in time;
-    checks.late_start_s)."""
+    declared (cell.json's checks.calibration, and bulk flows that never filled the link),
+    a flow starved by the path (near-zero goodput) or whose data began late (its
+    connection could not start in time; checks.late_start_s)."""
     flags = [f"{direction} goodput is {u:.1%} of the payload capacity: impossible, a measurement error"
              for direction, u in out["utilisation"].items() if u > OVER_CAPACITY]
     checks = record.get("checks") or {}
     flags += [f"calibration: {reason}" for reason in (checks.get("calibration") or {}).get("reasons", [])]
+    flags += [f"calibration: {reason}" for reason in _unfilled(out.get("peak_mbit") or {}, record["config"])]
     late = checks.get("late_start_s") or {}
     for f in out["flows"]:
         if _starved(f, record):

@@ -33,7 +33,7 @@ def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, A
         "run": run.name, "scenario": c.scenario, "cell": c.name, "config_hash": c.record["config_hash"],
         "status": c.status, "reason": c.record.get("reason"), "valid": c.valid,
         "invalid": "; ".join(c.invalid), "flags": "; ".join(c.flags), "backend": backend.get("kind"), "clock": backend.get("clock"),
-        "kernel": c.record.get("kernel"), "calibration": _calibration(c.record),
+        "kernel": c.record.get("kernel"), "calibration": _calibration(c),
     }
     cols.update({f"axis_{a}": c.label(a) for a in axes})
     cols.update({"jain": m.get("jain"), "ratio": m.get("ratio"),
@@ -45,12 +45,14 @@ def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, A
     return cols
 
 
-def _calibration(record: dict[str, Any]) -> str | None:
-    """"ok", or the reasons the cell's path did not behave as declared."""
-    verdict = (record.get("checks") or {}).get("calibration")
+def _calibration(c: CellResult) -> str | None:
+    """"ok", or the reasons the cell's path did not behave as declared: the verdict the
+    run stored, and what the analysis found (bulk flows that never filled the link)."""
+    verdict = (c.record.get("checks") or {}).get("calibration")
     if verdict is None:
         return None
-    return "ok" if verdict["ok"] else "; ".join(verdict["reasons"])
+    found = [f.removeprefix("calibration: ") for f in (c.metrics or {}).get("flags", []) if f.startswith("calibration: ")]
+    return "; ".join(dict.fromkeys(verdict["reasons"] + found)) or "ok"
 
 
 def _flow_columns(f: dict[str, Any] | None) -> dict[str, Any]:

@@ -8,7 +8,9 @@ checks.calibration, shown in the index with ⚑): each check that failed is a re
   packets undercounts everything measured from it);
 * CPU: the per-core counters the ss sampler recorded each second; a core more than
   95 % busy for over 10 % of the test caps what namespaces can carry;
-* netem's limit holds the delay line (rate × the longest one-way delay, in packets).
+* netem's limit holds the delay line (rate × the longest one-way delay, in packets);
+* offloads: TSO, GSO and GRO read back as off on every fl interface after the test
+  (the teardown log), so the bottleneck and the captures saw wire-size packets.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ CPU_BUSY, CPU_BUSY_SHARE = 0.95, 0.10
 FRAME_BYTES = 1514
 _HOST_RE = re.compile(r"^======== (\w+) ========$", re.M)
 _DROPS_RE = re.compile(r"^(\d+) packets dropped by kernel$", re.M)
+_OFFLOAD_RE = re.compile(r"^(\S+) (tcp-segmentation|generic-segmentation|generic-receive)-offload: (on|off)", re.M)
 
 
 def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +48,8 @@ def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, A
             out["cpu_saturated"].update({f"{host} {core}": share for core, share in busy.items()})
     reasons += [f"CPU {core} more than {CPU_BUSY:.0%} busy for {share:.0%} of the test"
                 for core, share in out["cpu_saturated"].items() if share > CPU_BUSY_SHARE]
+    out["offloads_on"] = offloads_on(cell_dir / "teardown.log")
+    reasons += [f"offloads on: {', '.join(on)}" for on in [out["offloads_on"]] if on]
     in_flight = max(cell.up.rate.bps, cell.down.rate.bps) * max(f.rtt.seconds for f in cell.flows) / 8 / FRAME_BYTES
     if in_flight > NETEM_LIMIT:
         reasons.append(f"netem limit {NETEM_LIMIT} packets is below the delay line ({in_flight:.0f})")
@@ -74,6 +79,15 @@ def capture_drops(teardown: Path) -> dict[str, int]:
     parts = _HOST_RE.split(text)[1:]
     return {host: sum(int(n) for n in _DROPS_RE.findall(body))
             for host, body in zip(parts[::2], parts[1::2]) if _DROPS_RE.search(body)}
+
+
+def offloads_on(teardown: Path) -> list[str]:
+    """"host dev offload" for each offload read back as on in the teardown log."""
+    if not teardown.is_file():
+        return []
+    parts = _HOST_RE.split(teardown.read_text(errors="replace"))[1:]
+    return [f"{host} {dev} {kind}-offload" for host, body in zip(parts[::2], parts[1::2])
+            for dev, kind, state in _OFFLOAD_RE.findall(body) if state == "on"]
 
 
 def saturated_share(ss_log: Path, start: float, end: float) -> dict[str, float]:
