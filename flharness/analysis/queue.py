@@ -20,8 +20,9 @@ import numpy as np
 from ..units import Duration
 
 QUEUE_LOG = "mid.qdisc.log"
-#: Counters of ECN marks (CE set) by qdisc kind, as tc's JSON names them.
-MARK_KEYS = ("ecn_mark", "ecn-mark", "marked")
+#: Counters of CE marks, as tc's JSON names them: AQM marks (fq_codel, codel, pie, red, dualpi2)
+#: and ce_threshold marks (fq_codel, fq).
+MARK_KEYS = ("ecn_mark", "ce_mark", "ecn-mark", "marked")
 #: Sojourn times a qdisc reports itself, in µs: name in fl → tc's JSON key.
 OWN_DELAYS = {"delay_c": "delay-c", "delay_l": "delay-l"}
 #: dualpi2's per-queue packet counters and step marks (L4S queue).
