@@ -21,10 +21,28 @@ from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
 from flharness.report.index import environment, table_safe
 from flharness.report.tables import fairness_table, stat
+from flharness.results.cell_metrics import CellMetrics, FlowMetrics
+from flharness.results.cell_record import CellConfig, CellRecord, Endpoints
+from flharness.results.run_record import RunRecord
 from flharness.run.flent_data import delivered_mbit, first_data_s
 from flharness.scenario.schema import Scenario
 
 CLI, SRV = "10.71.1.1", "10.71.2.1"
+LINK = {"rate": "10mbit", "rate_bps": 10e6, "qdisc": "pfifo limit 100", "self_shaping": False}
+HOST = {"kind": "host", "testbed": "netns", "inventory": "inventory.ini", "clock": "real"}
+
+
+def _config(**changes) -> CellConfig:
+    """A cell.json config: two upload flows at 10 Mbit/s, with CHANGES."""
+    return CellConfig.model_validate({
+        "format": 1, "test": "tcp_2up", "length": 20, "step_size": 0.2, "repetition": 1,
+        "flows": [{"direction": "up", "cc": "cubic", "rtt": "20ms", "tos": None}] * 2,
+        "bottleneck": {"up": LINK, "down": LINK}, "sysctls": {}, **changes})
+
+
+def _record(name: str = "a", status: str = "ok", **changes) -> CellRecord:
+    return CellRecord.model_validate({"scenario": "s", "cell": name, "config_hash": "x", "status": status,
+                                      "config": _config(), "backend": HOST, **changes})
 
 
 def _write_pcap(path: Path, packets: list[tuple]) -> Path:
@@ -69,17 +87,16 @@ def test_one_way_delay_and_loss_match_segments_by_sequence_and_ip_id(tmp_path):
     r_pk, r_conns = load(_write_pcap(tmp_path / "srv.pcap", arrived))
     key = (CLI, 40001, SRV, 5001)
     owd = delivery.one_way(s_pk, s_conns[key], r_pk, r_conns[key], 0, 10)
-    assert owd["n"] == 99 and owd["sent"] == 100  # settled: sent before the last arrival
-    assert abs(owd["loss"] - 0.01) < 1e-9
-    assert abs(owd["median"] - 10.049) < 0.002 and owd["p99"] < 10.2
-    assert np.isclose(delivery.one_way(s_pk, s_conns[key], r_pk, r_conns[key], 0, 1.5)["n"], 50)
+    assert owd.n == 99 and owd.sent == 100  # settled: sent before the last arrival
+    assert abs(owd.loss - 0.01) < 1e-9
+    assert abs(owd.median - 10.049) < 0.002 and owd.p99 < 10.2
+    assert np.isclose(delivery.one_way(s_pk, s_conns[key], r_pk, r_conns[key], 0, 1.5).n, 50)
 
 
 def test_declared_flows_follow_flent_series_per_direction():
-    record = {"config": {"flows": [{"direction": "up", "cc": "cubic", "rtt": "80ms", "tos": 76},
-                                   {"direction": "up", "cc": "prague", "rtt": "20ms", "tos": 140,
-                                    "start": "10s"}]}}
-    flows = declared_flows(record, ["Ping (ms) ICMP", "TCP upload avg", "TCP upload::1", "TCP upload::2",
+    config = _config(flows=[{"direction": "up", "cc": "cubic", "rtt": "80ms", "tos": 76},
+                            {"direction": "up", "cc": "prague", "rtt": "20ms", "tos": 140, "start": "10s"}])
+    flows = declared_flows(config, ["Ping (ms) ICMP", "TCP upload avg", "TCP upload::1", "TCP upload::2",
                                     "TCP upload::1::tcp_rtt", "TCP upload sum"])
     assert [(f.series, f.cc, f.rtt_ms, f.start_s) for f in flows] == [
         ("TCP upload::1", "cubic", 80.0, 0.0), ("TCP upload::2", "prague", 20.0, 10.0)]
@@ -108,13 +125,29 @@ def _conn(first: float, dscp: int, n: int = 50) -> Conn:
 
 def test_connections_matched_by_dscp_then_start_order():
     srv = "10.71.2.1"
+    ends = Endpoints(server=srv, netperf_port=12865)
     conns = {("10.71.1.1", 40001, srv, 5001): _conn(2.0, 35), ("10.71.1.1", 40002, srv, 5002): _conn(1.0, 19),
              ("10.71.1.1", 40003, srv, 12865): _conn(0.5, 0)}  # netperf control: never a flow
     marked = [FlowInfo(1, "TCP upload::1", "up", "cubic", 80, 0x4c, 0), FlowInfo(2, "TCP upload::2", "up", "cubic", 20, 0x8c, 0)]
-    assert match_connections(marked, "up", conns, srv, None) == {1: ("10.71.1.1", 40002, srv, 5002),
-                                                                  2: ("10.71.1.1", 40001, srv, 5001)}
+    assert match_connections(marked, "up", conns, ends, None) == {1: ("10.71.1.1", 40002, srv, 5002),
+                                                                   2: ("10.71.1.1", 40001, srv, 5001)}
     same = [FlowInfo(1, "TCP upload::1", "up", "cubic", 0, None, 0), FlowInfo(2, "TCP upload::2", "up", "cubic", 0, None, 10)]
-    assert match_connections(same, "up", conns, srv, None)[1] == ("10.71.1.1", 40002, srv, 5002)  # started first
+    assert match_connections(same, "up", conns, ends, None)[1] == ("10.71.1.1", 40002, srv, 5002)  # started first
+
+
+def test_netperf_control_port_and_server_come_from_cell_json():
+    """An inventory with another fl_netperf_port: its control connection (the earliest,
+    with data) is left out, and a flow on 12865 is a flow; the server's address tells
+    uploads from downloads."""
+    srv, cli = "10.71.18.1", "10.71.17.1"  # a second parallel testbed's addresses
+    conns = {(cli, 40001, srv, 12865): _conn(1.0, 0), (cli, 40002, srv, 23456): _conn(0.5, 0),
+             (srv, 5001, cli, 40003): _conn(0.2, 0)}  # a download
+    flows = [FlowInfo(1, "TCP upload::1", "up", "cubic", 0, None, 0)]
+    ends = Endpoints(server=srv, netperf_port=23456)
+    assert match_connections(flows, "up", conns, ends, None) == {1: (cli, 40001, srv, 12865)}
+    down = [FlowInfo(1, "TCP download::1", "down", "cubic", 0, None, 0)]
+    assert match_connections(down, "down", conns, ends, None) == {1: (srv, 5001, cli, 40003)}
+    assert match_connections(flows, "up", conns, Endpoints(server="10.71.2.1", netperf_port=23456), None) == {}
 
 
 def test_confidence_interval():
@@ -124,16 +157,21 @@ def test_confidence_interval():
     assert stat([4.0]).ci is None and stat([]) is None
 
 
+def _flow(i: int, mean: float | None, steady: float | None = None, **changes) -> FlowMetrics:
+    return FlowMetrics.model_validate({
+        "index": i, "series": f"TCP upload::{i}", "direction": "up", "cc": "cubic", "rtt_ms": 20.0, "start_s": 0.0,
+        "label": "cubic (20 ms)", "mean_mbit": mean, "goodput_source": "receiver (srv capture, ACKs)",
+        "netperf_mbit": mean, "first_data_s": 5.0, "steady_mbit": mean if steady is None else steady,
+        "tcp_rtt_ms": None, "socket_samples": 40, **changes})
+
+
 def _cell(name: str, qdisc: str, rep: int, steady: list[float]) -> CellResult:
-    flows = [{"index": i + 1, "series": f"TCP upload::{i + 1}", "direction": "up", "cc": "cubic", "rtt_ms": 20.0,
-              "start_s": 0.0, "label": "cubic (20 ms)", "mean_mbit": s, "steady_mbit": s, "tcp_rtt_ms": None}
-             for i, s in enumerate(steady)]
+    flows = [_flow(i + 1, s) for i, s in enumerate(steady)]
     jain = sum(steady) ** 2 / (len(steady) * sum(x * x for x in steady))
-    record = {"cell": name, "status": "ok", "config_hash": "x", "config": {"repetition": rep},
-              "coordinates": {"cc": {"label": "cubic-vs-cubic"}, "qdisc": {"label": qdisc},
-                              "rate": {"label": "10mbit"}, "repetition": {"label": f"r{rep}"}}}
-    return CellResult("s", Path(name), record, {"flows": flows, "invalid": [], "jain": jain,
-                                                  "steady_window_s": 40})
+    coords = {"cc": "cubic-vs-cubic", "qdisc": qdisc, "rate": "10mbit", "repetition": f"r{rep}"}
+    record = _record(name, config=_config(repetition=rep),
+                     coordinates={a: {"label": label, "value": label} for a, label in coords.items()})
+    return CellResult("s", Path(name), record, CellMetrics(cell=name, flows=flows, jain=jain, steady_window_s=40))
 
 
 def test_fairness_table_folds_repetitions():
@@ -156,25 +194,22 @@ class _Flent:
 
 
 def test_a_starved_flow_is_a_flagged_result_and_missing_data_makes_a_cell_invalid():
-    record = {"config": {"bottleneck": {"up": {"rate_bps": 10e6}, "down": {"rate_bps": 10e6}}},
-              "checks": {"late_start_s": {"TCP upload::2": 14.1}}}
-    flow = {"direction": "up", "label": "cubic (20 ms)", "socket_samples": 40, "series": "TCP upload::1"}
-    out = {"flows": [{**flow, "index": 1, "mean_mbit": 9.5, "steady_mbit": 9.6},
-                     {**flow, "index": 2, "mean_mbit": 0.04, "steady_mbit": 0.0, "series": "TCP upload::2"}]}
-    metrics._add_aggregates(out, record)
-    assert out["jain"] == 0.5 and out["ratio"] is None  # one flow has it all
-    assert abs(out["utilisation"]["up"] - 9.54 / (10 * 1448 / 1514)) < 1e-9  # of the payload capacity
-    assert metrics._problems(out, _Flent(), record) == []
+    record = _record(checks={"late_start_s": {"TCP upload::2": 14.1}})
+    out = CellMetrics(cell="a", flows=[_flow(1, 9.5, 9.6), _flow(2, 0.04, 0.0)])
+    metrics._add_aggregates(out, record.config)
+    assert out.jain == 0.5 and out.ratio is None  # one flow has it all
+    assert abs(out.utilisation["up"] - 9.54 / (10 * 1448 / 1514)) < 1e-9  # of the payload capacity
+    assert metrics._problems(out, _Flent(), record.config) == []
     assert metrics._flags(out, record) == ["flow 2 (cubic (20 ms)): starved, 0.04 Mbit/s in the test",
                                            "flow 2 (cubic (20 ms)): data began 14.1 s late"]
-    out["flows"][1]["socket_samples"] = 0  # a flow that never ran in the test has none
-    assert metrics._problems(out, _Flent(), record) == []
-    out["flows"][0]["socket_samples"] = 0  # but a flow that did: the sampler failed
-    out["flows"][1]["mean_mbit"] = None
-    assert metrics._problems(out, _Flent(), record) == ["flow 1: no socket statistics (tcp_delivery_rate)",
-                                                        "flow 2: no goodput measured"]
+    out.flows[1].socket_samples = 0  # a flow that never ran in the test has none
+    assert metrics._problems(out, _Flent(), record.config) == []
+    out.flows[0].socket_samples = 0  # but a flow that did: the sampler failed
+    out.flows[1].mean_mbit = None
+    assert metrics._problems(out, _Flent(), record.config) == ["flow 1: no socket statistics (tcp_delivery_rate)",
+                                                               "flow 2: no goodput measured"]
     starved = _cell("a", "pfifo", 1, [9.6, 0.0])
-    starved.metrics["flags"] = ["flow 2 (cubic (20 ms)): starved, 0.04 Mbit/s in the test"]
+    starved.metrics.flags = ["flow 2 (cubic (20 ms)): starved, 0.04 Mbit/s in the test"]
     scenario = Scenario.model_validate({"test": "tcp_2up", "rate": "10mbit", "cc": "cubic-vs-cubic", "qdisc": "pfifo"})
     table = fairness_table(ScenarioResult("s", Path("s"), scenario, [starved]))
     assert starved.valid and table["rows"][0]["flows"][1]["steady"].mean == 0.0
@@ -190,10 +225,10 @@ def test_table_text_is_escaped():
 
 def test_dataset_has_one_row_per_flow_and_skipped_cells():
     ok = _cell("a", "pfifo", 1, [4.0, 6.0])
-    skipped = CellResult("s", Path("b"), {"cell": "b", "status": "skipped", "reason": "kernel lacks sch_fq_codel",
-                                          "config_hash": "y", "coordinates": {"qdisc": {"label": "fq_codel"}}})
+    skipped = CellResult("s", Path("b"), _record("b", "skipped", reason="kernel lacks sch_fq_codel",
+                                                 coordinates={"qdisc": {"label": "fq_codel", "value": "fq_codel"}}))
     scenario = Scenario.model_validate({"test": "tcp_2up", "rate": "10mbit", "cc": "cubic-vs-cubic", "qdisc": "pfifo"})
-    run = RunResult("r", Path("r"), {}, [ScenarioResult("s", Path("s"), scenario, [ok, skipped])])
+    run = RunResult("r", Path("r"), RunRecord(run="r"), [ScenarioResult("s", Path("s"), scenario, [ok, skipped])])
     data = rows(run)
     assert [(r["cell"], r.get("flow")) for r in data] == [("a", 1), ("a", 2), ("b", None)]
     assert data[2]["reason"] == "kernel lacks sch_fq_codel" and data[0]["axis_qdisc"] == "pfifo"
@@ -229,12 +264,13 @@ def test_the_bottleneck_queue_as_drain_time_at_the_rate_in_force(tmp_path):
     up, down = series["up"], series["down"]
     assert list(up.backlog_pkts) == [0, 10, 20, 20, 0] and up.kind == "fq_codel"
     assert list(down.marks) == [7] * 5 and list(down.own["delay_avg"]) == [2.0] * 5
-    config = {"bottleneck": {"up": {"rate_bps": 10e6}}, "rate_schedule": [{"at": "10s", "up": {"rate_bps": 5e6}}]}
+    slow = {**LINK, "rate": "5mbit", "rate_bps": 5e6}
+    config = _config(rate_schedule=[{"at": "10s", "up": slow, "down": slow}])
     drain = queue.drain_ms(up, t0, config, "up")
     assert np.allclose(drain, [0, 12.112, 24.224, 48.448, 0])
     s = queue.summary(up, t0, (5, 15), config, "up")
-    assert s["samples"] == 3 and s["drops"] == 3 and s["marks"] == 15
-    assert np.isclose(s["delay_ms"]["max"], 48.448) and np.isclose(s["backlog_pkts"]["mean"], 50 / 3)
+    assert s.samples == 3 and s.drops == 3 and s.marks == 15
+    assert np.isclose(s.delay_ms.max, 48.448) and np.isclose(s.backlog_pkts.mean, 50 / 3)
     assert queue.summary(up, t0, (30, 40), config, "up") is None
 
 
@@ -243,9 +279,9 @@ def test_dualpi2_reports_both_queues():
     rows = [{"t": float(t), "kind": "dualpi2", "backlog": 0, "qlen": 0, "drops": 0, "ecn-mark": 2 * t,
              "step-mark": t, "delay-c": 15000, "delay-l": 800, "pkts-in-c": 10 * t, "pkts-in-l": 30 * t}
             for t in range(3)]
-    s = queue.summary(queue._series(rows), 0.0, (0, 2), {"bottleneck": {"up": {"rate_bps": 1e6}}}, "up")
-    assert s["marks"] == 4 and s["step_marks"] == 2 and s["pkts_in_l"] == 60 and s["pkts_in_c"] == 20
-    assert s["delay_c_ms"]["p95"] == 15.0 and np.isclose(s["delay_l_ms"]["mean"], 0.8)
+    s = queue.summary(queue._series(rows), 0.0, (0, 2), _config(), "up")
+    assert s.marks == 4 and s.step_marks == 2 and s.pkts_in_l == 60 and s.pkts_in_c == 20
+    assert s.delay_c_ms.p95 == 15.0 and np.isclose(s.delay_l_ms.mean, 0.8)
 
 
 def test_bulk_flows_that_never_fill_the_link_are_flagged():
@@ -255,9 +291,10 @@ def test_bulk_flows_that_never_fill_the_link_are_flagged():
     edges = np.arange(0.0, 4.0)
     peak = delivery.peak_mbit([np.array([0, 1e6, 2e6, 2.5e6]), np.array([0, 0, 0.1e6, 0.2e6])], edges)
     assert np.isclose(peak, 8.8)
-    config = {"test": "tcp_2up", "bottleneck": {"up": {"rate_bps": 10e6}}}
+    config = _config()
     assert metrics._unfilled({"up": 8.8}, config) == []  # 92 %
     assert metrics._unfilled({"up": 8.0}, config) == [
         "up goodput peaked at 8 Mbit/s (84% of the payload capacity) in its best 1 s: bulk TCP flows should fill the link"]
-    for other in ({"client_qdisc": "tbf rate 5mbit"}, {"udp": "5mbit"}, {"rate_schedule": []}, {"test": "rrul"}):
-        assert metrics._unfilled({"up": 1.0}, {**config, **other}) == [], other
+    for other in ({"client_qdisc": "tbf rate 5mbit"}, {"udp": "5mbit"}, {"rate_schedule": []}, {"test": "rrul"},
+                  {"tunnel": "wireguard"}, {"netem": {"up": ["loss", "1%"], "down": []}}):
+        assert metrics._unfilled({"up": 1.0}, _config(**other)) == [], other

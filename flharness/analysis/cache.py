@@ -8,10 +8,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .metrics import METRICS_VERSION, Settings, cell_metrics
+from ..results import files
+from ..results.cell_metrics import METRICS_VERSION, CellMetrics
+from ..results.cell_record import CellRecord
+from ..results.store import CELL_FILE
+from .metrics import Settings, analyse
 
 METRICS_FILE = "metrics.json"
-INPUTS = ("cell.json", "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log")
+INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log")
 
 
 def fingerprint(cell_dir: Path, settings: Settings) -> str:
@@ -24,21 +28,20 @@ def fingerprint(cell_dir: Path, settings: Settings) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
-def cached(cell_dir: Path, settings: Settings) -> dict[str, Any] | None:
-    """The stored metrics if still current, else None."""
+def cached(cell_dir: Path, settings: Settings) -> CellMetrics | None:
+    """The stored metrics if still current, else None (missing, of another version,
+    unreadable, or computed from other inputs)."""
     try:
-        stored = json.loads((cell_dir / METRICS_FILE).read_text())
-    except (OSError, ValueError):
+        stored = files.read(CellMetrics, cell_dir / METRICS_FILE)
+    except (OSError, files.InvalidFile, files.VersionError):
         return None
-    return stored if stored.get("key") == fingerprint(cell_dir, settings) else None
+    return stored if stored.key == fingerprint(cell_dir, settings) else None
 
 
-def compute(cell_dir: Path, settings: Settings) -> dict[str, Any]:
+def compute(cell_dir: Path, settings: Settings) -> CellMetrics:
     """Compute and store the metrics of one cell (runs in a worker process)."""
-    record = json.loads((cell_dir / "cell.json").read_text())
     key = fingerprint(cell_dir, settings)
-    out = {"key": key, **cell_metrics(cell_dir, record, settings)}
-    tmp = cell_dir / f".{METRICS_FILE}.tmp"
-    tmp.write_text(json.dumps(out, indent=1))
-    tmp.replace(cell_dir / METRICS_FILE)
+    out = analyse(cell_dir, files.read(CellRecord, cell_dir / CELL_FILE), settings)
+    out.key = key
+    files.write(cell_dir / METRICS_FILE, out)
     return out

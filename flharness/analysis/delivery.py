@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..results.cell_metrics import OneWayDelay
 from .capture import Packets
 from .pcap import Conn, unwrap
 
@@ -47,7 +48,7 @@ def peak_mbit(per_flow: list[np.ndarray], edges: np.ndarray) -> float | None:
 
 
 def one_way(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn,
-            t_from: float, t_to: float) -> dict[str, float] | None:
+            t_from: float, t_to: float) -> OneWayDelay | None:
     """One-way delay percentiles (ms) and loss of the data segments the sender sent in
     [T_FROM, T_TO]; None when it sent none."""
     sent = s_conn.sent[(sender.ts[s_conn.sent] >= t_from) & (sender.ts[s_conn.sent] <= t_to)]
@@ -59,11 +60,11 @@ def one_way(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn,
     _, i_out, i_in = np.intersect1d(out_keys, in_keys, return_indices=True)
     delays = (receiver.ts[r_conn.sent[i_in]] - sender.ts[sent[i_out]]) * 1e3
     if not len(delays):
-        return {"median": None, "p95": None, "p99": None, "n": 0, "sent": len(sent), "loss": 1.0}
+        return OneWayDelay(median=None, p95=None, p99=None, n=0, sent=len(sent), loss=1.0)
     p50, p95, p99 = np.percentile(delays, [50, 95, 99])
     settled = np.unique(out_keys[sender.ts[sent] <= sender.ts[sent[i_out]].max()])
-    return {"median": float(p50), "p95": float(p95), "p99": float(p99), "n": len(delays),
-            "sent": len(settled), "loss": 1 - len(i_out) / len(settled)}
+    return OneWayDelay(median=float(p50), p95=float(p95), p99=float(p99), n=len(delays),
+                       sent=len(settled), loss=1 - len(i_out) / len(settled))
 
 
 def _keys(pk: Packets, idx: np.ndarray, base: int) -> np.ndarray:

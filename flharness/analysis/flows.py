@@ -2,16 +2,14 @@
 the TCP connections in the captures."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from ..results.cell_record import CellConfig, Direction, Endpoints
 from ..run.flent_data import is_flow_series
 from ..run.sockets import sockets
 from .pcap import Conn, Key
 
-NETPERF_CONTROL_PORT = 12865
 MIN_DATA_PACKETS = 10  # netperf's control connections carry a handful
 
 
@@ -19,7 +17,7 @@ MIN_DATA_PACKETS = 10  # netperf's control connections carry a handful
 class FlowInfo:
     index: int  # 1-based, fl's flow number
     series: str  # Flent's series, e.g. "TCP upload::1"
-    direction: str  # 'up' (cli → srv) or 'down'
+    direction: Direction  # 'up' (cli → srv) or 'down'
     cc: str
     rtt_ms: float
     tos: int | None
@@ -30,42 +28,35 @@ class FlowInfo:
         return f"{self.cc} ({self.rtt_ms:g} ms)"
 
 
-def declared_flows(record: dict[str, Any], series_names: list[str]) -> list[FlowInfo]:
+def declared_flows(config: CellConfig, series_names: list[str]) -> list[FlowInfo]:
     """cell.json's flows, in order, each with its Flent series (ups first, then downs)."""
     names = [n for n in series_names if is_flow_series(n)]
     by_dir = {"up": [n for n in names if n.startswith("TCP upload")],
               "down": [n for n in names if n.startswith("TCP download")]}
     out = []
-    for i, f in enumerate(record["config"]["flows"]):
-        pool = by_dir[f["direction"]]
+    for i, f in enumerate(config.flows):
+        pool = by_dir[f.direction]
         if not pool:
             break
-        out.append(FlowInfo(i + 1, pool.pop(0), f["direction"], f["cc"], _ms(f["rtt"]), f.get("tos"),
-                            _ms(f.get("start", "0s")) / 1000))
+        out.append(FlowInfo(i + 1, pool.pop(0), f.direction, f.cc, f.rtt_ms, f.tos, f.start_s))
     return out
 
 
-def _ms(text: str) -> float:
-    m = re.match(r"^([\d.]+)(us|ms|s)$", text)
-    if not m:
-        return 0.0
-    return float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
-
-
-def match_connections(flows: list[FlowInfo], direction: str, conns: dict[Key, Conn], server: str,
+def match_connections(flows: list[FlowInfo], direction: Direction, conns: dict[Key, Conn], ends: Endpoints,
                       ss_log: Path | None) -> dict[int, Key]:
     """Flow index → connection, for the flows of one DIRECTION and the connections of
-    their sender's capture (and socket statistics, SS_LOG). Flows are told apart by
-    their DSCP when marked, else by congestion control, else (identical flows) in the
-    order they started."""
+    their sender's capture (and socket statistics, SS_LOG); ENDS: the testbed's server
+    address and netperf's control port (cell.json). Flows are told apart by their DSCP
+    when marked, else by congestion control, else (identical flows) in the order they
+    started."""
     group = [f for f in flows if f.direction == direction]
     cands = {k: c for k, c in conns.items() if c.data >= MIN_DATA_PACKETS
-             and NETPERF_CONTROL_PORT not in (k[1], k[3])
-             and (k[2] == server if direction == "up" else k[0] == server)}
-    return _match(group, cands, ss_log)
+             and ends.netperf_port not in (k[1], k[3])
+             and (k[2] == ends.server if direction == "up" else k[0] == ends.server)}
+    return _match(group, cands, ss_log, ends.netperf_port)
 
 
-def _match(group: list[FlowInfo], cands: dict[Key, Conn], ss_log: Path | None) -> dict[int, Key]:
+def _match(group: list[FlowInfo], cands: dict[Key, Conn], ss_log: Path | None, control_port: int) -> dict[int, Key]:
     if not group or not cands:
         return {}
     if all(f.tos is not None for f in group):
@@ -73,7 +64,7 @@ def _match(group: list[FlowInfo], cands: dict[Key, Conn], ss_log: Path | None) -
         return {f.index: by_dscp[f.tos >> 2] for f in group if f.tos is not None and f.tos >> 2 in by_dscp}
     ccs = [f.cc for f in group]
     if ss_log is not None and ss_log.is_file() and len(set(ccs)) == len(ccs):
-        cc_of = {local: cc for (local, _), (cc, _) in sockets(ss_log, NETPERF_CONTROL_PORT).items()}
+        cc_of = {local: cc for (local, _), (cc, _) in sockets(ss_log, control_port).items()}
         by_cc = {cc_of.get(f"{k[0]}:{k[1]}"): k for k in cands}
         if all(f.cc in by_cc for f in group):
             return {f.index: by_cc[f.cc] for f in group}

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..units import Duration
+from ..results.cell_metrics import QueueSummary, Spread
+from ..results.cell_record import CellConfig, Direction
 
 QUEUE_LOG = "mid.qdisc.log"
 #: Counters of CE marks, as tc's JSON names them: AQM marks (fq_codel, codel, pie, red, dualpi2)
@@ -99,22 +100,22 @@ def _marks(r: dict[str, Any]) -> int:
     return sum(r.get(k, 0) for k in MARK_KEYS)
 
 
-def rate_at(t: np.ndarray, config: dict[str, Any], direction: str) -> np.ndarray:
+def rate_at(t: np.ndarray, config: CellConfig, direction: Direction) -> np.ndarray:
     """The link rate of DIRECTION in force at each time T (Flent's axis): the cell's
     rate, then each step of its rate schedule (cell.json's config)."""
-    out = np.full(t.shape, config["bottleneck"][direction]["rate_bps"], dtype=float)
-    for step in sorted(config.get("rate_schedule") or [], key=lambda s: Duration.parse(s["at"]).seconds):
-        out[t >= Duration.parse(step["at"]).seconds] = step[direction]["rate_bps"]
+    out = np.full(t.shape, config.bottleneck.of(direction).rate_bps, dtype=float)
+    for step in sorted(config.rate_schedule or [], key=lambda s: s.at_s):
+        out[t >= step.at_s] = step.of(direction).rate_bps
     return out
 
 
-def drain_ms(q: QueueSeries, t0: float, config: dict[str, Any], direction: str) -> np.ndarray:
+def drain_ms(q: QueueSeries, t0: float, config: CellConfig, direction: Direction) -> np.ndarray:
     """Each sample's backlog as the time the link takes to send it (T0: Flent's origin)."""
     return q.backlog_bytes * 8 / rate_at(q.t - t0, config, direction) * 1e3
 
 
-def summary(q: QueueSeries, t0: float, window: tuple[float, float], config: dict[str, Any],
-            direction: str) -> dict[str, Any] | None:
+def summary(q: QueueSeries, t0: float, window: tuple[float, float], config: CellConfig,
+            direction: Direction) -> QueueSummary | None:
     """Mean, p95 and max of backlog and queueing delay over WINDOW (Flent's axis, T0 its
     origin), drops and marks in it; None without samples there."""
     rel = q.t - t0
@@ -123,23 +124,21 @@ def summary(q: QueueSeries, t0: float, window: tuple[float, float], config: dict
         return None
     delay_ms = drain_ms(q, t0, config, direction)
     first, last = np.flatnonzero(inside)[[0, -1]]
-    out: dict[str, Any] = {
-        "kind": q.kind, "samples": int(inside.sum()),
-        "interval_s": float(np.median(np.diff(q.t))) if len(q.t) > 1 else None,
-        "backlog_bytes": _stats(q.backlog_bytes[inside]), "backlog_pkts": _stats(q.backlog_pkts[inside]),
-        "delay_ms": _stats(delay_ms[inside]),
-        "drops": int(q.drops[last] - q.drops[first]), "marks": int(q.marks[last] - q.marks[first]),
-    }
+    own: dict[str, Any] = {}  # the qdisc's own delays (ms) and counters (over the window)
     for name, values in q.own.items():
         if name.startswith("delay"):
-            out[f"{name}_ms"] = _stats(values[inside])
+            own[f"{name}_ms"] = _stats(values[inside])
         else:
-            out[name] = int(values[last] - values[first])
-    return out
+            own[name] = int(values[last] - values[first])
+    return QueueSummary(
+        kind=q.kind, samples=int(inside.sum()), interval_s=float(np.median(np.diff(q.t))) if len(q.t) > 1 else None,
+        backlog_bytes=_stats(q.backlog_bytes[inside]), backlog_pkts=_stats(q.backlog_pkts[inside]),
+        delay_ms=_stats(delay_ms[inside]),
+        drops=int(q.drops[last] - q.drops[first]), marks=int(q.marks[last] - q.marks[first]), **own)
 
 
-def _stats(values: np.ndarray) -> dict[str, float] | None:
+def _stats(values: np.ndarray) -> Spread | None:
     values = values[~np.isnan(values)]
     if not len(values):
         return None
-    return {"mean": float(values.mean()), "p95": float(np.percentile(values, 95)), "max": float(values.max())}
+    return Spread(mean=float(values.mean()), p95=float(np.percentile(values, 95)), max=float(values.max()))

@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from ..results.cell_metrics import FlowMetrics
 from .collect import CellResult, ScenarioResult
 from .tables import stat
 
@@ -63,9 +64,9 @@ def _delay_charts(s: ScenarioResult, cells: list[CellResult], out_dir: Path) -> 
     charts = []
     for key, group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
         title = ", ".join(f"{a} {k or '–'}" for a, k in zip(conditions, key)) or s.name
-        owd = all(f.get("owd_ms") and f["owd_ms"].get("p95") is not None for c in group for f in c.metrics["flows"])
-        data = {"owd": owd, "points": [[c.label("cc"), sum(f["mean_mbit"] or 0 for f in c.metrics["flows"]),
-                                        max(_p95_delay(f, owd) for f in c.metrics["flows"])] for c in group]}
+        owd = all(f.owd_ms is not None and f.owd_ms.p95 is not None for c in group for f in _flows(c))
+        data = {"owd": owd, "points": [[c.label("cc"), sum(f.mean_mbit or 0 for f in _flows(c)),
+                                        max(_p95_delay(f, owd) for f in _flows(c))] for c in group]}
         suffix = "_".join(str(k) for k in key if k) or "all"
         path = out_dir / f"{s.name}_throughput_delay_{_slug(suffix)}.svg"
         draw_if_changed(path, data, lambda p, d=data, t=title: _scatter(d, f"{s.name}: {t}", p))
@@ -74,8 +75,13 @@ def _delay_charts(s: ScenarioResult, cells: list[CellResult], out_dir: Path) -> 
     return charts
 
 
-def _p95_delay(flow: dict[str, Any], owd: bool) -> float:
-    return (flow["owd_ms"] if owd else flow.get("tcp_rtt_ms") or {}).get("p95") or 0.0
+def _flows(c: CellResult) -> list[FlowMetrics]:
+    return c.metrics.flows if c.metrics else []
+
+
+def _p95_delay(flow: FlowMetrics, owd: bool) -> float:
+    stats = flow.owd_ms if owd else flow.tcp_rtt_ms
+    return (stats.p95 if stats else None) or 0.0
 
 
 def _slug(text: str) -> str:
@@ -87,13 +93,13 @@ def _bar_data(cells: list[CellResult]) -> dict[str, Any]:
     by: dict[str, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
     labels: dict[tuple[str, str], list[str]] = {}
     for c in cells:
-        flows = c.metrics["flows"]
+        flows = _flows(c)
         runs = by[c.label("cc") or "?"][c.label("qdisc") or "?"]
         while len(runs) < len(flows):
             runs.append([])
         for i, f in enumerate(flows):
-            runs[i].append(f["steady_mbit"] or 0.0)
-        labels[(c.label("cc") or "?", c.label("qdisc") or "?")] = [f["label"] for f in flows]
+            runs[i].append(f.steady_mbit or 0.0)
+        labels[(c.label("cc") or "?", c.label("qdisc") or "?")] = [f.label for f in flows]
     out: dict[str, Any] = {}
     for cc, per_q in by.items():
         out[cc] = {}

@@ -4,7 +4,6 @@ Metrics are computed in parallel for cells whose metrics.json is missing or stal
 """
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -15,6 +14,11 @@ from typing import Any
 from ..analysis.cache import cached, compute
 from ..analysis.metrics import Settings
 from ..errors import FlError
+from ..results import files
+from ..results.cell_metrics import CellMetrics
+from ..results.cell_record import CellRecord
+from ..results.run_record import RunRecord
+from ..results.store import CELL_FILE
 from ..scenario import load_scenario
 from ..scenario.schema import Scenario
 
@@ -23,35 +27,32 @@ from ..scenario.schema import Scenario
 class CellResult:
     scenario: str
     dir: Path
-    record: dict[str, Any]
-    metrics: dict[str, Any] | None = None  # None for cells that did not run
+    record: CellRecord
+    metrics: CellMetrics | None = None  # None for cells that did not run
 
     @property
     def name(self) -> str:
-        return self.record["cell"]
+        return self.record.cell
 
     @property
     def status(self) -> str:
-        return self.record["status"]
+        return self.record.status
 
     @property
     def invalid(self) -> list[str]:
-        return (self.metrics or {}).get("invalid", [])
+        return self.metrics.invalid if self.metrics else []
 
     @property
     def flags(self) -> list[str]:
         """Findings such as a starved flow: the cell counts, with the flag shown."""
-        return (self.metrics or {}).get("flags", [])
+        return self.metrics.flags if self.metrics else []
 
     @property
     def valid(self) -> bool:
         return self.metrics is not None and not self.invalid
 
     def label(self, axis: str) -> str | None:
-        return self.record["coordinates"].get(axis, {}).get("label")
-
-    def value(self, axis: str) -> Any:
-        return self.record["coordinates"].get(axis, {}).get("value")
+        return self.record.label(axis)
 
 
 @dataclass
@@ -74,7 +75,7 @@ class ScenarioResult:
 
     def findings(self) -> dict[str, dict[str, Any]]:
         """Per cell name: why it was skipped, why its data is invalid, what was flagged."""
-        return {"skipped": {c.name: c.record.get("reason") for c in self.cells if c.status == "skipped"},
+        return {"skipped": {c.name: c.record.reason for c in self.cells if c.status == "skipped"},
                 "invalid": {c.name: c.invalid for c in self.cells if c.metrics and c.invalid},
                 "flagged": {c.name: c.flags for c in self.cells if c.valid and c.flags}}
 
@@ -83,7 +84,7 @@ class ScenarioResult:
 class RunResult:
     name: str
     dir: Path
-    provenance: dict[str, Any]
+    provenance: RunRecord
     scenarios: list[ScenarioResult]
 
     def cells(self) -> list[CellResult]:
@@ -93,7 +94,7 @@ class RunResult:
 def collect(run_dir: Path, workers: int | None = None) -> RunResult:
     if not (run_dir / "run.json").is_file():
         raise FlError(f"{run_dir}: not a run folder (no run.json); run `fl run` first")
-    provenance = json.loads((run_dir / "run.json").read_text())
+    provenance = files.read(RunRecord, run_dir / "run.json")
     scenarios = [_scenario(d) for d in sorted(run_dir.iterdir()) if (d / "scenario.yml").is_file()]
     _fill_metrics([s for s in scenarios], workers or os.cpu_count() or 1)
     return RunResult(run_dir.name, run_dir, provenance, scenarios)
@@ -101,8 +102,8 @@ def collect(run_dir: Path, workers: int | None = None) -> RunResult:
 
 def _scenario(d: Path) -> ScenarioResult:
     out = ScenarioResult(d.name, d, load_scenario(d / "scenario.yml"))
-    for cell_json in sorted(d.glob("*/cell.json")):
-        out.cells.append(CellResult(d.name, cell_json.parent, json.loads(cell_json.read_text())))
+    for cell_json in sorted(d.glob(f"*/{CELL_FILE}")):
+        out.cells.append(CellResult(d.name, cell_json.parent, files.read(CellRecord, cell_json)))
     return out
 
 

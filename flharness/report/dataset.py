@@ -7,84 +7,83 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..results.cell_metrics import CellMetrics, FlowMetrics, QueueSummary
 from .collect import CellResult, RunResult
 
 ECN = ("not_ect", "ect0", "ect1", "ce")
 
 
 def rows(run: RunResult) -> list[dict[str, Any]]:
-    axes = sorted({a for c in run.cells() for a in c.record["coordinates"]})
+    axes = sorted({a for c in run.cells() for a in c.record.coordinates})
     out = []
     for c in run.cells():
         base = _cell_columns(run, c, axes)
-        flows = (c.metrics or {}).get("flows") or [None]
-        queues = (c.metrics or {}).get("queue") or {}
-        out += [{**base, **_flow_columns(f), **_queue_columns(queues.get(f["direction"]) if f else None)}
+        flows: list[FlowMetrics | None] = list(c.metrics.flows) if c.metrics and c.metrics.flows else [None]
+        queues = c.metrics.queue if c.metrics else {}
+        out += [{**base, **_flow_columns(f), **_queue_columns(queues.get(f.direction) if f else None)}
                 for f in flows]
     return out
 
 
 def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, Any]:
-    m = c.metrics or {}
-    ping = m.get("ping_ms", {})
-    loaded = ping.get("loaded") or {}
-    backend = c.record.get("backend") or {}
+    m = c.metrics or CellMetrics(cell=c.name)
+    loaded = m.ping_ms.loaded if m.ping_ms and m.ping_ms.loaded else None
+    rec = c.record
     cols: dict[str, Any] = {
-        "run": run.name, "scenario": c.scenario, "cell": c.name, "config_hash": c.record["config_hash"],
-        "status": c.status, "reason": c.record.get("reason"), "valid": c.valid,
-        "invalid": "; ".join(c.invalid), "flags": "; ".join(c.flags), "backend": backend.get("kind"), "clock": backend.get("clock"),
-        "kernel": c.record.get("kernel"), "calibration": _calibration(c),
+        "run": run.name, "scenario": c.scenario, "cell": c.name, "config_hash": rec.config_hash,
+        "status": c.status, "reason": rec.reason, "valid": c.valid, "invalid": "; ".join(c.invalid),
+        "flags": "; ".join(c.flags), "backend": rec.backend.kind, "clock": rec.backend.clock,
+        "kernel": rec.kernel, "calibration": _calibration(c),
     }
     cols.update({f"axis_{a}": c.label(a) for a in axes})
-    cols.update({"jain": m.get("jain"), "ratio": m.get("ratio"),
-                 "utilisation_up": m.get("utilisation", {}).get("up"),
-                 "utilisation_down": m.get("utilisation", {}).get("down"),
-                 "ping_base_ms": ping.get("base_median"), "ping_median_ms": loaded.get("median"),
-                 "ping_p95_ms": loaded.get("p95"), "ping_p99_ms": loaded.get("p99"),
-                 "steady_window_s": m.get("steady_window_s")})
+    cols.update({"jain": m.jain, "ratio": m.ratio,
+                 "utilisation_up": m.utilisation.get("up"), "utilisation_down": m.utilisation.get("down"),
+                 "ping_base_ms": m.ping_ms.base_median if m.ping_ms else None,
+                 "ping_median_ms": loaded.median if loaded else None, "ping_p95_ms": loaded.p95 if loaded else None,
+                 "ping_p99_ms": loaded.p99 if loaded else None, "steady_window_s": m.steady_window_s})
     return cols
 
 
 def _calibration(c: CellResult) -> str | None:
     """"ok", or the reasons the cell's path did not behave as declared: the verdict the
     run stored, and what the analysis found (bulk flows that never filled the link)."""
-    verdict = (c.record.get("checks") or {}).get("calibration")
+    verdict = c.record.checks.calibration
     if verdict is None:
         return None
-    found = [f.removeprefix("calibration: ") for f in (c.metrics or {}).get("flags", []) if f.startswith("calibration: ")]
-    return "; ".join(dict.fromkeys(verdict["reasons"] + found)) or "ok"
+    found = [f.removeprefix("calibration: ") for f in c.flags if f.startswith("calibration: ")]
+    return "; ".join(dict.fromkeys(verdict.reasons + found)) or "ok"
 
 
-def _flow_columns(f: dict[str, Any] | None) -> dict[str, Any]:
+def _flow_columns(f: FlowMetrics | None) -> dict[str, Any]:
     if f is None:
         return {}
-    rtt = f.get("tcp_rtt_ms") or {}
-    pcap = f.get("pcap") or {}
-    ecn = pcap.get("ecn_received", {})
-    owd = f.get("owd_ms") or {}
-    return {"flow": f["index"], "direction": f["direction"], "cc": f["cc"], "flow_rtt_ms": f["rtt_ms"],
-            "start_s": f["start_s"], "first_data_s": f.get("first_data_s"), "mean_mbit": f["mean_mbit"],
-            "goodput_mbit": f["mean_mbit"], "goodput_source": f.get("goodput_source"),
-            "netperf_mbit": f.get("netperf_mbit"), "steady_mbit": f["steady_mbit"],
-            "owd_p50_ms": owd.get("median"), "owd_p95_ms": owd.get("p95"), "owd_p99_ms": owd.get("p99"),
-            "loss_pct": None if owd.get("loss") is None else 100 * owd["loss"],
-            "owd_unavailable": f.get("owd_unavailable"), "retrans": pcap.get("retrans"),
-            "tcp_rtt_median_ms": rtt.get("median"), "tcp_rtt_p95_ms": rtt.get("p95"),
-            "tcp_rtt_p99_ms": rtt.get("p99"), "packets_sent": pcap.get("sent"),
-            "packets_received": pcap.get("received"), "retransmits": pcap.get("retrans"),
-            "loss": pcap.get("loss"), **{f"received_{k}": ecn.get(k, 0) if pcap else None for k in ECN}}
+    rtt, pcap, owd = f.tcp_rtt_ms, f.pcap, f.owd_ms
+    return {"flow": f.index, "direction": f.direction, "cc": f.cc, "flow_rtt_ms": f.rtt_ms,
+            "start_s": f.start_s, "first_data_s": f.first_data_s, "mean_mbit": f.mean_mbit,
+            "goodput_mbit": f.mean_mbit, "goodput_source": f.goodput_source,
+            "netperf_mbit": f.netperf_mbit, "steady_mbit": f.steady_mbit,
+            "owd_p50_ms": owd.median if owd else None, "owd_p95_ms": owd.p95 if owd else None,
+            "owd_p99_ms": owd.p99 if owd else None, "loss_pct": 100 * owd.loss if owd else None,
+            "owd_unavailable": f.owd_unavailable, "retrans": pcap.retrans if pcap else None,
+            "tcp_rtt_median_ms": rtt.median if rtt else None, "tcp_rtt_p95_ms": rtt.p95 if rtt else None,
+            "tcp_rtt_p99_ms": rtt.p99 if rtt else None, "packets_sent": pcap.sent if pcap else None,
+            "packets_received": pcap.received if pcap else None, "retransmits": pcap.retrans if pcap else None,
+            "loss": pcap.loss if pcap else None,
+            **{f"received_{k}": pcap.ecn_received.get(k, 0) if pcap else None for k in ECN}}
 
 
-def _queue_columns(q: dict[str, Any] | None) -> dict[str, Any]:
+def _queue_columns(q: QueueSummary | None) -> dict[str, Any]:
     """The bottleneck queue the flow went through (its direction's), while every flow ran."""
-    if not q:
+    if q is None:
         return {"queue_delay_mean_ms": None, "queue_delay_p95_ms": None}
-    delay, pkts = q.get("delay_ms") or {}, q.get("backlog_pkts") or {}
-    return {"queue_delay_mean_ms": delay.get("mean"), "queue_delay_p95_ms": delay.get("p95"),
-            "queue_backlog_mean_pkts": pkts.get("mean"), "queue_backlog_p95_pkts": pkts.get("p95"),
-            "queue_drops": q.get("drops"), "queue_marks": q.get("marks"),
-            **{f"queue_{k}": q[k] for k in ("pkts_in_c", "pkts_in_l", "step_marks") if k in q},
-            **{f"queue_{k[:-3]}_p95_ms": (q[k] or {}).get("p95") for k in ("delay_c_ms", "delay_l_ms", "delay_avg_ms") if k in q}}
+    delay, pkts = q.delay_ms, q.backlog_pkts
+    cols = {"queue_delay_mean_ms": delay.mean if delay else None, "queue_delay_p95_ms": delay.p95 if delay else None,
+            "queue_backlog_mean_pkts": pkts.mean if pkts else None, "queue_backlog_p95_pkts": pkts.p95 if pkts else None,
+            "queue_drops": q.drops, "queue_marks": q.marks}
+    own = {"pkts_in_c": q.pkts_in_c, "pkts_in_l": q.pkts_in_l, "step_marks": q.step_marks,
+           "delay_c_p95_ms": q.delay_c_ms and q.delay_c_ms.p95, "delay_l_p95_ms": q.delay_l_ms and q.delay_l_ms.p95,
+           "delay_avg_p95_ms": q.delay_avg_ms and q.delay_avg_ms.p95}
+    return cols | {f"queue_{k}": v for k, v in own.items() if v is not None}  # where the qdisc reports them
 
 
 def write_csv(data: list[dict[str, Any]], path: Path) -> None:
@@ -100,7 +99,7 @@ def write_csv(data: list[dict[str, Any]], path: Path) -> None:
 def summary(run: RunResult) -> dict[str, Any]:
     per = {s.name: {"cells": len(s.cells), "by_status": s.status_counts(), **s.findings()}
            for s in run.scenarios}
-    return {"run": run.name, "provenance": run.provenance, "scenarios": per}
+    return {"run": run.name, "provenance": run.provenance.model_dump(mode="json"), "scenarios": per}
 
 
 def write_summary(run: RunResult, path: Path) -> None:

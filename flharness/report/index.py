@@ -62,16 +62,16 @@ def _scenario(s: ScenarioResult, charts: list[dict[str, str]]) -> dict[str, Any]
 
 
 def _cell(s: ScenarioResult, c: CellResult) -> dict[str, Any]:
-    flows = (c.metrics or {}).get("flows") or []
-    means = [f["mean_mbit"] for f in flows if f.get("mean_mbit") is not None]
-    loaded = ((c.metrics or {}).get("ping_ms") or {}).get("loaded") or {}
+    m = c.metrics
+    means = [f.mean_mbit for f in (m.flows if m else []) if f.mean_mbit is not None]
+    loaded = m.ping_ms.loaded if m and m.ping_ms else None
     links = []
     for title, pattern in CELL_FILES:
         name = plot_path(c).name if pattern is None else pattern.format(cell=c.name)
         if (c.dir / name).is_file():
             links.append({"title": title, "href": _href(s, c, name)})
     return {"name": c.name, "status": c.status, "valid": c.valid, "flagged": bool(c.flags), "goodput": sum(means) if means else None,
-            "ping_p99": loaded.get("p99"), "links": links}
+            "ping_p99": loaded.p99 if loaded else None, "links": links}
 
 
 def _href(s: ScenarioResult, c: CellResult, name: str) -> str:

@@ -25,7 +25,7 @@ class Bounds:
 
 
 def plot_name(cell: CellResult) -> str:
-    return PLOT_FOR_TEST.get(cell.record["config"]["test"], DEFAULT_PLOT)
+    return PLOT_FOR_TEST.get(cell.record.config.test, DEFAULT_PLOT)
 
 
 def plot_path(cell: CellResult) -> Path:
@@ -33,18 +33,18 @@ def plot_path(cell: CellResult) -> Path:
 
 
 def scenario_bounds(s: ScenarioResult) -> Bounds:
-    cells = [c for c in s.cells if c.metrics and c.metrics.get("flows")]
-    rate = max((c.record["config"]["bottleneck"][d]["rate_bps"] for c in cells for d in ("up", "down")), default=1e6)
-    ms = [v for c in cells for v in [(c.metrics.get("ping_ms", {}).get("loaded") or {}).get("p99", 0)]
-          + [(f.get("tcp_rtt_ms") or {}).get("p99", 0) for f in c.metrics["flows"]]]
-    seconds = max((c.record["config"]["length"] + 10 for c in cells), default=60)
+    cells = [(c.record.config, c.metrics) for c in s.cells if c.metrics and c.metrics.flows]
+    rate = max((config.bottleneck.of(d).rate_bps for config, _ in cells for d in ("up", "down")), default=1e6)
+    ms = [p.p99 for _, m in cells for p in [m.ping_ms and m.ping_ms.loaded, *(f.tcp_rtt_ms for f in m.flows)] if p]
+    seconds = max((config.length + 10 for config, _ in cells), default=60)
     return Bounds(seconds, round(rate / 1e6 * 1.15, 1), round(max(ms, default=10) * 1.15, 1))
 
 
 def title(cell: CellResult) -> str:
     """E.g. 'cubic (80 ms) vs prague (20 ms), pfifo(1000), 50 Mbit/s'."""
-    flows = [f["label"] for f in cell.metrics["flows"]] if cell.metrics else []
-    up, down = (cell.record["config"]["bottleneck"][d]["rate_bps"] for d in ("up", "down"))
+    flows = [f.label for f in cell.metrics.flows] if cell.metrics else []
+    bottleneck = cell.record.config.bottleneck
+    up, down = bottleneck.up.rate_bps, bottleneck.down.rate_bps
     rate = _mbit(up) if up == down else f"{_mbit(up, unit=False)}/{_mbit(down)}"
     distinct = list(dict.fromkeys(flows))
     who = " vs ".join(flows) if len(distinct) > 1 else f"{len(flows)} × {distinct[0]}" if flows else ""
@@ -62,10 +62,10 @@ def flent_argv(cell: CellResult, bounds: Bounds, out: Path) -> list[str]:
             "--bounds-y", f"0,{bounds.mbit:g}", "--bounds-y", f"0,{bounds.ms:g}",
             "--label-y", "Mbit/s", "--label-y", "ms",
             "--replace-legend", "Ping (ms) -- Ping (ms) ICMP=Ping (ICMP)"]
-    flows = sorted(cell.metrics["flows"], key=lambda f: -len(f["series"]))
+    flows = sorted(cell.metrics.flows if cell.metrics else [], key=lambda f: -len(f.series))
     for f in flows:  # '-- 10' before '-- 1'
-        suffix = f["series"].split("::")[-1]
-        argv += ["--replace-legend", f"-- {suffix}={f['index']}: {f['label']}"]
+        suffix = f.series.split("::")[-1]
+        argv += ["--replace-legend", f"-- {suffix}={f.index}: {f.label}"]
     return argv
 
 
@@ -74,7 +74,7 @@ def draw_cell_plots(scenarios: list[ScenarioResult], workers: int | None = None)
     jobs = []
     for s in scenarios:
         bounds = scenario_bounds(s)
-        jobs += [(c, bounds) for c in s.cells if c.metrics and c.metrics.get("flows")]
+        jobs += [(c, bounds) for c in s.cells if c.metrics and c.metrics.flows]
     counts = {"drawn": 0, "current": 0, "failed": 0}
 
     def one(job: tuple[CellResult, Bounds]) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ..analysis import queue
+from ..results.cell_record import Direction
 from .charts import draw_if_changed
 from .collect import CellResult, ScenarioResult
 from .plots import scenario_bounds, title
@@ -27,18 +28,19 @@ def draw_queue_plots(scenarios: list[ScenarioResult]) -> dict[str, int]:
         seconds = scenario_bounds(s).seconds
         for c in s.cells:
             log = c.dir / queue.QUEUE_LOG
-            directions = sorted((c.metrics or {}).get("queue") or {})
-            if not directions or not log.is_file() or c.metrics.get("t0") is None:
+            directions = sorted(c.metrics.queue) if c.metrics else []
+            if not directions or not log.is_file() or c.metrics.t0 is None:
                 continue
-            key = [log.stat().st_size, log.stat().st_mtime_ns, c.metrics["t0"], seconds, c.record["config"], title(c)]
+            key = [log.stat().st_size, log.stat().st_mtime_ns, c.metrics.t0, seconds,
+                   c.record.config.model_dump(mode="json"), title(c)]
             drawn = draw_if_changed(queue_plot_path(c), key, lambda p, c=c, d=directions, s=seconds: _draw(c, d, s, p))
             counts["drawn" if drawn else "current"] += 1
     return counts
 
 
-def _draw(cell: CellResult, directions: list[str], seconds: float, out: Path) -> None:
+def _draw(cell: CellResult, directions: list[Direction], seconds: float, out: Path) -> None:
     series = queue.load(cell.dir / queue.QUEUE_LOG)
-    t0 = cell.metrics["t0"]
+    t0 = cell.metrics.t0
     fig = Figure(figsize=(8, 2.6 * len(directions) + 0.6), layout="constrained")
     axes = fig.subplots(len(directions), 2, squeeze=False, sharex=True)
     for (delay_ax, count_ax), d in zip(axes, directions):
@@ -46,7 +48,7 @@ def _draw(cell: CellResult, directions: list[str], seconds: float, out: Path) ->
         if q is None:
             continue
         t = q.t - t0
-        delay_ax.plot(t, queue.drain_ms(q, t0, cell.record["config"], d), label=f"{q.kind}: backlog ÷ rate")
+        delay_ax.plot(t, queue.drain_ms(q, t0, cell.record.config, d), label=f"{q.kind}: backlog ÷ rate")
         for name, values in q.own.items():
             if name in OWN_LABELS:
                 delay_ax.plot(t, values, label=OWN_LABELS[name], linewidth=0.8)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..results.cell_metrics import CellMetrics
 from .collect import CellResult, ScenarioResult
 
 #: Two-sided 95 % Student t quantiles by degrees of freedom (normal beyond 30).
@@ -52,30 +53,40 @@ def _groups(cells: list[CellResult], key: Callable[[CellResult], Any]) -> dict[A
 
 def _without_repetition(c: CellResult) -> tuple[tuple[str, str | None], ...]:
     """A cell's coordinates but its repetition: the key its repetitions share."""
-    return tuple((a, c.label(a)) for a in sorted(c.record["coordinates"]) if a != "repetition")
+    return tuple((a, c.label(a)) for a in sorted(c.record.coordinates) if a != "repetition")
+
+
+def _metrics(c: CellResult) -> CellMetrics:
+    """A valid cell's metrics (tables hold valid cells only)."""
+    assert c.metrics is not None
+    return c.metrics
+
+
+def _fairness(m: CellMetrics, index: str) -> float | None:
+    """The scenario's fairness figure (analysis: fairness): Jain's index or the ratio."""
+    return m.jain if index == "jain" else m.ratio
 
 
 def fairness_table(s: ScenarioResult) -> dict[str, Any] | None:
     """Rows: one per cell (repetitions folded), for cells with two or more flows."""
-    cells = [c for c in s.cells if c.valid and len(c.metrics["flows"]) >= 2]
+    cells = [c for c in s.cells if c.valid and len(_metrics(c).flows) >= 2]
     if not cells:
         return None
     axes = [a for a in s.swept if a not in ROW_SKIP and a != "cc"] or ["rate", "qdisc"]
-    nflows = max(len(c.metrics["flows"]) for c in cells)
+    nflows = max(len(_metrics(c).flows) for c in cells)
     fairness = s.scenario.analysis.fairness
     rows = []
     for group in _groups(cells, _without_repetition).values():
         first = group[0]
-        flows = first.metrics["flows"]
+        flows = _metrics(first).flows
         row = {"cell": first.name, "dir": first.dir.name, "axes": [first.label(a) or "" for a in axes],
-               "flows": [{"label": f["label"],
-                          "steady": stat([g.metrics["flows"][i]["steady_mbit"] for g in group])}
+               "flows": [{"label": f.label, "steady": stat([_metrics(g).flows[i].steady_mbit for g in group])}
                          for i, f in enumerate(flows)],
-               "fairness": stat([g.metrics.get(fairness) for g in group]), "n": len(group),
+               "fairness": stat([_fairness(_metrics(g), fairness) for g in group]), "n": len(group),
                "flagged": any(g.flags for g in group)}
         rows.append(row)
     return {"axes": axes, "nflows": nflows, "fairness": fairness, "rows": rows,
-            "window": cells[0].metrics.get("steady_window_s")}
+            "window": _metrics(cells[0]).steady_window_s}
 
 
 def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
@@ -88,12 +99,12 @@ def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
     axes = [a for a in s.swept if a not in ("repetition",)] or ["cc"]
     rows = []
     for key, group in sorted(_groups(cells, lambda c: tuple(c.label(a) for a in axes)).items()):
-        flows = [f for g in group for f in g.metrics["flows"]]
-        per_run = [sum(f["mean_mbit"] or 0 for f in g.metrics["flows"]) for g in group]
+        flows = [f for g in group for f in _metrics(g).flows]
+        per_run = [sum(f.mean_mbit or 0 for f in _metrics(g).flows) for g in group]
         rows.append({"axes": list(key), "throughput": stat(per_run),
-                     "rtt_p95": stat([f["tcp_rtt_ms"]["p95"] for f in flows if f.get("tcp_rtt_ms")]),
-                     "owd_p95": stat([f["owd_ms"]["p95"] for f in flows if (f.get("owd_ms") or {}).get("p95") is not None]),
-                     "loss": stat([100 * f["owd_ms"]["loss"] for f in flows if f.get("owd_ms")]),
-                     "retrans": stat([f["pcap"]["retrans"] for f in flows if f.get("pcap")]),
+                     "rtt_p95": stat([f.tcp_rtt_ms.p95 for f in flows if f.tcp_rtt_ms]),
+                     "owd_p95": stat([f.owd_ms.p95 for f in flows if f.owd_ms]),
+                     "loss": stat([100 * f.owd_ms.loss for f in flows if f.owd_ms]),
+                     "retrans": stat([f.pcap.retrans for f in flows if f.pcap]),
                      "n": len(group), "flagged": any(g.flags for g in group)})
     return {"axes": axes, "rows": rows}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cells import Cell
+from ..results.cell_record import Calibration
 from ..testbed.plan import NETEM_LIMIT
 from . import flent_data
 
@@ -31,31 +32,29 @@ _DROPS_RE = re.compile(r"^(\d+) packets dropped by kernel$", re.M)
 _OFFLOAD_RE = re.compile(r"^(\S+) (tcp-segmentation|generic-segmentation|generic-receive)-offload: (on|off)", re.M)
 
 
-def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
+def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any]) -> Calibration:
     reasons: list[str] = []
-    out: dict[str, Any] = {"base_rtt_ms": _base_rtt(data), "declared_rtt_ms": cell.flows[0].rtt.seconds * 1e3}
-    base, declared = out["base_rtt_ms"], out["declared_rtt_ms"]
+    base, declared = _base_rtt(data), cell.flows[0].rtt.seconds * 1e3
     if cell.path.netem is None and base is not None and abs(base - declared) > _rtt_tolerance(declared):
         reasons.append(f"base RTT {base:.2f} ms, declared {declared:g} ms")
-    out["capture_drops"] = capture_drops(cell_dir / "teardown.log")
-    reasons += [f"{host}'s capture dropped {n} packets" for host, n in out["capture_drops"].items() if n]
+    drops = capture_drops(cell_dir / "teardown.log")
+    reasons += [f"{host}'s capture dropped {n} packets" for host, n in drops.items() if n]
     origin, lead = flent_data.t0(data), flent_data.lead_in(data)
-    out["cpu_saturated"] = {}
+    saturated: dict[str, float] = {}
     for host in ("cli", "srv"):
         log = cell_dir / f"{host}.ss.log"
         if log.is_file():
             busy = saturated_share(log, origin + lead, origin + lead + cell.length)
-            out["cpu_saturated"].update({f"{host} {core}": share for core, share in busy.items()})
+            saturated.update({f"{host} {core}": share for core, share in busy.items()})
     reasons += [f"CPU {core} more than {CPU_BUSY:.0%} busy for {share:.0%} of the test"
-                for core, share in out["cpu_saturated"].items() if share > CPU_BUSY_SHARE]
-    out["offloads_on"] = offloads_on(cell_dir / "teardown.log")
-    reasons += [f"offloads on: {', '.join(on)}" for on in [out["offloads_on"]] if on]
+                for core, share in saturated.items() if share > CPU_BUSY_SHARE]
+    offloads = offloads_on(cell_dir / "teardown.log")
+    reasons += [f"offloads on: {', '.join(offloads)}"] if offloads else []
     in_flight = max(cell.up.rate.bps, cell.down.rate.bps) * max(f.rtt.seconds for f in cell.flows) / 8 / FRAME_BYTES
     if in_flight > NETEM_LIMIT:
         reasons.append(f"netem limit {NETEM_LIMIT} packets is below the delay line ({in_flight:.0f})")
-    out["reasons"] = reasons
-    out["ok"] = not reasons
-    return out
+    return Calibration(base_rtt_ms=base, declared_rtt_ms=declared, capture_drops=drops, cpu_saturated=saturated,
+                       offloads_on=offloads, reasons=reasons, ok=not reasons)
 
 
 def _rtt_tolerance(declared_ms: float) -> float:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cells import Cell, Flow
+from ..results.cell_record import CcCheck, Checks
 from ..testbed.ansible import PlaybookResult
 from . import flent_data, sockets
 from .calibration import calibration
@@ -20,7 +21,9 @@ REQUIRED_FILES = ("setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.
 class Verdict:
     status: str = "ok"
     reasons: list[str] = field(default_factory=list)
-    checks: dict[str, Any] = field(default_factory=dict)
+    checks: Checks = field(default_factory=Checks)  # recorded in cell.json
+    utilisation: dict[str, float] = field(default_factory=dict)  # per direction, for the progress line
+    analysis_error: str | None = None
 
     def fail(self, reason: str) -> None:
         self.status = "failed"
@@ -36,7 +39,7 @@ def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, control_port: i
     if not result.ok:
         v.fail(result.reason())
     exit_status = _flent_exit(cell_dir / "flent.log")
-    v.checks["flent_exit"] = exit_status
+    v.checks.flent_exit = exit_status
     if exit_status != 0:
         v.fail(f"flent exited with status {exit_status}: {_last_line(cell_dir / 'flent.log')}")
     missing = [f for f in REQUIRED_FILES if not (cell_dir / f).is_file() or (cell_dir / f).stat().st_size == 0]
@@ -45,7 +48,7 @@ def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, control_port: i
     data = _check_flent_data(cell, cell_dir, v)
     _check_ccs(cell, cell_dir, control_port, v)
     if data is not None:
-        v.checks["calibration"] = calibration(cell, cell_dir, data)
+        v.checks.calibration = calibration(cell, cell_dir, data)
     return v
 
 
@@ -58,13 +61,13 @@ def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> dict[str, Any] 
         v.fail("Flent wrote no data file")
         return None
     data = flent_data.load(path)
-    failed = data.get("metadata", {}).get("FAILED_RUNNERS") or []
-    v.checks["failed_runners"] = failed
+    failed = int(data.get("metadata", {}).get("FAILED_RUNNERS") or 0)  # Flent counts them
+    v.checks.failed_runners = failed
     if failed:
-        v.fail(f"Flent runners failed: {', '.join(map(str, failed))}")
+        v.fail(f"{failed} Flent runner(s) failed")
     series = flent_data.flow_series(data)
     goodput = {name: flent_data.goodput_mbit(data, name) for name in series}
-    v.checks["netperf_mbit"] = goodput  # the sender's count: whether each flow moved data
+    v.checks.netperf_mbit = goodput  # the sender's count: whether each flow moved data
     empty = [n for n, g in goodput.items() if not g]
     if len(series) != len(cell.flows) or empty:
         v.fail(f"expected {len(cell.flows)} flows with data, Flent has {len(series) - len(empty)}")
@@ -81,7 +84,7 @@ def _check_test_window(cell: Cell, data: dict, names: list[str], v: Verdict) -> 
         delay = None if begun is None else begun - (lead + flow.start.seconds)
         if delay is not None and delay > max(LATE_START_S, LATE_START_SHARE * length):
             late[name] = round(delay, 1)
-    v.checks["late_start_s"] = late
+    v.checks.late_start_s = late
 
 
 def _series_of(cell: Cell, names: list[str]) -> list[tuple[Flow, str]]:
@@ -101,7 +104,7 @@ def _check_ccs(cell: Cell, cell_dir: Path, control_port: int, v: Verdict) -> Non
         declared += want
         observed += got
     ok = sockets.check_ccs(declared, observed)
-    v.checks["cc"] = {"declared": declared, "observed": observed, "ok": ok}
+    v.checks.cc = CcCheck(declared=declared, observed=observed, ok=ok)
     if not ok:
         v.fail(f"flows ran {observed or 'nothing'} but the cell declares {declared}")
 

@@ -59,9 +59,9 @@ def _analyse(cell_dir: Path, verdict: Verdict) -> None:
     """The cell's metrics, stored for fl plot; their utilisation goes to the progress line.
     A failure is reported there, never allowed to stop the run (fl plot retries)."""
     try:
-        verdict.checks["utilisation"] = cache.compute(cell_dir, Settings()).get("utilisation", {})
+        verdict.utilisation = cache.compute(cell_dir, Settings()).utilisation
     except Exception as e:
-        verdict.checks["analysis_error"] = f"{type(e).__name__}: {e}"
+        verdict.analysis_error = f"{type(e).__name__}: {e}"
 
 
 def give_up(attempt: Attempt, status: str, reason: str, result: PlaybookResult | None = None) -> CellRecord:

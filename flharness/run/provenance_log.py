@@ -1,44 +1,53 @@
-"""results/<run>/run.json: one entry per `fl run` invocation (who, where, what, outcome)."""
+"""results/<run>/run.json: one entry per `fl run` invocation (who, where, what, outcome);
+and what each cell's record says of the backend and testbed it ran on."""
 from __future__ import annotations
 
-import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..results import CellRecord, write_json
+from ..results import files
+from ..results.cell_record import Backend, CellRecord, Endpoints
+from ..results.run_record import Invocation, Outcome, Planned, RunRecord
+from ..testbed.plan import target
 
 if TYPE_CHECKING:
+    from ..cells import Cell
+    from ..testbed.testbed import Testbed
     from .planning import ScenarioPlan
     from .runner import Run
 
 
-def backend_record(run: Run) -> dict[str, Any]:
+def backend_record(run: Run) -> Backend:
     """Where cells ran: the testbed (namespaces or ssh hosts) and the VM, if any."""
     base = {"testbed": run.inventory.backend, "inventory": str(run.inventory.path)}
     if run.opts.vm:
-        return {**base, **run.opts.vm.describe()}
-    return {**base, "kind": "host", "clock": "real"}
+        return Backend.model_validate(base | run.opts.vm.describe())
+    return Backend.model_validate(base | {"kind": "host", "clock": "real"})
 
 
-def append_invocation(run: Run, plans: list[ScenarioPlan], entry: dict | None = None,
-                      records: list[CellRecord] | None = None, interrupted: bool = False) -> dict:
+def on_testbed(record: CellRecord, cell: Cell, tb: Testbed) -> None:
+    """Record the testbed that runs the cell, and what the analysis needs of it: the
+    server's address and netperf's control port (they differ between testbeds)."""
+    record.backend = record.backend.on_testbed(tb.id, tb.label)
+    record.endpoints = Endpoints(server=target(cell, tb.inv), netperf_port=int(tb.inv.hostvars["cli"]["fl_netperf_port"]))
+
+
+def append_invocation(run: Run, plans: list[ScenarioPlan], entry: Invocation | None = None,
+                      records: list[CellRecord] | None = None, interrupted: bool = False) -> Invocation:
     """Add this invocation to run.json (entry None), or complete the entry added before."""
     if entry is None:
-        entry = {"started": time.time(), "scenarios": [sp.name for sp in plans],
-                 "kernel": run.caps.kernel, "only": run.opts.only, "force": run.opts.force,
-                 "planned": {a: sum(len(sp.cells(a)) for sp in plans) for a in ("run", "skip", "done")},
-                 **run.provenance, "tools": run.caps.tools}
+        entry = Invocation.model_validate({
+            "started": time.time(), "scenarios": [sp.name for sp in plans], "kernel": run.caps.kernel,
+            "only": run.opts.only, "force": run.opts.force,
+            "planned": Planned(**{a: sum(len(sp.cells(a)) for sp in plans) for a in ("run", "skip", "done")}),
+            **run.provenance, "tools": run.caps.tools, "backend": backend_record(run)})
     else:
-        entry.update(ended=time.time(), interrupted=interrupted,
-                     outcome={s: sum(r.status == s for r in records or [])
-                              for s in ("ok", "failed", "skipped", "interrupted")})
-    entry["backend"] = backend_record(run)
+        entry.ended, entry.interrupted = time.time(), interrupted
+        entry.outcome = Outcome(**{s: sum(r.status == s for r in records or [])
+                                   for s in ("ok", "failed", "skipped", "interrupted")})
     path = run.root / "run.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(path.read_text()) if path.is_file() else {"run": run.opts.run, "invocations": []}
-    if data["invocations"] and data["invocations"][-1].get("started") == entry["started"]:
-        data["invocations"][-1] = entry
-    else:
-        data["invocations"].append(entry)
-    write_json(path, data)
+    record = files.read(RunRecord, path) if path.is_file() else RunRecord(run=run.opts.run)
+    record.add(entry)
+    files.write(path, record)
     return entry

@@ -34,7 +34,7 @@ from .evaluate import Verdict
 from .finish import Attempt
 from .planning import Planned, ScenarioPlan, check_run_name, load_selected, plan
 from .progress import Progress
-from .provenance_log import append_invocation, backend_record
+from .provenance_log import append_invocation, backend_record, on_testbed
 from .recovery import recover_stale
 from .summary import print_summary
 
@@ -221,7 +221,7 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict,
 
     def new_attempt(sp: ScenarioPlan, cell: Cell, tb: Testbed) -> Attempt:
         rec = _record(run, cell)
-        rec.backend |= {"testbed_id": tb.id} | ({"testbed_label": tb.label} if tb.label else {})
+        on_testbed(rec, cell, tb)
         rec.started = time.time()
         return Attempt(sp.store, cell, sp.store.new_partial(cell.name), rec, tb.label)
 
@@ -243,12 +243,12 @@ def _cell_limit(run: Run):
 def progress_detail(cell: Cell, verdict: Verdict) -> str:
     if verdict.status != "ok":
         return verdict.reason[:200]
-    util = verdict.checks.get("utilisation", {}).get("up")
+    util = verdict.utilisation.get("up")
     parts = [f"goodput {util:.1%} of {cell.up.rate.text}'s payload capacity"] if util is not None else []
-    parts += [f"⚑ {r}" for r in (verdict.checks.get("calibration") or {}).get("reasons", [])]
-    if error := verdict.checks.get("analysis_error"):
-        parts.append(f"analysis failed: {error}")
-    parts += [f"{name} began {delay:g} s late" for name, delay in verdict.checks.get("late_start_s", {}).items()]
+    parts += [f"⚑ {r}" for r in verdict.checks.calibration.reasons] if verdict.checks.calibration else []
+    if verdict.analysis_error:
+        parts.append(f"analysis failed: {verdict.analysis_error}")
+    parts += [f"{name} began {delay:g} s late" for name, delay in verdict.checks.late_start_s.items()]
     return "; ".join(parts)
 
 

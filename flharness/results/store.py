@@ -6,43 +6,20 @@ skipped or interrupted attempt never replaces a cell that completed (it goes to
 """
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
-Status = Literal["ok", "failed", "skipped", "interrupted"]
+from . import files
+from .cell_record import CellRecord, Status
+
 CELL_FILE = "cell.json"
 
 
-class CellRecord(BaseModel):
-    """cell.json: what ran, how it went, and everything needed to trust or redo it."""
-
-    model_config = ConfigDict(extra="allow")
-    scenario: str
-    cell: str
-    config_hash: str
-    status: Status
-    reason: str = ""
-    coordinates: dict[str, Any] = {}
-    swept: list[str] = []
-    config: dict[str, Any] = {}
-    started: float | None = None
-    ended: float | None = None
-    backend: dict[str, Any] = {}
-    kernel: str = ""
-    tools: dict[str, Any] = {}
-    fl: dict[str, Any] = {}
-    files: list[str] = []
-    checks: dict[str, Any] = {}
-    phases: dict[str, float] = {}  # seconds per Ansible task of the cell's playbook
-
-    @property
-    def duration(self) -> float | None:
-        return self.ended - self.started if self.started and self.ended else None
+class _StatusOnly(BaseModel):
+    status: Status | None = None  # any version's cell.json has it
 
 
 class ScenarioResults:
@@ -55,10 +32,11 @@ class ScenarioResults:
         return self.root / name
 
     def record(self, name: str) -> CellRecord | None:
-        path = self.cell_dir(name) / CELL_FILE
+        """The cell's record; None when it has none or an unreadable one (it runs again).
+        A record of another version is an error (files.VersionError)."""
         try:
-            return CellRecord.model_validate_json(path.read_text())
-        except (OSError, ValidationError, ValueError):
+            return files.read(CellRecord, self.cell_dir(name) / CELL_FILE)
+        except (OSError, files.InvalidFile):
             return None
 
     def records(self) -> list[CellRecord]:
@@ -82,11 +60,10 @@ class ScenarioResults:
     def commit(self, partial: Path, record: CellRecord) -> Path:
         """Write cell.json and move the attempt into place (or aside, see module doc)."""
         record.files = sorted({p.name for p in partial.iterdir() if p.is_file()} | {CELL_FILE})
-        (partial / CELL_FILE).write_text(record.model_dump_json(indent=1) + "\n")
+        files.write(partial / CELL_FILE, record)
         target = self.cell_dir(record.cell)
-        old = self.record(record.cell)
         stamp = time.strftime("%Y%m%dT%H%M%S")
-        if record.status != "ok" and old is not None and old.status == "ok":
+        if record.status != "ok" and self._completed(record.cell):
             aside = self.root / ".attempts" / f"{record.cell}-{stamp}-{record.status}"
             aside.parent.mkdir(parents=True, exist_ok=True)
             partial.rename(aside)
@@ -98,9 +75,10 @@ class ScenarioResults:
         partial.rename(target)
         return target
 
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temp file + rename)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
-    tmp.rename(path)
+    def _completed(self, name: str) -> bool:
+        """Whether the cell in place completed, whatever fl version wrote it (--force over
+        an older run's cells must not lose them to a failure)."""
+        try:
+            return _StatusOnly.model_validate_json((self.cell_dir(name) / CELL_FILE).read_text()).status == "ok"
+        except (OSError, ValidationError):
+            return False

@@ -1,0 +1,108 @@
+"""metrics.json: what the analysis found in one cell (analysis/metrics.py). It is a
+cache: a file of another version, or whose inputs changed (`key`), is recomputed."""
+from __future__ import annotations
+
+from typing import Literal
+
+from .cell_record import Direction
+from .files import Contract, Versioned
+
+#: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
+METRICS_VERSION = 6
+
+
+class Percentiles(Contract):
+    median: float
+    p95: float
+    p99: float
+    n: int
+
+
+class Spread(Contract):
+    mean: float
+    p95: float
+    max: float
+
+
+class OneWayDelay(Contract):
+    """Data segments matched between the two captures (analysis/delivery.py), ms."""
+
+    median: float | None
+    p95: float | None
+    p99: float | None
+    n: int  # segments that arrived
+    sent: int  # segments sent that had time to arrive
+    loss: float  # share of those that never did
+
+
+class PcapCounts(Contract):
+    sent: int  # data segments in the sender's capture
+    received: int  # in the receiver's
+    retrans: int
+    loss: float | None
+    ecn_received: dict[str, int]  # codepoint → segments
+    dscp: int
+
+
+class FlowMetrics(Contract):
+    index: int  # 1-based, fl's flow number
+    series: str  # Flent's series
+    direction: Direction
+    cc: str
+    rtt_ms: float
+    start_s: float
+    label: str
+    mean_mbit: float | None  # goodput: the receiver's ACKs when the captures show them
+    goodput_source: str
+    netperf_mbit: float | None  # the sender's count: never a result
+    first_data_s: float | None
+    steady_mbit: float | None  # D_SS
+    tcp_rtt_ms: Percentiles | None
+    socket_samples: int
+    pcap: PcapCounts | None = None  # None: the flow's connection is not in the captures
+    owd_ms: OneWayDelay | None = None
+    owd_unavailable: str | None = None  # why owd_ms is None
+
+
+class Ping(Contract):
+    base_median: float | None  # before the flows start
+    loaded: Percentiles | None  # while every flow runs
+
+
+class QueueSummary(Contract):
+    """One direction's bottleneck qdisc while every flow runs (analysis/queue.py)."""
+
+    kind: str
+    samples: int
+    interval_s: float | None
+    backlog_bytes: Spread | None
+    backlog_pkts: Spread | None
+    delay_ms: Spread | None  # the backlog's drain time at the rate in force
+    drops: int
+    marks: int
+    delay_c_ms: Spread | None = None  # dualpi2's own sojourn times, cake's busiest tin's
+    delay_l_ms: Spread | None = None
+    delay_avg_ms: Spread | None = None
+    pkts_in_c: int | None = None  # dualpi2's counters
+    pkts_in_l: int | None = None
+    step_marks: int | None = None
+
+
+class CellMetrics(Versioned):
+    WHAT = "metrics file"
+    ADVICE = "it is recomputed"
+
+    version: Literal[METRICS_VERSION] = METRICS_VERSION
+    key: str = ""  # fingerprint of the inputs and settings (analysis/cache.py)
+    cell: str
+    invalid: list[str] = []  # why the cell's numbers cannot be used: left out of the tables
+    flags: list[str] = []  # results a reader should read with care
+    steady_window_s: float | None = None
+    flows: list[FlowMetrics] = []
+    ping_ms: Ping | None = None
+    t0: float | None = None  # epoch s of Flent's time axis origin
+    queue: dict[Direction, QueueSummary | None] = {}
+    peak_mbit: dict[Direction, float] = {}  # best aggregate goodput in one interval
+    jain: float | None = None
+    ratio: float | None = None
+    utilisation: dict[Direction, float] = {}  # of the payload capacity

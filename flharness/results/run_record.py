@@ -1,0 +1,67 @@
+"""run.json: one entry per `fl run` invocation into a run folder (who, where, what, outcome)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from .cell_record import Backend, FlSource
+from .files import Contract, Sparse, Versioned
+
+#: Bumped when run.json's layout changes; files of another version are not read.
+RUN_VERSION = 1
+
+
+class Controller(Contract):
+    """The machine fl ran on."""
+
+    hostname: str
+    kernel: str
+    python: str
+
+
+class Planned(Contract):
+    run: int
+    skip: int  # the kernel cannot run them
+    done: int  # completed earlier with the same configuration
+
+
+class Outcome(Contract):
+    ok: int
+    failed: int
+    skipped: int
+    interrupted: int
+
+
+class Invocation(Sparse):
+    """One `fl run`; `ended`, `interrupted` and `outcome` are written when it ends (a
+    killed run has none)."""
+
+    started: float
+    scenarios: list[str]
+    kernel: str
+    only: list[str]
+    force: bool
+    planned: Planned
+    fl: FlSource
+    controller: Controller
+    testbeds: dict[str, str]  # label → testbed id
+    tools: dict[str, str | None]
+    backend: Backend
+    ended: float | None = None
+    interrupted: bool | None = None
+    outcome: Outcome | None = None
+
+
+class RunRecord(Versioned):
+    WHAT = "run record"
+    ADVICE = "run into another folder (--run LABEL), or read it with the fl that wrote it"
+
+    version: Literal[RUN_VERSION] = RUN_VERSION
+    run: str
+    invocations: list[Invocation] = []
+
+    def add(self, entry: Invocation) -> None:
+        """Append ENTRY, or replace the entry it completes (the same start)."""
+        if self.invocations and self.invocations[-1].started == entry.started:
+            self.invocations[-1] = entry
+        else:
+            self.invocations.append(entry)
