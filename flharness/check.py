@@ -42,9 +42,27 @@ def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     print("  usable:      " + " ".join(c for c, v in ccs.items() if v))
     print("  unavailable: " + (" ".join(c for c, v in ccs.items() if not v) or "none"))
     print("\nfeatures: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in caps.data.get("features", {}).items()))
-    if not caps.feature("netem"):
-        print("  without netem, cells with an RTT, loss or jitter are skipped on this kernel")
+    for line in hints(caps):
+        print("  " + line)
     return 0 if ok and caps.data.get("root") else 1
+
+
+def hints(caps: Capabilities) -> list[str]:
+    """What to do about the L4S pieces and netem this kernel lacks."""
+    out = []
+    if not caps.feature("netem"):
+        out.append("without netem, cells with an RTT, loss or jitter are skipped on this kernel")
+    if caps.data.get("kinds", {}).get("dualpi2") != "ok":
+        out.append("dualpi2 missing: it needs Linux ≥ 6.17 with sch_dualpi2 and iproute2 ≥ 6.17 "
+                   "(./fl image build l4s builds both, then --vm l4s)")
+    if not caps.feature("accecn"):
+        out.append("AccECN missing (tcp_ecn=3 refused): it needs Linux ≥ 6.18 (--vm l4s)")
+    if not caps.cc_ok("prague"):
+        out.append("prague missing: TCP Prague is not in mainline Linux. Add it to an image as an extra "
+                   "module pointing at its source (images/NAME.yml: modules: [{name: tcp_prague, source: "
+                   "{local: path/to/its/source}}], or {url: …, sha256: …}; then ./fl image build NAME), "
+                   "or boot a kernel that has it: --vm /path/to/a/kernel")
+    return out
 
 
 def _ansible_version() -> str | None:

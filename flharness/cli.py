@@ -1,4 +1,4 @@
-"""The `fl` command line: list, run, check, clean."""
+"""The `fl` command line: list, run, check, clean, plot, push, image."""
 from __future__ import annotations
 
 import argparse
@@ -74,6 +74,18 @@ def _parser() -> argparse.ArgumentParser:
                       "fl_push_rsh, else 'ssh -o BatchMode=yes')")
     push.add_argument("--inventory", type=Path, default=REPO / "inventory.ini", help=argparse.SUPPRESS)
     push.set_defaults(func=cmd_push)
+
+    img = sub.add_parser("image", help="kernel-under-test images for --vm NAME (recipes in images/)")
+    img_sub = img.add_subparsers(dest="image_command", required=True)
+    b = img_sub.add_parser("build", help="build an image from images/NAME.yml into the cache (cached if unchanged)")
+    b.add_argument("name", metavar="NAME", help="recipe in images/ or a path to a recipe file")
+    b.add_argument("--force", action="store_true", help="rebuild even if the cached image is current")
+    b.set_defaults(func=cmd_image_build)
+    il = img_sub.add_parser("list", help="built images (kernel, size, what they support, age) and recipes")
+    il.set_defaults(func=cmd_image_list)
+    rm = img_sub.add_parser("rm", help="remove a built image from the cache")
+    rm.add_argument("name", metavar="NAME")
+    rm.set_defaults(func=cmd_image_rm)
     return p
 
 
@@ -87,7 +99,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _vm_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("VM backend (run inside a VM booted with another kernel)")
     g.add_argument("--vm", nargs="?", const="auto", metavar="KERNEL",
-                   help="kernel image, or 'auto' (newest in /boot with modules); default: this kernel")
+                   help="a built image's name (./fl image list), a kernel image, or 'auto' (newest in "
+                   "/boot with modules); default: this kernel")
     g.add_argument("--vm-accel", choices=("auto", "kvm", "tcg"),
                    help="kvm when usable, else tcg (default auto)")
     g.add_argument("--vm-clock", choices=("auto", "virtual", "real"),
@@ -163,3 +176,21 @@ def cmd_push(args: argparse.Namespace) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     from .clean import clean
     return clean()
+
+
+def cmd_image_build(args: argparse.Namespace) -> int:
+    from .image.build import build
+    build(args.name, args.force)
+    return 0
+
+
+def cmd_image_list(args: argparse.Namespace) -> int:
+    from .image.listing import print_images
+    return print_images()
+
+
+def cmd_image_rm(args: argparse.Namespace) -> int:
+    from .image.store import remove
+    remove(args.name)
+    print(f"image {args.name}: removed")
+    return 0

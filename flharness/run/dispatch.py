@@ -110,7 +110,8 @@ class Dispatch:
         attempt = self.new_attempt(sp, cell, slot.testbed)
         attempt.deadline = time.monotonic() + slot.limit(cell)
         slot.attempt = attempt
-        slot.testbed.give(cell_vars(cell, slot.testbed.inv, attempt.partial, self.run.dilation))
+        slot.testbed.give(cell_vars(cell, slot.testbed.inv, slot.testbed.path_on_testbed(attempt.partial),
+                                    self.run.dilation))
         self.progress.start(f"{sp.name}/{cell.name}", slot.testbed.label)
 
     def _collected(self, slot: Slot) -> None:

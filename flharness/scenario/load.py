@@ -71,7 +71,7 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
+def read_yaml(path: Path, keys: str = "a scenario file is a mapping of keys (name, test, rate, matrix, …)") -> dict[str, Any]:
     try:
         data = yaml.load(path.read_text(), Loader=_StrictLoader)
     except yaml.MarkedYAMLError as e:
@@ -83,7 +83,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     if data is None:
         raise ScenarioError(path, "", "the file is empty")
     if not isinstance(data, dict):
-        raise ScenarioError(path, "", "a scenario file is a mapping of keys (name, test, rate, matrix, …)")
+        raise ScenarioError(path, "", keys)
     return data
 
 

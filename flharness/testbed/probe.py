@@ -166,6 +166,8 @@ class Probe:
         f["nftables"] = shutil.which("nft") is not None and \
             sh("nft", "add", "table", "inet", "flprobe", ns=self.ns)[0] == 0
         f["veth"] = sh("ip", "-n", self.ns, "link", "show", self.dev)[0] == 0
+        # AccECN (RFC 9768; mainline since Linux 6.18): the kernel takes tcp_ecn=3
+        f["accecn"] = sh("sysctl", "-qw", "net.ipv4.tcp_ecn=3", ns=self.ns)[0] == 0
         self.qdisc(["pfifo"], False)  # a classful root to hang a filter on
         f["cls_flow"] = self.tc("filter", "add", "dev", self.dev, "parent", "1:", "handle", "1", "protocol", "all", "prio", "1",
                                 "flow", "hash", "keys", "src,dst,proto,proto-src,proto-dst", "divisor", "1024")[0] == 0

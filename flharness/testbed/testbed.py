@@ -46,8 +46,7 @@ class Testbed:
         self.folder = STATE_ROOT / "ctl" / self.id  # this machine's: session, inventory, VM
         self.inventory = self.folder / "inventory.yml"
         self.state_file = STATE_DIR / f"{self.id}.json"
-        self.vm = Vm(vm, self.folder / "vm", [results] if results else [], log.parent / f"vm-kernel-{self.id}.log") \
-            if vm else None
+        self.vm = Vm(vm, self.folder / "vm", results, log.parent / f"vm-kernel-{self.id}.log") if vm else None
         self.session: Session | None = None
         self.started = time.time()
         self.touched = False  # something was started or configured: down must undo it
@@ -99,6 +98,10 @@ class Testbed:
         return probe_hosts(self.inventory, request, "nsroot" if self.vm else "testbed", self.folder / "probe.log")
 
     # --- cells --------------------------------------------------------------------------------
+
+    def path_on_testbed(self, path: Path) -> Path:
+        """Where the testbed's hosts see PATH of the results folder (a VM: its share)."""
+        return self.vm.guest_path(path) if self.vm else path
 
     def want_cell(self) -> bool:
         return self.session is not None and self.session.wants_cell()

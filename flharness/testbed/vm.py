@@ -3,9 +3,10 @@
 The guest is a managed node of the host's Ansible: it starts an sshd on QEMU's user-mode
 network (restrict=on, so nothing leaves this machine; the ssh port is forwarded on
 127.0.0.1 only) and the namespace testbed inside it is reached with the fl_netns_ssh
-connection. Nothing of fl runs in the guest. It sees the host's filesystem read-only
-(the tools) and writes cells straight into the host's results folder (a virtme-ng
---rwdir at the same path). One boot serves a whole run; QEMU is killed by process group.
+connection. Nothing of fl runs in the guest. Its root is the host's filesystem or a
+built image's (`fl image build`), read-only; it writes cells straight into the host's
+results folder, shared at GUEST_RESULTS. One boot serves a whole run; QEMU is killed by
+process group.
 """
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ RATE_UNIT = 20e6  # SLOWDOWN holds up to this link rate (measured: 10-20 Mbit/s 
 MEMORY_RE = re.compile(r"^\d+[MG]$")
 GUEST_SCRIPT = Path(__file__).with_name("vm_guest.sh")
 READY = "fl-guest: ready"
+#: Where the guest sees the run's results folder: on its own /run (a tmpfs), so an image's
+#: read-only root need not hold the host's path.
+GUEST_RESULTS = Path("/run/fl-results")
 
 
 @dataclass(frozen=True)
@@ -44,14 +48,16 @@ class VmConfig:
     clock: str  # 'virtual' (TCG icount: deterministic, high fidelity) or 'real'
     cpus: int
     memory: str
+    root: str | None = None  # the guest's root: a built image's, or None for the host's /
+    image: str | None = None  # that image's name
 
     def describe(self) -> dict[str, object]:
         return {"kind": "vm", **asdict(self)}
 
     def qemu_opts(self, ssh_port: int) -> str:
-        # A second, cached read-only share of / (see vm_guest.sh), and the user-mode NIC
-        # that only carries the host's ssh into the guest.
-        opts = ("-fsdev local,id=flro,path=/,security_model=none,readonly=on,multidevs=remap "
+        # A second, cached read-only share of the guest's root (see vm_guest.sh), and the
+        # user-mode NIC that only carries the host's ssh into the guest.
+        opts = (f"-fsdev local,id=flro,path={self.root or '/'},security_model=none,readonly=on,multidevs=remap "
                 "-device virtio-9p-pci,fsdev=flro,mount_tag=flro "
                 f"-netdev user,id=flssh,restrict=on,hostfwd=tcp:127.0.0.1:{ssh_port}-:22 "
                 "-device virtio-net-pci,netdev=flssh")
@@ -70,6 +76,20 @@ class VmConfig:
 def vng() -> str:
     local = Path(sys.executable).parent / "vng"
     return str(local) if local.exists() else "vng"
+
+
+def resolve_target(spec: str) -> tuple[str, str, str | None, str | None]:
+    """What --vm SPEC boots: (kernel image, release, root, image name). SPEC is a built
+    image's name (its kernel and root), 'auto' or a kernel image path (the host's root)."""
+    from ..image.recipe import find_recipe
+    from ..image.store import load_image
+    if spec != "auto" and "/" not in spec and not Path(spec).is_file():
+        if (image := load_image(spec)) is not None:
+            return str(image.kernel), image.manifest.kernel.release, str(image.root), image.name
+        if find_recipe(spec) is not None:
+            raise FlError(f"--vm {spec}: image {spec} is not built yet: ./fl image build {spec}")
+        raise FlError(f"--vm {spec}: no built image, image recipe (images/{spec}.yml) or kernel file of that name")
+    return (*resolve_kernel(spec), None, None)
 
 
 def resolve_kernel(spec: str) -> tuple[str, str]:
@@ -113,7 +133,7 @@ def kvm_usable() -> bool:
 
 def vm_config(kernel: str = "auto", accel: str = "auto", clock: str = "auto",
               cpus: int | None = None, memory: str = "1G") -> VmConfig:
-    path, release = resolve_kernel(kernel)
+    path, release, root, image = resolve_target(kernel)
     if accel not in ("auto", "kvm", "tcg"):
         raise FlError(f"--vm-accel {accel!r}: one of auto, kvm, tcg")
     if accel == "auto":
@@ -129,7 +149,7 @@ def vm_config(kernel: str = "auto", accel: str = "auto", clock: str = "auto",
     cpus = cpus or 1
     if clock == "virtual" and cpus != 1:
         raise FlError("--vm-clock virtual runs one vCPU (--vm-cpus 1)")
-    return VmConfig(path, release, accel, clock, cpus, memory)
+    return VmConfig(path, release, accel, clock, cpus, memory, root, image)
 
 
 class Vm:
@@ -137,10 +157,10 @@ class Vm:
 
     FOLDER (on the host, private) holds the ssh client key and known_hosts, and ``share/``
     (read-only in the guest): sshd's configuration, its host key, the client's public key
-    and the guest script."""
+    and the guest script. RESULTS (read-write) is the run's folder, GUEST_RESULTS inside."""
 
-    def __init__(self, cfg: VmConfig, folder: Path, rwdirs: list[Path], kernel_log: Path) -> None:
-        self.cfg, self.folder, self.rwdirs, self.kernel_log = cfg, folder, rwdirs, kernel_log
+    def __init__(self, cfg: VmConfig, folder: Path, results: Path | None, kernel_log: Path) -> None:
+        self.cfg, self.folder, self.results, self.kernel_log = cfg, folder, results, kernel_log
         self.share = folder / "share"
         self.port = 0
         self.proc: subprocess.Popen | None = None
@@ -157,11 +177,12 @@ class Vm:
         (self.share / "sshd_config").write_text(_sshd_config(self.share))
         shutil.copy(GUEST_SCRIPT, self.share / GUEST_SCRIPT.name)
         self.kernel_log.parent.mkdir(parents=True, exist_ok=True)
-        guest = ["/bin/sh", str(self.share / GUEST_SCRIPT.name), str(self.share), str(self.kernel_log)]
-        argv = [vng(), "--run", self.cfg.kernel, "--cpus", str(self.cfg.cpus), "--memory", self.cfg.memory,
+        guest = ["/bin/sh", str(self.share / GUEST_SCRIPT.name), str(self.share), str(self.guest_path(self.kernel_log))]
+        argv = [vng(), "--run", self.cfg.kernel, *(["--root", self.cfg.root] if self.cfg.root else []),
+                "--cpus", str(self.cfg.cpus), "--memory", self.cfg.memory,
                 "--user", "root", "--cwd", "/", *(["--disable-kvm"] if self.cfg.accel == "tcg" else []),
-                f"--qemu-opts={self.cfg.qemu_opts(self.port)}", f"--rodir={self.share}",
-                *[f"--rwdir={d}" for d in self.rwdirs], "--exec", shlex.join(guest)]
+                f"--qemu-opts={self.cfg.qemu_opts(self.port)}", f"--rodir={self.share}={self.share}",
+                *([f"--rwdir={GUEST_RESULTS}={self.results}"] if self.results else []), "--exec", shlex.join(guest)]
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
         with self.console.open("wb") as out:
             self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
@@ -180,6 +201,13 @@ class Vm:
             time.sleep(0.2)
         raise FlError(f"the VM ({self.cfg.release}) was not ready after {timeout:.0f} s: "
                       f"{_last_lines(self.console.read_text(errors='replace'))}")
+
+    def guest_path(self, path: Path) -> Path:
+        """Where the guest sees PATH, a path in the run's results folder."""
+        path = path.resolve()
+        if self.results is None or not path.is_relative_to(self.results.resolve()):
+            raise FlError(f"{path} is outside the VM's results folder {self.results}")
+        return GUEST_RESULTS / path.relative_to(self.results.resolve())
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -28,6 +28,15 @@ mount --bind "$ro/etc" /etc
 mount --bind /run/fl-passwd /etc/passwd
 mount --bind /run/fl-shadow /etc/shadow
 
+# A built image's boot settings (fl image build: the recipe's boot section). A module
+# that does not load is said on the console; `fl check --vm` shows what works.
+if [ -s /etc/fl/boot-modules ]; then
+    while read -r module; do
+        modprobe "$module" || echo "fl-guest: modprobe $module failed"
+    done < /etc/fl/boot-modules
+fi
+[ -s /etc/fl/boot-sysctls ] && { sysctl -q -p /etc/fl/boot-sysctls || echo "fl-guest: boot sysctls failed"; }
+
 # QEMU's TCG translates code per virtual address: with the same addresses in every
 # process, programs started again and again (tc, ip, sh) are translated once.
 echo 0 > /proc/sys/kernel/randomize_va_space

@@ -1,0 +1,128 @@
+"""Debian roots for images: mmdebstrap builds them (never touching this machine's apt
+configuration), commands run chrooted in a private mount namespace (so /proc, which the
+kernel's build tools need, is unmounted whatever happens), apt answers what a suite holds."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import FlError
+
+#: Suites whose Release file a mirror or snapshot may serve past its Valid-Until (sid's
+#: is re-signed daily, so a frozen copy of the archive expires within a week).
+UNSTABLE = ("sid", "unstable", "experimental")
+
+
+class BuildError(FlError):
+    pass
+
+
+def source_lines(mirror: str, suite: str, components: list[str]) -> list[str]:
+    """apt source lines for SUITE; a backports suite needs its base suite too."""
+    suites = [suite.removesuffix("-backports"), suite] if suite.endswith("-backports") else [suite]
+    return [f"deb {mirror} {s} {' '.join(components)}" for s in suites]
+
+
+def apt_options(*suites: str) -> list[str]:
+    if any(s in UNSTABLE for s in suites):
+        return ['--aptopt=Acquire::Check-Valid-Until "false"']
+    return []
+
+
+def mmdebstrap(target: Path, suite: str, sources: list[str], include: list[str], log: Path,
+               extra: list[str] | None = None) -> None:
+    """A directory root of SUITE with apt and INCLUDE (variant apt: essential packages,
+    apt, and what INCLUDE depends on; no recommends)."""
+    argv = ["mmdebstrap", "--variant=apt", "--mode=root", f"--include={','.join(include)}",
+            *apt_options(suite, *(line.split()[2] for line in sources)), *(extra or []),
+            suite, str(target), *sources]
+    run_logged(argv, log, f"mmdebstrap {suite}")
+
+
+def run_logged(argv: list[str], log: Path, what: str, timeout: float = 1800) -> str:
+    """Run ARGV, appending its output to LOG; a failure names WHAT and its last lines."""
+    with log.open("a") as f:
+        f.write(f"\n$ {' '.join(argv)}\n")
+        f.flush()
+        try:
+            p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise BuildError(f"{what}: {e}") from None
+        f.write(p.stdout)
+    if p.returncode != 0:
+        tail = " | ".join(line for line in p.stdout.splitlines()[-4:] if line.strip())
+        raise BuildError(f"{what} failed (exit {p.returncode}): {tail} (whole output in {log})")
+    return p.stdout
+
+
+def in_root(root: Path, argv: list[str], log: Path, what: str, network: bool = False) -> str:
+    """ARGV chrooted into ROOT, with its own /proc in a private mount and PID namespace
+    (NETWORK: apt inside fetches, so it gets this machine's resolver)."""
+    if network:
+        shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")
+    return run_logged(["unshare", "--mount", "--pid", "--fork", f"--mount-proc={root / 'proc'}",
+                       "chroot", str(root), *argv], log, what)
+
+
+@dataclass(frozen=True)
+class KernelPackages:
+    """A kernel resolved in its suite: its release (ABI), version and the packages that
+    carry its image and modules."""
+    release: str
+    version: str
+    packages: tuple[str, ...]
+
+    @property
+    def upstream(self) -> str:
+        """'7.3' of 7.3.4-1~bpo13+1: the linux-source-X.Y holding its source."""
+        m = re.match(r"^(?:\d+:)?(\d+)\.(\d+)", self.version)
+        if not m:
+            raise BuildError(f"cannot tell the upstream version of kernel {self.version}")
+        return f"{m.group(1)}.{m.group(2)}"
+
+
+def versions_in(root: Path, package: str, suite: str, log: Path) -> list[str]:
+    """PACKAGE's versions in SUITE, newest first (apt-cache madison)."""
+    out = in_root(root, ["apt-cache", "madison", package], log, f"apt-cache madison {package}", network=True)
+    found = []
+    for line in out.splitlines():
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) == 3 and parts[0] == package and f" {suite}/" in f" {parts[2].split(' ', 1)[-1]}":
+            found.append(parts[1])
+    return found
+
+
+def depends(root: Path, package: str, version: str, log: Path) -> dict[str, str | None]:
+    """PACKAGE=VERSION's direct dependencies (the first of each alternative): name → the
+    exact version it requires, if any."""
+    out = in_root(root, ["apt-cache", "show", f"{package}={version}"], log, f"apt-cache show {package}={version}")
+    line = next((ln for ln in out.splitlines() if ln.startswith("Depends:")), "Depends:")
+    found: dict[str, str | None] = {}
+    for alt in line.removeprefix("Depends:").split(","):
+        m = re.match(r"^\s*([^\s(|]+)\s*(?:\(\s*=\s*([^)\s]+)\s*\))?", alt)
+        if m:
+            found[m.group(1)] = m.group(2)
+    return found
+
+
+def resolve_kernel(root: Path, package: str, version: str, suite: str, log: Path) -> KernelPackages:
+    """PACKAGE (a linux-image-ABI package or a meta package depending on one) at VERSION
+    ('newest': the newest in SUITE)."""
+    for _ in range(3):  # a meta package, then the image package
+        known = versions_in(root, package, suite, log)
+        if not known:
+            raise BuildError(f"kernel package {package} is not in {suite}")
+        chosen = known[0] if version == "newest" else version
+        if chosen not in known:
+            raise BuildError(f"kernel package {package} {chosen} is not in {suite} (there: {', '.join(known)})")
+        deps = depends(root, package, chosen, log)
+        image = next((d for d in deps if d.startswith("linux-image-") and d != package), None)
+        if image is None:
+            release = package.removeprefix("linux-image-")
+            parts = [d for d in deps if re.match(rf"^linux-(binary|modules|base)-{re.escape(release)}$", d)]
+            return KernelPackages(release, chosen, (package, *parts))
+        package, version = image, deps[image] or "newest"
+    raise BuildError(f"{package}: no kernel image package found through its dependencies")

@@ -1,0 +1,230 @@
+"""Image recipes: images/NAME.yml, validated before anything is built.
+
+A recipe names the Debian suites, the kernel package (an exact version or the newest in
+its suite), the userland packages, extra kernel modules to build out of tree (from the
+kernel's own source package, another Debian package, a local file or folder, or a URL
+with its checksum) and what the guest loads and sets at boot. Every value that reaches a
+command line is checked here; a problem is one line naming the file and the key.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, model_validator
+
+from .. import REPO
+from ..errors import FlError, ScenarioError
+from ..scenario.load import SUFFIXES, _key_path, _message, read_yaml
+from ..scenario.values import check_name
+
+RECIPE_DIR = REPO / "images"
+PACKAGE_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")
+VERSION_RE = re.compile(r"^[0-9A-Za-z.+~:-]+$")
+SUITE_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
+MODULE_RE = re.compile(r"^[a-z0-9_]{1,60}$")
+CONSTRAINT_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9.+-]+)\s*(?:(?P<op>>=|<=|=)\s*(?P<version>[0-9A-Za-z.+~:-]+))?$")
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+BOOT_SYSCTL_RE = re.compile(r"^(net|kernel|vm)(\.[A-Za-z0-9_-]+)+$")
+BOOT_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}$")
+
+
+def _match(pattern: re.Pattern[str], what: str):
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise ValueError(f"{value!r} is not a {what}")
+        return value
+    return AfterValidator(check)
+
+
+Package = Annotated[str, _match(PACKAGE_RE, "Debian package name")]
+Suite = Annotated[str, _match(SUITE_RE, "Debian suite (e.g. trixie-backports, sid)")]
+ModuleName = Annotated[str, _match(MODULE_RE, "kernel module name (e.g. sch_dualpi2)")]
+
+
+def _relative_path(value: str) -> str:
+    p = PurePosixPath(value)
+    if not value or p.is_absolute() or ".." in p.parts or not re.match(r"^[A-Za-z0-9_./+-]+$", value):
+        raise ValueError(f"{value!r} is not a relative path inside the package (letters, digits, _ . / + -; no ..)")
+    return value
+
+
+RelPath = Annotated[str, AfterValidator(_relative_path)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Kernel(Strict):
+    """The kernel under test: a Debian package of SUITE (a meta package such as
+    linux-image-amd64 stands for the kernel it depends on)."""
+    suite: Suite
+    package: Package
+    version: Annotated[str, _match(VERSION_RE, "Debian version or 'newest'")] = "newest"
+
+
+class Source(Strict):
+    """Where an extra module's source comes from: exactly one of these."""
+    kernel_source: RelPath | None = None  # inside the kernel's own linux-source-X.Y tarball
+    package: Package | None = None  # a Debian package of the kernel's suite …
+    path: str | None = None  # … and the file or folder it installs (absolute path)
+    local: str | None = None  # a file or folder on this machine (relative to the recipe)
+    url: str | None = None  # a .c file or a tarball, checked against sha256
+    sha256: str | None = None
+    subdir: RelPath | None = None  # the folder inside a tarball (url) holding the module
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Source:
+        kinds = [k for k in ("kernel_source", "package", "local", "url") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("one of kernel_source, package (with path), local or url (with sha256)")
+        if self.package is not None and not (self.path and PurePosixPath(self.path).is_absolute()
+                                             and ".." not in PurePosixPath(self.path).parts):
+            raise ValueError("package needs path: the absolute path of the file or folder it installs")
+        if self.path is not None and self.package is None:
+            raise ValueError("path belongs to package")
+        if self.url is not None:
+            if not re.match(r"^https?://[^\s'\"]+$", self.url):
+                raise ValueError(f"{self.url!r} is not an http(s) URL")
+            if self.sha256 is None or not SHA256_RE.match(self.sha256):
+                raise ValueError("a url needs sha256: the 64 hex digits of the file's SHA-256")
+        elif self.sha256 is not None or self.subdir is not None:
+            raise ValueError("sha256 and subdir belong to url")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ("kernel_source", "package", "local", "url") if getattr(self, k) is not None)
+
+    def describe(self) -> str:
+        return {"kernel_source": f"{self.kernel_source} in the kernel's linux-source",
+                "package": f"{self.path} of {self.package}", "local": f"{self.local}",
+                "url": f"{self.url} (sha256 {str(self.sha256)[:12]}…)"}[self.kind]
+
+
+class Module(Strict):
+    name: ModuleName
+    source: Source
+
+
+class Userland(Strict):
+    suite: Suite
+    components: list[Annotated[str, _match(re.compile(r"^[a-z-]+$"), "archive component")]] = ["main"]
+    #: Debian packages, each optionally with a version constraint: "iproute2>=7.0".
+    packages: list[str] = []
+
+    @model_validator(mode="after")
+    def _constraints(self) -> Userland:
+        for i, spec in enumerate(self.packages):
+            if not CONSTRAINT_RE.match(spec):
+                raise ValueError(f"packages[{i}]: {spec!r} is not a package name, optionally with >=, <= or = VERSION")
+        return self
+
+    def constraints(self) -> list[tuple[str, str | None, str | None]]:
+        return [(m["name"], m["op"], m["version"]) for m in (CONSTRAINT_RE.match(s) for s in self.packages) if m]
+
+
+class Boot(Strict):
+    modules: list[ModuleName] = []
+    sysctls: dict[str, str | int] = {}
+
+    @model_validator(mode="after")
+    def _sysctls(self) -> Boot:
+        for key, value in self.sysctls.items():
+            if not BOOT_SYSCTL_RE.match(key):
+                raise ValueError(f"sysctls: {key!r} is not a net.*, kernel.* or vm.* key")
+            if isinstance(value, bool) or not BOOT_VALUE_RE.match(str(value)):
+                raise ValueError(f"sysctls: {key}: {value!r} has characters other than letters, digits, spaces and _ . : , -")
+        return self
+
+
+class Recipe(Strict):
+    description: str = ""
+    mirror: Annotated[str, _match(re.compile(r"^https?://[A-Za-z0-9.:/_~+-]+$"), "mirror URL")] = "http://deb.debian.org/debian"
+    kernel: Kernel
+    userland: Userland
+    modules: list[Module] = []
+    boot: Boot = Boot()
+
+    @model_validator(mode="after")
+    def _unique(self) -> Recipe:
+        names = [m.name for m in self.modules]
+        if dup := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"modules: {', '.join(dup)} built twice")
+        return self
+
+
+class ImageRecipe(BaseModel):
+    """A validated recipe with where it came from, its name and its hash."""
+    name: str
+    path: Path
+    recipe: Recipe
+    digest: str  # sha256 of the recipe's content and of its local sources
+
+    def local_source(self, module: Module) -> Path:
+        assert module.source.local is not None
+        return (self.path.parent / module.source.local).resolve()
+
+
+def find_recipe(name: str, base: Path = RECIPE_DIR) -> Path | None:
+    """NAME is a recipe in images/ (without suffix) or a path to a recipe file; None if neither."""
+    if "/" in name or name.endswith(SUFFIXES):
+        return Path(name).resolve() if Path(name).is_file() else None
+    return next((base / f"{name}{s}" for s in SUFFIXES if (base / f"{name}{s}").is_file()), None)
+
+
+def recipe_names(base: Path = RECIPE_DIR) -> list[str]:
+    return sorted(p.stem for p in base.iterdir() if p.suffix in SUFFIXES) if base.is_dir() else []
+
+
+def load_recipe(name: str, base: Path = RECIPE_DIR) -> ImageRecipe:
+    path = find_recipe(name, base)
+    if path is None:
+        raise FlError(f"no image recipe {name!r} (images/NAME.yml; available: {', '.join(recipe_names(base)) or 'none'})")
+    try:
+        image_name = check_name(path.stem, "image name")
+    except ValueError as e:
+        raise FlError(f"{path}: {e}") from None
+    data = read_yaml(path, "an image recipe is a mapping of keys (kernel, userland, modules, boot, …)")
+    try:
+        recipe = Recipe.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ScenarioError(path, _key_path(tuple(err["loc"])), _recipe_message(err)) from None
+    _check_local_sources(path, recipe)
+    return ImageRecipe(name=image_name, path=path, recipe=recipe, digest=_digest(path, recipe))
+
+
+def _recipe_message(err: dict[str, Any]) -> str:
+    if err["type"] == "extra_forbidden":
+        return f"unknown key {err['loc'][-1]!r}"
+    return _message(err)
+
+
+def _check_local_sources(path: Path, recipe: Recipe) -> None:
+    for i, module in enumerate(recipe.modules):
+        local = module.source.local
+        if local is None:
+            continue
+        where = (path.parent / local).resolve()
+        key = f"modules[{i}].source.local"
+        if where.is_file() and where.suffix != ".c":
+            raise ScenarioError(path, key, f"{local!r} is neither a folder nor a .c file")
+        if not where.exists():
+            raise ScenarioError(path, key, f"no such file or folder {where}")
+
+
+def _digest(path: Path, recipe: Recipe) -> str:
+    """What decides whether a built image is current: the validated recipe and the
+    content of its local sources (a URL's content is fixed by its checksum)."""
+    h = hashlib.sha256(json.dumps(recipe.model_dump(), sort_keys=True).encode())
+    for module in recipe.modules:
+        if module.source.local is not None:
+            where = (path.parent / module.source.local).resolve()
+            for f in sorted([where] if where.is_file() else (p for p in where.rglob("*") if p.is_file())):
+                h.update(str(f.relative_to(where.parent)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
