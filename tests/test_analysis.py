@@ -271,6 +271,7 @@ def test_the_bottleneck_queue_as_drain_time_at_the_rate_in_force(tmp_path):
     s = queue.summary(up, t0, (5, 15), config, "up")
     assert s.samples == 3 and s.drops == 3 and s.marks == 15
     assert np.isclose(s.delay_ms.max, 48.448) and np.isclose(s.backlog_pkts.mean, 50 / 3)
+    assert "delay_c_ms" not in s.model_dump() and "pkts_in_l" not in s.model_dump()  # dualpi2's only
     assert queue.summary(up, t0, (30, 40), config, "up") is None
 
 
@@ -282,6 +283,7 @@ def test_dualpi2_reports_both_queues():
     s = queue.summary(queue._series(rows), 0.0, (0, 2), _config(), "up")
     assert s.marks == 4 and s.step_marks == 2 and s.pkts_in_l == 60 and s.pkts_in_c == 20
     assert s.delay_c_ms.p95 == 15.0 and np.isclose(s.delay_l_ms.mean, 0.8)
+    assert {"delay_c_ms", "delay_l_ms", "pkts_in_c", "pkts_in_l", "step_marks"} <= s.model_dump().keys()
 
 
 def test_bulk_flows_that_never_fill_the_link_are_flagged():

@@ -138,8 +138,8 @@ def test_a_cell_record_of_another_version_is_one_clear_error(tmp_path):
     with pytest.raises(files.VersionError) as e:
         store.is_done("c1", "h1")
     assert str(e.value) == (f"{path}: a cell record with no version (written by an older fl); this fl reads "
-                            "version 1: run it again into another folder (--run LABEL), or read it with the fl "
-                            "that wrote it")
+                            "version 1: run into another folder (--run LABEL), or read it with the fl that "
+                            "wrote it")
     _old(path, {**current, "version": 2, "new_key": 1})
     with pytest.raises(files.VersionError, match=r"cell.json: a cell record with version 2; this fl reads version 1"):
         files.read(CellRecord, path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from .cell_record import Direction
-from .files import Contract, Versioned
+from .files import Contract, Sparse, Versioned
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
 METRICS_VERSION = 6
@@ -69,8 +69,9 @@ class Ping(Contract):
     loaded: Percentiles | None  # while every flow runs
 
 
-class QueueSummary(Contract):
-    """One direction's bottleneck qdisc while every flow runs (analysis/queue.py)."""
+class QueueSummary(Sparse):
+    """One direction's bottleneck qdisc while every flow runs (analysis/queue.py); the
+    qdisc's own delays and counters only where it reports them."""
 
     kind: str
     samples: int

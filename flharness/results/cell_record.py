@@ -164,7 +164,6 @@ class FlSource(Contract):
 
 class CellRecord(Versioned):
     WHAT = "cell record"
-    ADVICE = "run it again into another folder (--run LABEL), or read it with the fl that wrote it"
 
     version: Literal[CELL_VERSION] = CELL_VERSION
     scenario: str

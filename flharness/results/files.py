@@ -32,7 +32,8 @@ class Versioned(Contract):
     """A whole results file; subclasses declare `version: Literal[N] = N`."""
 
     WHAT: ClassVar[str]  # what the file holds, for errors: "cell record"
-    ADVICE: ClassVar[str]  # what to do with a file of another version
+    #: What to do with a file of another version.
+    ADVICE: ClassVar[str] = "run into another folder (--run LABEL), or read it with the fl that wrote it"
 
 
 class _VersionOnly(BaseModel):

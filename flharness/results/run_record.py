@@ -53,7 +53,6 @@ class Invocation(Sparse):
 
 class RunRecord(Versioned):
     WHAT = "run record"
-    ADVICE = "run into another folder (--run LABEL), or read it with the fl that wrote it"
 
     version: Literal[RUN_VERSION] = RUN_VERSION
     run: str
