@@ -57,6 +57,11 @@ def test_a_good_recipe_and_its_digest(tmp_path):
     assert a.digest != b.digest
 
 
+def test_a_package_from_another_suite():
+    r = load_recipe("l4s").recipe.userland
+    assert "trixie" in r.also and r.includes()["flent"] == "flent/trixie" and r.includes()["iproute2"] == "iproute2"
+
+
 def test_a_local_source_is_part_of_the_digest(tmp_path):
     src = tmp_path / "prague"
     src.mkdir()
@@ -91,6 +96,7 @@ def test_a_local_source_is_part_of_the_digest(tmp_path):
     (GOOD.replace("package: linux-image-amd64", "package: 'linux;rm -rf /'"), "kernel.package", "not a Debian package name"),
     (GOOD.replace("suite: sid", "suite: 'sid main'"), "userland.suite", "not a Debian suite"),
     (GOOD.replace("iproute2>=7.0", "'iproute2 >> 7'"), "userland", "is not a package name"),
+    (GOOD.replace("flent]", "flent/trixie]"), "userland", "names suite trixie, which is not in also"),
     (GOOD.replace("name: sch_dualpi2", "name: sch-dualpi2"), "modules[0].name", "not a kernel module name"),
     (GOOD.replace("net.core.default_qdisc: fq", "fs.suid_dumpable: 1"), "boot", "not a net.*, kernel.* or vm.* key"),
     (GOOD.replace("net.core.default_qdisc: fq", "net.core.default_qdisc: '$(reboot)'"), "boot", "characters other"),

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ..results.cell_metrics import CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QueueSummary
+from ..results.cell_metrics import CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary
 from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..run.flent_data import delivered_mbit, first_data_s
-from . import delivery, flentlib, pcap, queue
+from . import delivery, flentlib, pcap, qdisc_stats, queue
 from .flows import FlowInfo, declared_flows, match_connections
 
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
@@ -75,6 +75,8 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings) -> CellMetri
     out.ping_ms = _ping(rs, lead, all_run, lead + length)
     out.t0 = rs.t0
     out.queue = _queues(cell_dir, record.config, rs.t0, (all_run, lead + length), {f.direction for f in flows})
+    out.qdisc_totals = {d: QdiscTotals.model_validate(q) for d, q in qdisc_stats.bottleneck_totals(
+        cell_dir / "teardown.log", cell_dir / queue.QUEUE_LOG).items()}
     edges = rs.t0 + np.arange(all_run, lead + length + 1e-9, PEAK_INTERVAL)
     out.peak_mbit = _add_capture_figures(out.flows, flows, cell_dir, rs, record, lead, length, edges)
     _add_aggregates(out, record.config)

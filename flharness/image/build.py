@@ -131,8 +131,9 @@ class Build:
 
     def _guest_root(self, kernel: KernelPackages, built: dict[str, Path]) -> None:
         u = self.image.recipe.userland
-        wanted = sorted(set(GUEST_PACKAGES) | {name for name, _, _ in u.constraints()})
-        mmdebstrap(self.guest, u.suite, source_lines(self.image.recipe.mirror, u.suite, u.components), wanted, self.log)
+        wanted = sorted(({p: p for p in GUEST_PACKAGES} | u.includes()).values())
+        sources = [line for suite in (u.suite, *u.also) for line in source_lines(self.image.recipe.mirror, suite, u.components)]
+        mmdebstrap(self.guest, u.suite, sources, wanted, self.log)
         for deb in sorted((self.build_root / "fl" / "kernel").glob("*.deb")):
             run_logged(["dpkg-deb", "-x", str(deb), str(self.guest)], self.log, f"unpacking {deb.name}")
         extra = self.guest / "usr/lib/modules" / kernel.release / EXTRA_DIR
@@ -148,6 +149,7 @@ class Build:
         self._check_constraints()
 
     def _check_constraints(self) -> None:
+        self._check_flent()
         versions = packages_of(self.guest)
         for name, op, version in self.image.recipe.userland.constraints():
             have = versions.get(name)
@@ -155,6 +157,18 @@ class Build:
                 raise BuildError(f"package {name} is not in the guest root")
             if op and not version_holds(have, op, version or ""):
                 raise BuildError(f"{self.image.recipe.userland.suite} has {name} {have}, the recipe wants {op} {version}")
+
+    def _check_flent(self) -> None:
+        """Flent without its test definitions runs nothing (sid's flent 2.3.0-1 ships none)."""
+        try:
+            tests = in_root(self.guest, ["flent", "--list-tests"], self.log, "flent --list-tests")
+        except BuildError:
+            tests = ""
+        if "tcp_1up" not in tests:
+            version = packages_of(self.guest).get("flent", "?")
+            raise BuildError(f"flent {version} of {self.image.recipe.userland.suite} has no test definitions "
+                             "(flent --list-tests lists none): take flent from another suite, e.g. "
+                             "userland: {also: [trixie], packages: [flent/trixie]}")
 
     def _commit(self, kernel: KernelPackages, built: dict[str, Path]) -> Image:
         folder = image_folder(self.image.name)

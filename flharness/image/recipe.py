@@ -26,7 +26,8 @@ PACKAGE_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")
 VERSION_RE = re.compile(r"^[0-9A-Za-z.+~:-]+$")
 SUITE_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
 MODULE_RE = re.compile(r"^[a-z0-9_]{1,60}$")
-CONSTRAINT_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9.+-]+)\s*(?:(?P<op>>=|<=|=)\s*(?P<version>[0-9A-Za-z.+~:-]+))?$")
+CONSTRAINT_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9.+-]+)(?:/(?P<suite>[a-z][a-z0-9-]{1,40}))?"
+                           r"\s*(?:(?P<op>>=|<=|=)\s*(?P<version>[0-9A-Za-z.+~:-]+))?$")
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 BOOT_SYSCTL_RE = re.compile(r"^(net|kernel|vm)(\.[A-Za-z0-9_-]+)+$")
 BOOT_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}$")
@@ -113,19 +114,30 @@ class Module(Strict):
 
 class Userland(Strict):
     suite: Suite
+    also: list[Suite] = []  # further suites, for packages taken from them by name: "flent/trixie"
     components: list[Annotated[str, _match(re.compile(r"^[a-z-]+$"), "archive component")]] = ["main"]
-    #: Debian packages, each optionally with a version constraint: "iproute2>=7.0".
+    #: Debian packages: a name, optionally "/SUITE" (one of `also`) and a version
+    #: constraint: "iproute2>=7.0", "flent/trixie".
     packages: list[str] = []
 
     @model_validator(mode="after")
     def _constraints(self) -> Userland:
         for i, spec in enumerate(self.packages):
-            if not CONSTRAINT_RE.match(spec):
-                raise ValueError(f"packages[{i}]: {spec!r} is not a package name, optionally with >=, <= or = VERSION")
+            m = CONSTRAINT_RE.match(spec)
+            if not m:
+                raise ValueError(f"packages[{i}]: {spec!r} is not a package name, optionally with /SUITE and "
+                                 ">=, <= or = VERSION")
+            if m["suite"] and m["suite"] not in self.also:
+                raise ValueError(f"packages[{i}]: {spec!r} names suite {m['suite']}, which is not in also")
         return self
 
     def constraints(self) -> list[tuple[str, str | None, str | None]]:
         return [(m["name"], m["op"], m["version"]) for m in (CONSTRAINT_RE.match(s) for s in self.packages) if m]
+
+    def includes(self) -> dict[str, str]:
+        """Package name → what mmdebstrap installs ("flent/trixie" takes it from trixie)."""
+        return {m["name"]: f"{m['name']}/{m['suite']}" if m["suite"] else m["name"]
+                for m in (CONSTRAINT_RE.match(s) for s in self.packages) if m}
 
 
 class Boot(Strict):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..results.cell_metrics import CellMetrics, FlowMetrics, QueueSummary
+from ..results.cell_metrics import CellMetrics, FlowMetrics, QdiscTotals, QueueSummary
 from .collect import CellResult, RunResult
 
 ECN = ("not_ect", "ect0", "ect1", "ce")
@@ -20,8 +20,9 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
         base = _cell_columns(run, c, axes)
         flows: list[FlowMetrics | None] = list(c.metrics.flows) if c.metrics and c.metrics.flows else [None]
         queues = c.metrics.queue if c.metrics else {}
-        out += [{**base, **_flow_columns(f), **_queue_columns(queues.get(f.direction) if f else None)}
-                for f in flows]
+        totals = c.metrics.qdisc_totals if c.metrics else {}
+        out += [{**base, **_flow_columns(f), **_queue_columns(queues.get(f.direction) if f else None),
+                 **_totals_columns(totals.get(f.direction) if f else None)} for f in flows]
     return out
 
 
@@ -84,6 +85,20 @@ def _queue_columns(q: QueueSummary | None) -> dict[str, Any]:
            "delay_c_p95_ms": q.delay_c_ms and q.delay_c_ms.p95, "delay_l_p95_ms": q.delay_l_ms and q.delay_l_ms.p95,
            "delay_avg_p95_ms": q.delay_avg_ms and q.delay_avg_ms.p95}
     return cols | {f"queue_{k}": v for k, v in own.items() if v is not None}  # where the qdisc reports them
+
+
+#: The declared qdisc's totals over the cell (tc's counters after the test): columns
+#: qdisc_total_* for every qdisc, dualpi2_* where dualpi2 reports them.
+TOTALS = ("sent_pkts", "drops", "backlog_pkts")
+DUALPI2 = ("pkts_in_c", "pkts_in_l", "ecn_marks", "step_marks", "maxq", "credit", "prob", "delay_c_us", "delay_l_us")
+
+
+def _totals_columns(q: QdiscTotals | None) -> dict[str, Any]:
+    """The flow's direction's qdisc over the whole cell."""
+    if q is None:
+        return {}
+    cols = {f"qdisc_total_{k}": getattr(q, k) for k in TOTALS}
+    return cols | {f"dualpi2_{k}": getattr(q, k) for k in DUALPI2 if q.kind == "dualpi2"}
 
 
 def write_csv(data: list[dict[str, Any]], path: Path) -> None:

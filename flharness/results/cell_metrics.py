@@ -8,7 +8,7 @@ from .cell_record import Direction
 from .files import Contract, Sparse, Versioned
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 6
+METRICS_VERSION = 7
 
 
 class Percentiles(Contract):
@@ -89,6 +89,33 @@ class QueueSummary(Sparse):
     step_marks: int | None = None
 
 
+class QdiscTotals(Contract):
+    """One direction's declared qdisc over the whole cell, from tc's counters after the
+    test (the teardown log; analysis/qdisc_stats.py)."""
+
+    kind: str
+    handle: str
+    sent_bytes: int | None = None
+    sent_pkts: int | None = None
+    drops: int | None = None
+    overlimits: int | None = None
+    requeues: int | None = None
+    backlog_bytes: int | None = None  # left when the test ended
+    backlog_pkts: int | None = None
+    # dualpi2's own statistics: packets through each queue, its marks, the classic
+    # queue's probability, the last sojourn times, the WRR credit (< 0: C's turn)
+    pkts_in_c: int | None = None
+    pkts_in_l: int | None = None
+    maxq: int | None = None
+    ecn_marks: int | None = None
+    step_marks: int | None = None
+    credit: int | None = None
+    prob: float | None = None
+    delay_c_us: int | None = None
+    delay_l_us: int | None = None
+    max_memory_used: int | None = None
+
+
 class CellMetrics(Versioned):
     WHAT = "metrics file"
     ADVICE = "it is recomputed"
@@ -103,6 +130,7 @@ class CellMetrics(Versioned):
     ping_ms: Ping | None = None
     t0: float | None = None  # epoch s of Flent's time axis origin
     queue: dict[Direction, QueueSummary | None] = {}
+    qdisc_totals: dict[Direction, QdiscTotals] = {}  # the whole cell, from tc's counters
     peak_mbit: dict[Direction, float] = {}  # best aggregate goodput in one interval
     jain: float | None = None
     ratio: float | None = None

@@ -180,7 +180,7 @@ class Vm:
         guest = ["/bin/sh", str(self.share / GUEST_SCRIPT.name), str(self.share), str(self.guest_path(self.kernel_log))]
         argv = [vng(), "--run", self.cfg.kernel, *(["--root", self.cfg.root] if self.cfg.root else []),
                 "--cpus", str(self.cfg.cpus), "--memory", self.cfg.memory,
-                "--user", "root", "--cwd", "/", *(["--disable-kvm"] if self.cfg.accel == "tcg" else []),
+                "--user", "root", "--cwd", self.cfg.root or "/", *(["--disable-kvm"] if self.cfg.accel == "tcg" else []),
                 f"--qemu-opts={self.cfg.qemu_opts(self.port)}", f"--rodir={self.share}={self.share}",
                 *([f"--rwdir={GUEST_RESULTS}={self.results}"] if self.results else []), "--exec", shlex.join(guest)]
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}

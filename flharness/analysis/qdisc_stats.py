@@ -1,0 +1,101 @@
+"""The bottleneck qdiscs' own totals for a whole cell, from the teardown log (the
+middlebox's `tc -s -d qdisc show` after the test; the qdiscs are fresh per cell, so their
+counters are the cell's). The declared qdisc of a port is handle 10: under fl's HTB, else
+the root 1: (as in analysis/queue.py); the ports are named in mid.qdisc.log's header
+("# devices up=DEV down=DEV").
+
+dualpi2 adds its own statistics, unindented after its counters (iproute2 7.3, Linux ≥ 6.17):
+    prob 0.000000 delay_c 0us delay_l 0us
+    pkts_in_c 30281 pkts_in_l 3281 maxq 45
+    ecn_mark 1541 step_mark 1445
+    credit -54240 (L-queue)
+    memory_used 0 (max 110768) of memory limit 30280000
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+_HOST_RE = re.compile(r"^======== (\w+) ========$", re.M)
+_TC_RE = re.compile(r"^\$ tc -s -d qdisc show dev (\S+);.*$", re.M)
+_QDISC_RE = re.compile(r"^qdisc (\S+) ([0-9a-f]+:) (?:root|parent \S+)")
+_SENT_RE = re.compile(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+) requeues (\d+)\)")
+_BACKLOG_RE = re.compile(r"backlog (\d+)b (\d+)p")
+#: Statistics a qdisc prints after its counters, as "name value" pairs (fl's name → tc's).
+_XSTATS = {
+    "prob": r"prob ([\d.]+)", "delay_c_us": r"delay_c (\d+)us", "delay_l_us": r"delay_l (\d+)us",
+    "pkts_in_c": r"pkts_in_c (\d+)", "pkts_in_l": r"pkts_in_l (\d+)", "maxq": r"maxq (\d+)",
+    "ecn_marks": r"ecn_mark (\d+)", "step_marks": r"step_mark (\d+)", "credit": r"credit (-?\d+)",
+    "max_memory_used": r"\(max (\d+)\)",
+}
+
+
+def host_section(log: str, host: str) -> str:
+    """The part of a teardown log that HOST wrote ('' without one)."""
+    parts = _HOST_RE.split(log)
+    return next((parts[i + 1] for i in range(1, len(parts) - 1, 2) if parts[i] == host), "")
+
+
+def device_blocks(section: str) -> dict[str, str]:
+    """Each device's `tc -s -d qdisc show; tc -s -d class show` output."""
+    parts = _TC_RE.split(section)
+    return {parts[i]: parts[i + 1].split("\n$ ", 1)[0] for i in range(1, len(parts) - 1, 2)}
+
+
+def qdiscs(block: str) -> list[dict[str, Any]]:
+    """The qdiscs of one device's output: kind, handle, counters and extra statistics
+    (a qdisc's lines run from its "qdisc …" line to a blank line or the next qdisc or class)."""
+    blocks: list[list[str]] = []
+    inside = False
+    for line in block.splitlines():
+        if line.startswith("qdisc "):
+            blocks.append([line])
+            inside = True
+        elif not line.strip() or line.startswith("class "):
+            inside = False
+        elif inside:
+            blocks[-1].append(line)
+    return [q for q in map(_qdisc, blocks) if q]
+
+
+def _qdisc(lines: list[str]) -> dict[str, Any]:
+    head = _QDISC_RE.match(lines[0])
+    if not head:
+        return {}
+    text = "\n".join(lines[1:])
+    out: dict[str, Any] = {"kind": head.group(1), "handle": head.group(2)}
+    if m := _SENT_RE.search(text):
+        out.update(zip(("sent_bytes", "sent_pkts", "drops", "overlimits", "requeues"), map(int, m.groups())))
+    if m := _BACKLOG_RE.search(text):
+        out["backlog_bytes"], out["backlog_pkts"] = int(m.group(1)), int(m.group(2))
+    for name, pattern in _XSTATS.items():
+        if m := re.search(pattern, text):
+            out[name] = float(m.group(1)) if name == "prob" else int(m.group(1))
+    return out
+
+
+def ports(queue_log: Path) -> dict[str, str]:
+    """direction → the middlebox's device, from the queue samples' header."""
+    try:
+        with queue_log.open() as f:
+            for line in f:
+                if line.startswith("# devices "):
+                    return {d: dev for d, _, dev in (p.partition("=") for p in line.split()[2:])}
+    except OSError:
+        pass
+    return {}
+
+
+def bottleneck_totals(teardown: Path, queue_log: Path) -> dict[str, dict[str, Any]]:
+    """direction → the declared qdisc's totals for the cell; {} when the logs lack them."""
+    try:
+        blocks = device_blocks(host_section(teardown.read_text(errors="replace"), "mid"))
+    except OSError:
+        return {}
+    out = {}
+    for direction, dev in ports(queue_log).items():
+        by_handle = {q["handle"]: q for q in qdiscs(blocks.get(dev, ""))}
+        if q := by_handle.get("10:") or by_handle.get("1:"):
+            out[direction] = q
+    return out

@@ -1,0 +1,201 @@
+"""The L4S lab for real: `fl image build l4s` (Debian's 7.x kernel from trixie-backports,
+sch_dualpi2 built from its source package, a sid userland) booted with `--vm l4s`.
+
+One module fixture builds (or reuses) the image, asks `fl check` and `fl list` about it
+(on the real clock: a quicker boot, and the probe does not depend on time), and runs
+tests/scenarios/vm-l4s.yml in it on the virtual clock: two cubic flows with classic ECN in
+dualpi2, dctcp whose packets the middlebox rewrites to ECT(1) beside cubic (a scalable
+sender in the L queue without TCP Prague), and that pair again with AccECN. Every check
+reads what the run left: dualpi2's own counters in the teardown log (parsed here, not by
+fl), the server's capture (codepoints, SYN flags), the client's socket samples.
+Selected with `pytest -m vm`.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import lzma
+import re
+import statistics
+from pathlib import Path
+
+import dpkt
+import pytest
+from conftest import needs_vm, run_fl
+from resultlib import LEAD_IN, find, packets, series
+
+from flharness.image.store import load_image
+
+pytestmark = [pytest.mark.vm, needs_vm()]
+IMAGE = "l4s"
+SCENARIO = Path(__file__).parent / "scenarios" / "vm-l4s.yml"
+REAL = ["--vm", IMAGE, "--vm-accel", "tcg", "--vm-clock", "real"]
+VIRTUAL = ["--vm", IMAGE, "--vm-accel", "tcg", "--vm-clock", "virtual"]
+DCTCP_TOS, CUBIC_TOS = 0x4c, 0x8c  # the flows' DSCP (flow 1, flow 2)
+#: (AE, CWR, ECE) of a SYN/ACK that accepts AccECN, one per codepoint of the SYN (RFC 9768).
+ACCECN_SYNACK = {(0, 1, 0), (0, 1, 1), (1, 0, 0), (1, 1, 0)}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    build = run_fl("image", "build", IMAGE, timeout=1200)
+    assert build.returncode == 0, build.stdout + build.stderr
+    image = load_image(IMAGE)
+    assert image is not None
+    again = run_fl("image", "build", IMAGE, timeout=120)
+    rebuilt = load_image(IMAGE)
+    results = tmp_path_factory.mktemp("l4s-results")
+    return {
+        "build": build, "image": image, "again": again, "built_again": rebuilt.manifest.built if rebuilt else None,
+        "check": run_fl("check", *REAL, timeout=900),
+        "list": run_fl("list", "s1-rttfair", *REAL, timeout=900),
+        "run": run_fl("run", str(SCENARIO), *VIRTUAL, "--results", str(results), timeout=2400),
+        "root": results / "default",
+    }
+
+
+def teardown_dualpi2(cell_dir: Path, dev: str = "mid.r") -> dict[str, int]:
+    """dualpi2's counters on DEV (the upload port) after the test, read from the text tc printed."""
+    text = (cell_dir / "teardown.log").read_text()
+    block = text.split(f"$ tc -s -d qdisc show dev {dev};", 1)[1].split("\n$ ", 1)[0]
+    stats = block[block.index("qdisc dualpi2"):]
+    return {k: int(v) for k, v in re.findall(r"\b(pkts_in_c|pkts_in_l|ecn_mark|step_mark|maxq) (\d+)", stats)}
+
+
+def syn_flags(cell_dir: Path) -> list[tuple[bool, tuple[int, int, int], int]]:
+    """Every SYN and SYN/ACK in the server's capture: (is SYN/ACK, (AE, CWR, ECE), IP ECN)."""
+    out = []
+    with lzma.open(cell_dir / "srv.pcap.xz") as f:
+        for _, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
+                continue
+            tcp = bytes(ip)[ip.hl * 4:]
+            flags = tcp[13]
+            if flags & 0x02:
+                out.append((bool(flags & 0x10), (tcp[12] & 1, int(bool(flags & 0x80)), int(bool(flags & 0x40))), ip.tos & 3))
+    return out
+
+
+def socket_rtts(cell_dir: Path, cc: str) -> list[float]:
+    """The RTT (ms) of the data connection running CC in every socket sample (ss -tin)."""
+    out = []
+    for block in (cell_dir / "cli.ss.log").read_text().split("\nESTAB")[1:]:
+        head, _, rest = block.partition("\n")
+        m = re.search(rf"^\s*{cc} .*?\brtt:([\d.]+)/", rest)
+        if m and ":12865" not in head:
+            out.append(float(m.group(1)))
+    return out
+
+
+def cell(lab, **coords: str) -> tuple[dict, dict, Path]:
+    return find(lab["root"], "vm-l4s", **coords)
+
+
+def test_the_image_is_built_with_its_kernel_and_dualpi2_and_then_cached(lab):
+    assert lab["build"].returncode == 0
+    m = lab["image"].manifest
+    assert m.kernel.release.startswith("7.") and m.kernel.suite == "trixie-backports"
+    (module,) = m.modules
+    ko = lab["image"].root / module.path
+    assert module.name == "sch_dualpi2" and module.vermagic.split()[0] == m.kernel.release
+    assert hashlib.sha256(ko.read_bytes()).hexdigest() == module.sha256
+    status = (lab["image"].root / "var/lib/dpkg/status").read_text()
+    iproute2 = re.search(r"^Package: iproute2\n(?:.+\n)*?Version: (\d+)\.", status, re.M)
+    assert iproute2 and int(iproute2.group(1)) >= 7
+    assert (lab["image"].root / "usr/share/flent/flent/tests/tcp_2up.conf").is_file()
+    assert lab["again"].returncode == 0 and "up to date" in lab["again"].stdout
+    assert lab["built_again"] == m.built  # the second build changed nothing
+
+
+def test_fl_check_reports_the_l4s_kernel_and_what_it_lacks(lab):
+    p = lab["check"]
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = p.stdout
+    assert re.search(r"^kernel 7\.", out, re.M)
+    supported = out.split("supported:")[1].split("\n")[0].split()
+    assert {"dualpi2", "netem", "fq_codel", "cake"} <= set(supported), supported
+    usable = out.split("usable:")[1].split("\n")[0].split()
+    assert "dctcp" in usable and "prague" not in usable
+    assert "accecn yes" in out
+    assert "prague missing" in out and "extra module" in out and "--vm /path/to/a/kernel" in out
+
+
+def test_s1_runs_its_dualpi2_cubic_cells_and_skips_only_for_prague_or_cnq_codel_af(lab):
+    p = lab["list"]
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith(("prague", "cubic"))]
+    assert len(lines) == 192
+    runnable = [ln for ln in lines if "skip:" not in ln]
+    assert any(ln.startswith("cubic-vs-cubic-dualpi2-") for ln in runnable)
+    assert all("prague" not in ln.split()[0] and "cnq_codel_af" not in ln.split()[0] for ln in runnable)
+    for ln in lines:
+        if "skip:" in ln:
+            reason = ln.split("skip:", 1)[1]
+            assert "prague" in reason or "cnq_codel_af" in reason, ln
+
+
+def test_every_cell_ran_in_the_l4s_vm(lab):
+    p = lab["run"]
+    assert p.returncode == 0, p.stdout + p.stderr
+    for d in sorted((lab["root"] / "vm-l4s").iterdir()):
+        if (d / "cell.json").is_file():
+            rec = json.loads((d / "cell.json").read_text())
+            assert rec["status"] == "ok", (rec["cell"], rec["reason"])
+            assert rec["backend"]["image"] == IMAGE and rec["kernel"].startswith("7.")
+
+
+def test_classic_ecn_flows_use_dualpi2s_classic_queue(lab):
+    _, _, d = cell(lab, cc="cubic-vs-cubic")
+    stats = teardown_dualpi2(d)
+    assert stats["pkts_in_c"] > 1000 and stats["ecn_mark"] > 0 and stats["pkts_in_l"] == 0, stats
+    data = "tcp and greater 1000"
+    assert packets(d / "srv.pcap.xz", f"{data} and ip[1] & 3 == 3") > 0  # CE arrived
+    assert packets(d / "srv.pcap.xz", f"{data} and ip[1] & 3 == 1") == 0  # no ECT(1)
+
+
+def test_dctcp_with_ect1_is_a_scalable_sender_in_the_l_queue(lab):
+    """The middlebox rewrites dctcp's ECT(0) to ECT(1) (ecn: ect1) before dualpi2: its
+    packets take the L queue and its step marks; the server receives them ECT(1) (or CE),
+    cubic's ECT(0). dctcp's RTT stays within 5 ms of the base (the L queue's 1 ms step),
+    while cubic's sits at the classic queue's target (15 ms; this test: 5 to 25 ms)."""
+    _, data, d = cell(lab, cc="dctcp-vs-cubic", sysctls="tcp_ecn1")
+    stats = teardown_dualpi2(d)
+    assert stats["pkts_in_l"] > 100 and stats["step_mark"] > 0, stats
+    pcap = d / "srv.pcap.xz"
+    for tos, wanted, other in ((DCTCP_TOS, 1, 2), (CUBIC_TOS, 2, 1)):
+        flow = f"tcp and greater 1000 and ip[1] & 0xfc == {tos:#x}"
+        assert packets(pcap, f"{flow} and ip[1] & 3 == {wanted}") > 100
+        assert packets(pcap, f"{flow} and ip[1] & 3 == {other}") == 0
+    base = min(v for _, v in series(data, "Ping (ms) ICMP", 0, LEAD_IN - 0.5))
+    dctcp, cubic = socket_rtts(d, "dctcp")[2:], socket_rtts(d, "cubic")[2:]  # after slow start
+    assert len(dctcp) >= 10 and len(cubic) >= 10
+    assert statistics.quantiles(dctcp, n=20)[-1] - base < 5.0, (base, dctcp)
+    assert 5.0 < statistics.median(cubic) - base < 25.0, (base, cubic)
+
+
+def test_accecn_is_negotiated_with_tcp_ecn_3_and_classic_ecn_otherwise(lab):
+    _, _, accecn = cell(lab, sysctls="accecn")
+    syns = syn_flags(accecn)
+    assert syns and all(flags == (1, 1, 1) for is_ack, flags, _ in syns if not is_ack), syns
+    assert all(flags in ACCECN_SYNACK for is_ack, flags, _ in syns if is_ack), syns
+    _, _, classic = cell(lab, cc="dctcp-vs-cubic", sysctls="tcp_ecn1")
+    syns = syn_flags(classic)
+    assert all(flags == (0, 1, 1) for is_ack, flags, _ in syns if not is_ack), syns
+    assert all(flags == (0, 0, 1) for is_ack, flags, _ in syns if is_ack), syns
+    assert teardown_dualpi2(accecn)["pkts_in_l"] > 100
+
+
+def test_dualpi2s_counters_reach_the_metrics_and_the_dataset(lab):
+    """fl plot's dataset carries dualpi2's totals for the cell, as tc printed them."""
+    p = run_fl("plot", "--results", str(lab["root"].parent), timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with (lab["root"] / "dataset.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r["scenario"] == "vm-l4s"]
+    assert len(rows) == 6  # three cells of two flows
+    for row in rows:
+        stats = teardown_dualpi2(lab["root"] / "vm-l4s" / row["cell"])
+        assert int(row["dualpi2_pkts_in_c"]) == stats["pkts_in_c"], row["cell"]
+        assert int(row["dualpi2_pkts_in_l"]) == stats["pkts_in_l"], row["cell"]
+        assert int(row["dualpi2_step_marks"]) == stats["step_mark"], row["cell"]

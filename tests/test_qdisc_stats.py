@@ -1,0 +1,65 @@
+"""The bottleneck qdiscs' totals read from a teardown log (analysis/qdisc_stats.py)."""
+from __future__ import annotations
+
+from flharness.analysis.qdisc_stats import bottleneck_totals, host_section, qdiscs
+
+#: The middlebox's part of a teardown log, dualpi2 under fl's HTB towards the server
+#: and a FIFO towards the client (iproute2 7.3's text, as a real l4s-image cell wrote it:
+#: dualpi2's own statistics unindented).
+TEARDOWN = """\
+# teardown of cell x
+======== cli ========
+$ tc -s -d qdisc show dev cli.r; tc -s -d class show dev cli.r
+qdisc noqueue 0: root refcnt 2
+ Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)
+ backlog 0b 0p requeues 0
+
+======== mid ========
+$ tc -s -d qdisc show dev mid.l; tc -s -d class show dev mid.l
+qdisc htb 1: root refcnt 3 r2q 10 default 0x1 direct_packets_stat 0 ver 3.17 direct_qlen 1000
+ Sent 821916 bytes 11582 pkt (dropped 0, overlimits 0 requeues 0)
+ backlog 0b 0p requeues 0
+qdisc pfifo 10: parent 1:1 limit 206p
+ Sent 821916 bytes 11582 pkt (dropped 3, overlimits 0 requeues 0)
+ backlog 0b 0p requeues 0
+class htb 1:1 root leaf 10: prio 0 quantum 125000 rate 10Mbit ceil 10Mbit linklayer ethernet burst 1600b/1 mpu 0b
+ Sent 821916 bytes 11582 pkt (dropped 0, overlimits 0 requeues 0)
+ backlog 0b 0p requeues 0
+
+$ tc -s -d qdisc show dev mid.r; tc -s -d class show dev mid.r
+qdisc htb 1: root refcnt 3 r2q 10 default 0x1 direct_packets_stat 0 ver 3.17 direct_qlen 1000
+ Sent 26960272 bytes 18386 pkt (dropped 194, overlimits 18194 requeues 0)
+ backlog 0b 0p requeues 0
+qdisc dualpi2 10: parent 1:1 limit 10000p memlimit 1472000B target 15ms tupdate 16ms step_thresh 1ms l4s_ect
+ Sent 26960272 bytes 18386 pkt (dropped 4, overlimits 0 requeues 0)
+ backlog 3028b 2p requeues 0
+prob 0.000977 delay_c 1200us delay_l 80us
+pkts_in_c 8379 pkts_in_l 2131 maxq 45
+ecn_mark 13 step_mark 402
+credit -1250 (C-queue)
+memory_used 0 (max 68928) of memory limit 1472000
+
+$ ip -s link show dev mid.l; ip -s link show dev mid.r
+1: lo: <LOOPBACK> mtu 65536
+
+======== srv ========
+"""
+
+
+def test_the_declared_qdisc_per_direction_with_dualpi2s_statistics(tmp_path):
+    (tmp_path / "teardown.log").write_text(TEARDOWN)
+    (tmp_path / "mid.qdisc.log").write_text("# devices up=mid.r down=mid.l\n# 1.0\n")
+    totals = bottleneck_totals(tmp_path / "teardown.log", tmp_path / "mid.qdisc.log")
+    up, down = totals["up"], totals["down"]
+    assert (down["kind"], down["handle"], down["sent_pkts"], down["drops"]) == ("pfifo", "10:", 11582, 3)
+    assert "pkts_in_c" not in down
+    assert (up["kind"], up["sent_pkts"], up["drops"], up["backlog_pkts"]) == ("dualpi2", 18386, 4, 2)
+    assert (up["pkts_in_c"], up["pkts_in_l"], up["maxq"], up["ecn_marks"], up["step_marks"]) == (8379, 2131, 45, 13, 402)
+    assert (up["credit"], up["delay_c_us"], up["delay_l_us"], up["prob"]) == (-1250, 1200, 80, 0.000977)
+
+
+def test_a_self_shaping_root_and_missing_logs(tmp_path):
+    block = "qdisc cake 1: root refcnt 2 bandwidth 10Mbit\n Sent 10 bytes 2 pkt (dropped 1, overlimits 0 requeues 0)\n"
+    assert [(q["kind"], q["handle"], q["drops"]) for q in qdiscs(block)] == [("cake", "1:", 1)]
+    assert host_section(TEARDOWN, "nobody") == ""
+    assert bottleneck_totals(tmp_path / "none.log", tmp_path / "none.qdisc.log") == {}
