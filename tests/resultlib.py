@@ -1,10 +1,13 @@
 """Reading a results folder in tests: cells by coordinates, Flent series, pcap counts."""
 from __future__ import annotations
 
+import functools
 import json
 import lzma
 import re
+import socket
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import dpkt
@@ -94,3 +97,101 @@ def ecn_split(cell_dir: Path, tos: int) -> tuple[int, int]:
     flow = f"ip[1] & 0xfc == {tos:#x} and greater 1000"
     pcap = cell_dir / "srv.pcap.xz"
     return packets(pcap, flow), packets(pcap, f"{flow} and ip[1] & 3 != 0")
+
+
+@dataclass(frozen=True)
+class Pkt:
+    """One IPv4 packet of a capture, decoded by dpkt (the tests' own reader, independent of
+    fl's numpy one). TCP and UDP: ports; ICMP: sport = echo id, dport = echo sequence,
+    flags = ICMP type."""
+
+    ts: float
+    src: str
+    dst: str
+    proto: int
+    sport: int
+    dport: int
+    seq: int
+    ack: int
+    flags: int
+    payload: int  # TCP/UDP payload bytes (from the IP total length)
+    tos: int
+    ipid: int
+    wire: int  # the frame's length on the wire (what HTB counts)
+
+    @property
+    def dscp(self) -> int:
+        return self.tos >> 2
+
+    @property
+    def ecn(self) -> int:
+        return self.tos & 3
+
+
+NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3
+ETHERNET = 14  # header bytes before the IP packet: a frame on a veth is 14 + the IP length
+SYN, ACK, ECE, CWR = 0x02, 0x10, 0x40, 0x80
+
+
+@functools.lru_cache(maxsize=64)
+def read_pcap(path: Path) -> tuple[Pkt, ...]:
+    """Every IPv4 TCP, UDP and ICMP packet of an (xz-compressed) capture."""
+    out = []
+    opener = lzma.open if path.suffix == ".xz" else open
+    with opener(path, "rb") as f:
+        for ts, buf in dpkt.pcap.Reader(f):
+            eth = dpkt.ethernet.Ethernet(buf)
+            ip = eth.data
+            if not isinstance(ip, dpkt.ip.IP):
+                continue
+            src, dst = socket.inet_ntoa(ip.src), socket.inet_ntoa(ip.dst)
+            l4 = ip.data
+            if isinstance(l4, dpkt.tcp.TCP):
+                out.append(Pkt(ts, src, dst, 6, l4.sport, l4.dport, l4.seq, l4.ack, l4.flags,
+                               ip.len - ip.hl * 4 - l4.off * 4, ip.tos, ip.id, ETHERNET + ip.len))
+            elif isinstance(l4, dpkt.udp.UDP):
+                out.append(Pkt(ts, src, dst, 17, l4.sport, l4.dport, 0, 0, 0, l4.ulen - 8, ip.tos, ip.id, ETHERNET + ip.len))
+            elif isinstance(l4, dpkt.icmp.ICMP) and isinstance(l4.data, dpkt.icmp.ICMP.Echo):
+                out.append(Pkt(ts, src, dst, 1, l4.data.id, l4.data.seq, 0, 0, l4.type, ip.len - ip.hl * 4 - 8, ip.tos, ip.id,
+                               ETHERNET + ip.len))
+    return tuple(out)
+
+
+def mbit(pkts: tuple[Pkt, ...] | list[Pkt], src: str, t_from: float, t_to: float, what: str = "wire",
+         proto: int | None = None) -> float:
+    """Mbit/s that arrived from SRC in [T_FROM, T_TO) (epoch s): whole frames (WHAT = 'wire',
+    as the bottleneck's HTB counts them) or TCP/UDP payload ('payload')."""
+    total = sum(p.wire if what == "wire" else p.payload for p in pkts
+                if p.src == src and t_from <= p.ts < t_to and (proto is None or p.proto == proto))
+    return total * 8 / (t_to - t_from) / 1e6
+
+
+def connections(pkts: tuple[Pkt, ...], control_port: int = 12865) -> dict[tuple[str, int, str, int], list[Pkt]]:
+    """TCP connections by (client address, port, server address, port), the netperf
+    control connections aside: every packet of each, both ways, in capture order."""
+    out: dict[tuple[str, int, str, int], list[Pkt]] = {}
+    for p in pkts:
+        if p.proto != 6 or control_port in (p.sport, p.dport):
+            continue
+        key = (p.src, p.sport, p.dst, p.dport) if p.flags & SYN and not p.flags & ACK else None
+        if key is None:
+            key = next((k for k in ((p.src, p.sport, p.dst, p.dport), (p.dst, p.dport, p.src, p.sport)) if k in out), None)
+        if key is not None:
+            out.setdefault(key, []).append(p)
+    return out
+
+
+def ss_sockets(log: Path, control_port: int = 12865) -> dict[int, set[str]]:
+    """Local port → the words of its `ss -tin` info lines (congestion control, ecn, …), for
+    every socket in an ss sample log but netperf's control connections."""
+    out: dict[int, set[str]] = {}
+    port = None
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith(("#", "%")) or not line.strip():
+            continue
+        if not line[0].isspace():
+            m = re.match(r"^\S+\s+\d+\s+\d+\s+\S+:(\d+)\s+\S+:(\d+)", line)
+            port = int(m.group(1)) if m and control_port not in (int(m.group(1)), int(m.group(2))) else None
+        elif port is not None:
+            out.setdefault(port, set()).update(line.split())
+    return out
