@@ -14,14 +14,16 @@
 #     on loopback, and install.sh keeps the packages from starting system-wide services;
 #     chromium checks the published results page headless), and for the VM backend
 #     VM_PACKAGES: QEMU and Debian's distribution kernel (linux-image-amd64, which has
-#     netem, fq_codel, cake, pie, red, sfq, fq ... as modules) to boot in a VM;
+#     netem, fq_codel, cake, pie, red, sfq, fq ... as modules) to boot in a VM, and
+#     mmdebstrap, which builds kernel-under-test images (./fl image build; it never
+#     touches this machine's apt configuration);
 #   * creates the virtualenv .venv/ in this checkout (Python deps from pyproject.toml,
 #     plus virtme-ng for the VM backend).
 set -eu
 
 PACKAGES="flent netperf irtt fping iperf tcpdump xz-utils iproute2 nftables ethtool
           wireguard-tools python3-venv python3-matplotlib rsync"
-VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static"
+VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static mmdebstrap"
 TEST_PACKAGES="openssh-server openssh-client nginx chromium"
 NON_FREE=/etc/apt/sources.list.d/fl-non-free.sources
 HERE=$(cd "$(dirname "$0")" && pwd)

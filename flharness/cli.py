@@ -30,8 +30,9 @@ def _parser() -> argparse.ArgumentParser:
                                 "experiments: scenario matrix → Ansible testbed → Flent.")
     sub = p.add_subparsers(dest="command", required=True)
 
-    lst = sub.add_parser("list", help="print a scenario's cells, their count and estimated time")
-    lst.add_argument("name", nargs="?", help="scenario in scenarios/ or a path; none lists scenarios")
+    lst = sub.add_parser("list", help="print scenarios' cells, their count and estimated time")
+    lst.add_argument("names", nargs="*", metavar="NAME",
+                     help="scenarios in scenarios/ or paths (one probe for all); none lists the scenarios")
     _common(lst)
     _vm_options(lst)
     lst.set_defaults(func=cmd_list)
@@ -135,9 +136,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from .listing import list_all, list_cells
     from .scenario import find_scenario
-    if args.name is None:
+    if not args.names:
         return list_all()
-    return list_cells(find_scenario(args.name), args.run, args.only, args.results, _vm(args), args.inventory)
+    return list_cells([find_scenario(n) for n in args.names], args.run, args.only, args.results, _vm(args),
+                      args.inventory)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

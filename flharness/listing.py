@@ -5,8 +5,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .capabilities import probe_for, probe_request
-from .cells import expand
+from .capabilities import Capabilities, probe_for, probe_request
+from .cells import Cell, expand
 from .errors import FlError
 from .results import ScenarioResults
 from .run.planning import estimate_total, select
@@ -30,18 +30,30 @@ def list_all() -> int:
     return 0
 
 
-def list_cells(path: Path, run: str, only: list[str], results: Path, vm: VmConfig | None = None,
+def list_cells(paths: list[Path], run: str, only: list[str], results: Path, vm: VmConfig | None = None,
                inventory: Path | None = None) -> int:
-    scenario = load_scenario(path)
-    cells = select(expand(scenario, path), only)
-    store = ScenarioResults(results / run / (scenario.name or path.stem))
+    """The cells of one or more scenarios, with what this kernel (or the VM's, probed in
+    one boot for all of them) can run."""
+    scenarios = [(path, load_scenario(path)) for path in paths]
+    cells = {path: select(expand(scenario, path), only) for path, scenario in scenarios}
+    everything = [c for cs in cells.values() for c in cs]
     if vm is not None and inventory is not None:
         from .run.vm_probe import probe_in_vm
-        caps = probe_in_vm(vm, inventory, probe_request(cells))
+        caps = probe_in_vm(vm, inventory, probe_request(everything))
     else:
-        caps = probe_for(cells) if os.geteuid() == 0 else None
+        caps = probe_for(everything) if os.geteuid() == 0 else None
+    for i, (path, scenario) in enumerate(scenarios):
+        if len(scenarios) > 1:
+            print(f"{'' if i == 0 else chr(10)}== {scenario.name or path.stem}")
+        _print_cells(scenario.name or path.stem, scenario.repetitions, cells[path], run, results, caps, vm)
+    return 0
+
+
+def _print_cells(name: str, repetitions: int, cells: list[Cell], run: str, results: Path,
+                 caps: Capabilities | None, vm: VmConfig | None) -> None:
+    store = ScenarioResults(results / run / name)
     pending = []
-    width = max(len(c.name) for c in cells)
+    width = max((len(c.name) for c in cells), default=10)
     for cell in cells:
         status = _status(store, cell.name, cell.config_hash)
         why = caps.unsupported(cell) if caps and not caps.data.get("error") else None
@@ -51,11 +63,10 @@ def list_cells(path: Path, run: str, only: list[str], results: Path, vm: VmConfi
         print(f"{cell.name:<{width}}  {cell.config_hash}  {status:<7} {note}")
     kernel = f"kernel {caps.kernel}" if caps else "kernel support not probed (needs root)"
     where = f"this {kernel}" if vm is None else f"the VM's {kernel}"
-    print(f"\n{len(cells)} cells ({scenario.repetitions} repetition(s)), "
+    print(f"\n{len(cells)} cells ({repetitions} repetition(s)), "
           f"~{estimate_total(cells, CELL_OVERHEAD)} for all; {len(pending)} to run on {where}, "
           f"~{estimate_total(pending, CELL_OVERHEAD)} (test length + 10 s Flent lead-in/out "
           f"+ ~{CELL_OVERHEAD:.0f} s setup per cell; a TCG VM takes ~4× as long)")
-    return 0
 
 
 def _status(store: ScenarioResults, name: str, config_hash: str) -> str:

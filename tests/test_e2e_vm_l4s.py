@@ -5,7 +5,8 @@ One module fixture builds (or reuses) the image, asks `fl check` and `fl list` a
 (on the real clock: a quicker boot, and the probe does not depend on time), and runs
 tests/scenarios/vm-l4s.yml in it on the virtual clock: two cubic flows with classic ECN in
 dualpi2, dctcp whose packets the middlebox rewrites to ECT(1) beside cubic (a scalable
-sender in the L queue without TCP Prague), and that pair again with AccECN. Every check
+sender in the L queue without TCP Prague), that pair again with AccECN, and with dctcp
+paced and dualpi2 not step-marking a lone packet (min_qlen_step 2). Every check
 reads what the run left: dualpi2's own counters in the teardown log (parsed here, not by
 fl), the server's capture (codepoints, SYN flags), the client's socket samples.
 Selected with `pytest -m vm`.
@@ -160,7 +161,7 @@ def test_dctcp_with_ect1_is_a_scalable_sender_in_the_l_queue(lab):
     packets take the L queue and its step marks; the server receives them ECT(1) (or CE),
     cubic's ECT(0). dctcp's RTT stays within 5 ms of the base (the L queue's 1 ms step),
     while cubic's sits at the classic queue's target (15 ms; this test: 5 to 25 ms)."""
-    _, data, d = cell(lab, cc="dctcp-vs-cubic", sysctls="tcp_ecn1")
+    _, data, d = cell(lab, cc="dctcp-vs-cubic", sysctls="tcp_ecn1", qdisc="dualpi2")
     stats = teardown_dualpi2(d)
     assert stats["pkts_in_l"] > 100 and stats["step_mark"] > 0, stats
     pcap = d / "srv.pcap.xz"
@@ -175,12 +176,41 @@ def test_dctcp_with_ect1_is_a_scalable_sender_in_the_l_queue(lab):
     assert 5.0 < statistics.median(cubic) - base < 25.0, (base, cubic)
 
 
+def payload_by_dscp(cell_dir: Path) -> dict[int, int]:
+    """TCP payload bytes that reached the server, per DSCP (the flows' marks)."""
+    out: dict[int, int] = {}
+    with lzma.open(cell_dir / "srv.pcap.xz") as f:
+        for _, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP):
+                size = ip.len - ip.hl * 4 - ip.data.off * 4
+                out[ip.tos & 0xfc] = out.get(ip.tos & 0xfc, 0) + max(size, 0)
+    return out
+
+
+def test_paced_dctcp_without_step_marks_on_a_lone_packet_gets_its_share(lab):
+    """At 20 Mbit/s a frame takes 0.6 ms, so an unpaced dctcp's second back-to-back
+    segment already waits past the L queue's 1 ms step: about half its packets are
+    marked and it keeps a small share (~10 % measured). Paced (fq) and with dualpi2
+    leaving a lone queued packet unmarked (min_qlen_step 2) it shares the link with
+    cubic (~50 % measured). The oracle: payload bytes per flow in the server's capture."""
+    def dctcp_share(d: Path) -> float:
+        sent = payload_by_dscp(d)
+        return sent.get(DCTCP_TOS, 0) / (sent.get(DCTCP_TOS, 0) + sent.get(CUBIC_TOS, 0))
+    _, _, unpaced = cell(lab, cc="dctcp-vs-cubic", sysctls="tcp_ecn1", qdisc="dualpi2")
+    _, _, tuned = cell(lab, qdisc="dualpi2_minq2")
+    assert dctcp_share(tuned) > 0.3 and dctcp_share(tuned) > 2 * dctcp_share(unpaced), (
+        dctcp_share(tuned), dctcp_share(unpaced))
+    stats = teardown_dualpi2(tuned)
+    assert stats["step_mark"] < 0.2 * stats["pkts_in_l"], stats
+
+
 def test_accecn_is_negotiated_with_tcp_ecn_3_and_classic_ecn_otherwise(lab):
     _, _, accecn = cell(lab, sysctls="accecn")
     syns = syn_flags(accecn)
     assert syns and all(flags == (1, 1, 1) for is_ack, flags, _ in syns if not is_ack), syns
     assert all(flags in ACCECN_SYNACK for is_ack, flags, _ in syns if is_ack), syns
-    _, _, classic = cell(lab, cc="dctcp-vs-cubic", sysctls="tcp_ecn1")
+    _, _, classic = cell(lab, cc="dctcp-vs-cubic", sysctls="tcp_ecn1", qdisc="dualpi2")
     syns = syn_flags(classic)
     assert all(flags == (0, 1, 1) for is_ack, flags, _ in syns if not is_ack), syns
     assert all(flags == (0, 0, 1) for is_ack, flags, _ in syns if is_ack), syns
@@ -193,7 +223,7 @@ def test_dualpi2s_counters_reach_the_metrics_and_the_dataset(lab):
     assert p.returncode == 0, p.stdout + p.stderr
     with (lab["root"] / "dataset.csv").open() as f:
         rows = [r for r in csv.DictReader(f) if r["scenario"] == "vm-l4s"]
-    assert len(rows) == 6  # three cells of two flows
+    assert len(rows) == 8  # four cells of two flows
     for row in rows:
         stats = teardown_dualpi2(lab["root"] / "vm-l4s" / row["cell"])
         assert int(row["dualpi2_pkts_in_c"]) == stats["pkts_in_c"], row["cell"]
