@@ -120,7 +120,7 @@ class Dispatch:
         assert attempt is not None
         attempt.record.ended = time.time()
         result = slot.testbed.cell_result()
-        self.finishing[self.pool.submit(finish, attempt, result, self.run.control_port)] = attempt
+        self.finishing[self.pool.submit(finish, attempt, result)] = attempt
 
     def _died(self, slot: Slot, why: str) -> None:
         tb = slot.testbed

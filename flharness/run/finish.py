@@ -40,12 +40,14 @@ def compress_captures(cell_dir: Path) -> None:
                        check=False, capture_output=True)
 
 
-def finish(attempt: Attempt, result: PlaybookResult, control_port: int) -> tuple[CellRecord, Verdict]:
-    """Compress, check and commit one cell; returns its record and the checks' verdict."""
+def finish(attempt: Attempt, result: PlaybookResult) -> tuple[CellRecord, Verdict]:
+    """Compress, check and commit one cell; returns its record and the checks' verdict.
+    netperf's control connection is told apart by the port of the testbed that ran it."""
     t0 = time.time()
     write_cell_logs(attempt.cell, attempt.partial, result)
     compress_captures(attempt.partial)
-    verdict = evaluate(attempt.cell, attempt.partial, result, control_port)
+    assert attempt.record.endpoints is not None  # recorded when the cell was handed out
+    verdict = evaluate(attempt.cell, attempt.partial, result, attempt.record.endpoints.netperf_port)
     rec = attempt.record
     rec.status, rec.reason, rec.checks = verdict.status, verdict.reason, verdict.checks
     rec.phases = {**result.phases, "compress and check (during the next cell)": round(time.time() - t0, 3)}

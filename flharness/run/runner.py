@@ -23,7 +23,8 @@ from ..capabilities import Capabilities, merge_hosts, probe_for, probe_request
 from ..cells import Cell
 from ..errors import FlError
 from ..provenance import controller, fl_source
-from ..results import CellRecord, ScenarioResults
+from ..results import CellRecord, ScenarioResults, files
+from ..results.run_record import RunRecord
 from ..scenario.load import read_merged
 from ..testbed.inventory import Inventory, load_testbeds, moved
 from ..testbed.plan import FLENT_DELAY, estimated_seconds, run_vars
@@ -71,10 +72,6 @@ class Run:
         return VIRTUAL_CLOCK_DILATION if self.opts.vm and self.opts.vm.clock == "virtual" else 1.0
 
     @property
-    def control_port(self) -> int:
-        return int(self.inventory.hostvars["cli"]["fl_netperf_port"])
-
-    @property
     def root(self) -> Path:
         return self.opts.results / self.opts.run
 
@@ -91,12 +88,22 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
         inventories[0].tunnel_ip("cli"), inventories[0].tunnel_ip("srv")
     recover_stale()
     run_dir = opts.results / opts.run
+    _check_readable(run_dir, names)
     with ExitStack() as stack, _signals_as_interrupt():
         testbeds = _testbeds(opts, inventories, run_dir, stack)
         caps = _probe(testbeds, cells, opts)
         run = Run(opts, inventories[0], caps)
         plans = _plan(run, selected, paths)
         return _execute(run, plans, testbeds)
+
+
+def _check_readable(run_dir: Path, names: list[str]) -> None:
+    """Results this fl cannot read (another version's) stop the run before any testbed is
+    built or VM booted, naming the file (results/files.py)."""
+    if (run_dir / "run.json").is_file():
+        files.read(RunRecord, run_dir / "run.json")
+    for name in names:
+        ScenarioResults(run_dir / name).records()
 
 
 def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed]) -> int:
