@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-_HOST_RE = re.compile(r"^======== (\w+) ========$", re.M)
-_TC_RE = re.compile(r"^\$ tc -s -d qdisc show dev (\S+);.*$", re.M)
+from .teardown_log import device_blocks, host_sections
+
 _QDISC_RE = re.compile(r"^qdisc (\S+) ([0-9a-f]+:) (?:root|parent \S+)")
 _SENT_RE = re.compile(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+) requeues (\d+)\)")
 _BACKLOG_RE = re.compile(r"backlog (\d+)b (\d+)p")
@@ -29,18 +29,6 @@ _XSTATS = {
     "ecn_marks": r"ecn_mark (\d+)", "step_marks": r"step_mark (\d+)", "credit": r"credit (-?\d+)",
     "max_memory_used": r"\(max (\d+)\)",
 }
-
-
-def host_section(log: str, host: str) -> str:
-    """The part of a teardown log that HOST wrote ('' without one)."""
-    parts = _HOST_RE.split(log)
-    return next((parts[i + 1] for i in range(1, len(parts) - 1, 2) if parts[i] == host), "")
-
-
-def device_blocks(section: str) -> dict[str, str]:
-    """Each device's `tc -s -d qdisc show; tc -s -d class show` output."""
-    parts = _TC_RE.split(section)
-    return {parts[i]: parts[i + 1].split("\n$ ", 1)[0] for i in range(1, len(parts) - 1, 2)}
 
 
 def qdiscs(block: str) -> list[dict[str, Any]]:
@@ -90,7 +78,7 @@ def ports(queue_log: Path) -> dict[str, str]:
 def bottleneck_totals(teardown: Path, queue_log: Path) -> dict[str, dict[str, Any]]:
     """direction → the declared qdisc's totals for the cell; {} when the logs lack them."""
     try:
-        blocks = device_blocks(host_section(teardown.read_text(errors="replace"), "mid"))
+        blocks = device_blocks(host_sections(teardown.read_text(errors="replace")).get("mid", ""))
     except OSError:
         return {}
     out = {}

@@ -19,6 +19,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from ..analysis.teardown_log import host_sections
 from ..cells import Cell
 from ..results.cell_record import Calibration
 from ..testbed.plan import NETEM_LIMIT
@@ -27,7 +28,6 @@ from . import flent_data
 BASE_RTT_TOLERANCE = (1.0, 0.02)  # ms, share of the declared RTT
 CPU_BUSY, CPU_BUSY_SHARE = 0.95, 0.10
 FRAME_BYTES = 1514
-_HOST_RE = re.compile(r"^======== (\w+) ========$", re.M)
 _DROPS_RE = re.compile(r"^(\d+) packets dropped by kernel$", re.M)
 _OFFLOAD_RE = re.compile(r"^(\S+) (tcp-segmentation|generic-segmentation|generic-receive)-offload: (on|off)", re.M)
 
@@ -74,18 +74,15 @@ def capture_drops(teardown: Path) -> dict[str, int]:
     """tcpdump's "packets dropped by kernel" per host, from the teardown log."""
     if not teardown.is_file():
         return {}
-    text = teardown.read_text(errors="replace")
-    parts = _HOST_RE.split(text)[1:]
     return {host: sum(int(n) for n in _DROPS_RE.findall(body))
-            for host, body in zip(parts[::2], parts[1::2]) if _DROPS_RE.search(body)}
+            for host, body in host_sections(teardown.read_text(errors="replace")).items() if _DROPS_RE.search(body)}
 
 
 def offloads_on(teardown: Path) -> list[str]:
     """"host dev offload" for each offload read back as on in the teardown log."""
     if not teardown.is_file():
         return []
-    parts = _HOST_RE.split(teardown.read_text(errors="replace"))[1:]
-    return [f"{host} {dev} {kind}-offload" for host, body in zip(parts[::2], parts[1::2])
+    return [f"{host} {dev} {kind}-offload" for host, body in host_sections(teardown.read_text(errors="replace")).items()
             for dev, kind, state in _OFFLOAD_RE.findall(body) if state == "on"]
 
 
