@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     from .testbed.vm import VmConfig
 
 
+#: Features named more plainly than the probe's keys.
+FEATURE_NAMES = {"accecn": "accecn (tcp_ecn=3 accepted)"}
+
+
 def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     """This machine's kernel and tools, or (VM) the guest's, probed for real."""
     if vm is not None and inventory is not None:
@@ -41,7 +45,8 @@ def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     print("\ncongestion controls (setsockopt TCP_CONGESTION):")
     print("  usable:      " + " ".join(c for c, v in ccs.items() if v))
     print("  unavailable: " + (" ".join(c for c, v in ccs.items() if not v) or "none"))
-    print("\nfeatures: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in caps.data.get("features", {}).items()))
+    features = caps.data.get("features", {}).items()
+    print("\nfeatures: " + ", ".join(f"{FEATURE_NAMES.get(k, k)} {'yes' if v else 'NO'}" for k, v in features))
     for line in hints(caps):
         print("  " + line)
     return 0 if ok and caps.data.get("root") else 1

@@ -119,7 +119,7 @@ def test_fl_check_reports_the_l4s_kernel_and_what_it_lacks(lab):
     assert {"dualpi2", "netem", "fq_codel", "cake"} <= set(supported), supported
     usable = out.split("usable:")[1].split("\n")[0].split()
     assert "dctcp" in usable and "prague" not in usable
-    assert "accecn yes" in out
+    assert "accecn (tcp_ecn=3 accepted) yes" in out
     assert "prague missing" in out and "extra module" in out and "--vm /path/to/a/kernel" in out
 
 
