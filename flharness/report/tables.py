@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..results.cell_metrics import CellMetrics
+from ..results.cell_metrics import CellMetrics, FlowMetrics
 from .collect import CellResult, ScenarioResult
 
 #: Two-sided 95 % Student t quantiles by degrees of freedom (normal beyond 30).
@@ -90,21 +90,40 @@ def fairness_table(s: ScenarioResult) -> dict[str, Any] | None:
 
 
 def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
-    """Pantheon style: per CC (and every other swept axis but repetition), over runs:
-    mean throughput, 95th percentile one-way delay and loss of the flow(s), and their
-    95th percentile TCP RTT."""
+    """Pantheon style: per scheme (and every other swept axis but repetition), one value
+    per run, then mean ± 95 % CI over runs: the scheme's throughput (its flows' goodput),
+    the 95th percentile one-way delay (mean over its flows in the run), loss (pooled over
+    its flows' data packets) and, for reference, its 95th percentile TCP RTT and
+    retransmits. A cell of mixed CCs (cubic-vs-dctcp) gives a row per scheme ("flow cc")."""
     cells = [c for c in s.cells if c.valid]
     if not cells:
         return None
     axes = [a for a in s.swept if a not in ("repetition",)] or ["cc"]
+    mixed = any(len({f.cc for f in _metrics(c).flows}) > 1 for c in cells)
     rows = []
     for key, group in sorted(_groups(cells, lambda c: tuple(c.label(a) for a in axes)).items()):
-        flows = [f for g in group for f in _metrics(g).flows]
-        per_run = [sum(f.mean_mbit or 0 for f in _metrics(g).flows) for g in group]
-        rows.append({"axes": list(key), "throughput": stat(per_run),
-                     "rtt_p95": stat([f.tcp_rtt_ms.p95 for f in flows if f.tcp_rtt_ms]),
-                     "owd_p95": stat([f.owd_ms.p95 for f in flows if f.owd_ms]),
-                     "loss": stat([100 * f.owd_ms.loss for f in flows if f.owd_ms]),
-                     "retrans": stat([f.pcap.retrans for f in flows if f.pcap]),
-                     "n": len(group), "flagged": any(g.flags for g in group)})
-    return {"axes": axes, "rows": rows}
+        schemes = list(dict.fromkeys(f.cc for g in group for f in _metrics(g).flows))
+        for scheme in schemes if mixed else [None]:
+            runs = [[f for f in _metrics(g).flows if scheme in (None, f.cc)] for g in group]
+            rows.append({"axes": [*key, scheme] if mixed else list(key), **_per_run(runs),
+                         "n": len(group), "flagged": any(g.flags for g in group)})
+    return {"axes": [*axes, "flow cc"] if mixed else axes, "rows": rows}
+
+
+def _per_run(runs: list[list[FlowMetrics]]) -> dict[str, Stat | None]:
+    """One value per run (its flows of the scheme), then their statistics over runs."""
+    def each(value: Callable[[list[FlowMetrics]], float | None]) -> Stat | None:
+        return stat([v for flows in runs if flows and (v := value(flows)) is not None])
+
+    def mean(values: list[float]) -> float | None:
+        return statistics.fmean(values) if values else None
+
+    def pooled_loss(flows: list[FlowMetrics]) -> float | None:
+        owd = [f.owd_ms for f in flows if f.owd_ms and f.owd_ms.sent]
+        return 100 * sum(o.loss * o.sent for o in owd) / sum(o.sent for o in owd) if owd else None
+
+    return {"throughput": each(lambda fs: sum(f.mean_mbit or 0 for f in fs)),
+            "owd_p95": each(lambda fs: mean([f.owd_ms.p95 for f in fs if f.owd_ms and f.owd_ms.p95 is not None])),
+            "loss": each(pooled_loss),
+            "rtt_p95": each(lambda fs: mean([f.tcp_rtt_ms.p95 for f in fs if f.tcp_rtt_ms])),
+            "retrans": each(lambda fs: sum(f.pcap.retrans for f in fs if f.pcap) if any(f.pcap for f in fs) else None)}
