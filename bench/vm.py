@@ -41,10 +41,11 @@ def scenario(folder: Path, step: float) -> Path:
     return path
 
 
-def run(folder: Path, step: float, parallel: int) -> dict:
-    """One `fl run --vm`: wall time, boot to the first cell, per-cell walls and phases."""
-    results = folder / f"results-{parallel}"
-    argv = [sys.executable, str(REPO / "fl"), "run", str(scenario(folder, step)), "--vm", "--vm-accel", "tcg",
+def run(folder: Path, step: float, parallel: int, target: str = "auto", only: list[str] | None = None) -> dict:
+    """One `fl run --vm TARGET`: wall time, boot to the first cell, per-cell walls and phases."""
+    results = folder / f"results-{parallel}-{target}"
+    argv = [sys.executable, str(REPO / "fl"), "run", str(scenario(folder, step)), "--vm", target, "--vm-accel", "tcg",
+            *[f"--only={o}" for o in only or []],
             "--vm-clock", "virtual", "--results", str(results), *(["--parallel", str(parallel)] if parallel > 1 else [])]
     t0 = time.monotonic()
     first = None

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..provenance import fl_source
-from .debian import BuildError, KernelPackages, in_root, mmdebstrap, resolve_kernel, run_logged, source_lines
+from .debian import RETRIES, BuildError, KernelPackages, in_root, mmdebstrap, resolve_kernel, run_logged, source_lines
 from .recipe import ImageRecipe, load_recipe
 from .sources import gather
 from .store import (
@@ -109,10 +109,11 @@ class Build:
         if any(m.source.kernel_source for m in self.image.recipe.modules):
             wanted.append(f"linux-source-{kernel.upstream}={kernel.version}")
         if wanted:
-            in_root(self.build_root, ["apt-get", "install", "-y", "-q", "--no-install-recommends", *wanted], self.log,
+            in_root(self.build_root, ["apt-get", "install", "-y", "-q", "-o", f"Acquire::Retries={RETRIES}",
+                                      "--no-install-recommends", *wanted], self.log,
                     f"installing {' '.join(wanted)}", network=True)
         (self.build_root / "fl" / "kernel").mkdir(parents=True, exist_ok=True)
-        in_root(self.build_root, ["env", "-C", "/fl/kernel", "apt-get", "download", "-q",
+        in_root(self.build_root, ["env", "-C", "/fl/kernel", "apt-get", "download", "-q", "-o", f"Acquire::Retries={RETRIES}",
                                   *(f"{p}={kernel.version}" for p in kernel.packages)], self.log, "downloading the kernel",
                 network=True)
         return kernel

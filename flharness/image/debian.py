@@ -26,10 +26,15 @@ def source_lines(mirror: str, suite: str, components: list[str]) -> list[str]:
     return [f"deb {mirror} {s} {' '.join(components)}" for s in suites]
 
 
+#: apt retries a download that failed (a mirror's hiccup must not fail a whole build).
+RETRIES = 3
+
+
 def apt_options(*suites: str) -> list[str]:
+    retry = [f'--aptopt=Acquire::Retries "{RETRIES}"']
     if any(s in UNSTABLE for s in suites):
-        return ['--aptopt=Acquire::Check-Valid-Until "false"']
-    return []
+        return [*retry, '--aptopt=Acquire::Check-Valid-Until "false"']
+    return retry
 
 
 def mmdebstrap(target: Path, suite: str, sources: list[str], include: list[str], log: Path,
