@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vm import REPO, run
 
-CELLS = ["*fq_codel*20ms*cubic-vs-*"]
+CELLS = ["*-fq_codel-10mbit-20ms"]
 
 
 def cached_build(image: str) -> float:
