@@ -63,8 +63,8 @@ def payload_received_mbit(pcap: Path, start: float, end: float) -> float:
 def packets(pcap: Path, expr: str) -> int:
     """Packets in an xz-compressed pcap matching a tcpdump filter."""
     xz = subprocess.Popen(["xz", "-dc", str(pcap)], stdout=subprocess.PIPE)
-    out = subprocess.run(["tcpdump", "-nr", "-", expr], stdin=xz.stdout, capture_output=True, text=True)
-    xz.wait()
+    out = subprocess.run(["tcpdump", "-nr", "-", expr], stdin=xz.stdout, capture_output=True, text=True, timeout=300)
+    xz.wait(timeout=60)
     assert out.returncode == 0, out.stderr
     return len(out.stdout.splitlines())
 
@@ -118,6 +118,7 @@ class Pkt:
     tos: int
     ipid: int
     wire: int  # the frame's length on the wire (what HTB counts)
+    header: bytes = b""  # TCP: the raw TCP header as captured (up to 60 bytes)
 
     @property
     def dscp(self) -> int:
@@ -133,9 +134,15 @@ ETHERNET = 14  # header bytes before the IP packet: a frame on a veth is 14 + th
 SYN, ACK, ECE, CWR = 0x02, 0x10, 0x40, 0x80
 
 
-@functools.lru_cache(maxsize=64)
 def read_pcap(path: Path) -> tuple[Pkt, ...]:
-    """Every IPv4 TCP, UDP and ICMP packet of an (xz-compressed) capture."""
+    """Every IPv4 TCP, UDP and ICMP packet of an (xz-compressed) capture (read once per
+    version of the file: a cell that ran again has a new capture)."""
+    st = path.stat()
+    return _read_pcap(path, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _read_pcap(path: Path, size: int, mtime_ns: int) -> tuple[Pkt, ...]:
     out = []
     opener = lzma.open if path.suffix == ".xz" else open
     with opener(path, "rb") as f:
@@ -148,7 +155,8 @@ def read_pcap(path: Path) -> tuple[Pkt, ...]:
             l4 = ip.data
             if isinstance(l4, dpkt.tcp.TCP):
                 out.append(Pkt(ts, src, dst, 6, l4.sport, l4.dport, l4.seq, l4.ack, l4.flags,
-                               ip.len - ip.hl * 4 - l4.off * 4, ip.tos, ip.id, ETHERNET + ip.len))
+                               ip.len - ip.hl * 4 - l4.off * 4, ip.tos, ip.id, ETHERNET + ip.len,
+                               bytes(buf[ETHERNET + ip.hl * 4:ETHERNET + ip.hl * 4 + l4.off * 4])))
             elif isinstance(l4, dpkt.udp.UDP):
                 out.append(Pkt(ts, src, dst, 17, l4.sport, l4.dport, 0, 0, 0, l4.ulen - 8, ip.tos, ip.id, ETHERNET + ip.len))
             elif isinstance(l4, dpkt.icmp.ICMP) and isinstance(l4.data, dpkt.icmp.ICMP.Echo):

@@ -17,13 +17,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import FL, REPO, needs_root_tools
+from conftest import REPO, FlProcess, needs_root_tools
 from resultlib import packets
-from test_e2e_interrupt import interruptible, wait_for_line
+from test_e2e_interrupt import flows_running, partial_capture
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 SCENARIO = str(REPO / "tests" / "scenarios" / "calibration.yml")
@@ -32,17 +31,14 @@ CELL = f"calibration/{BULK}"
 FIFO_DRAIN_MS = 200 * 1514 * 8 / 50e6 * 1e3  # 48.4 ms
 
 
-def start(results: Path, *only: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(FL), "run", SCENARIO, "--results", str(results),
-                             *(a for cell in only for a in ("--only", cell))],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=interruptible)
+def start(results: Path, *only: str) -> FlProcess:
+    return FlProcess("run", SCENARIO, "--results", str(results), *(a for cell in only for a in ("--only", cell)))
 
 
-def finish(proc: subprocess.Popen) -> str:
-    out = proc.communicate(timeout=300)[0]
-    assert proc.returncode == 0 and " 0 skipped" in out, out
-    return out
+def finish(fl: FlProcess) -> str:
+    rc = fl.finish(timeout=300)
+    assert rc == 0 and " 0 skipped" in fl.output, fl.output
+    return fl.output
 
 
 def verdict(results: Path, cell: str = BULK) -> dict:
@@ -112,15 +108,28 @@ def test_the_sampled_queue_matches_the_fifo_and_the_captures(undisturbed):
     assert idle["queue"]["backlog_pkts"]["p95"] <= 2, idle["queue"]
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def test_a_capture_that_lost_packets_is_flagged(tmp_path):
-    proc = start(tmp_path, BULK)
-    wait_for_line(proc, f"{CELL} …", timeout=300)
-    time.sleep(7)  # Flent's lead-in is over: the flow runs
+    """The server's tcpdump is stopped while the client's capture grows by 5 MB (some 35000
+    packets, more than tcpdump's ring buffer holds), then let go."""
+    fl = start(tmp_path, BULK)
+    fl.wait_for_line(f"{CELL} …", timeout=300)
+    fl.wait_until(lambda: flows_running(tmp_path, "calibration", BULK), "the flow runs")
     pid = own_tcpdump(tmp_path, "srv")
+    cli = partial_capture(tmp_path, "calibration", BULK).with_name("cli.pcap")
+    grown = _size(cli) + 5_000_000
     os.kill(pid, signal.SIGSTOP)
-    time.sleep(6)
-    os.kill(pid, signal.SIGCONT)
-    out = finish(proc)
+    try:
+        fl.wait_until(lambda: _size(cli) >= grown, "the client's capture grew by 5 MB", timeout=30)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    out = finish(fl)
     v = verdict(tmp_path)
     drops = v["calibration"]["capture_drops"]["srv"]
     assert drops > 1000 and v["calibration"]["capture_drops"]["cli"] == 0, v["calibration"]
@@ -129,19 +138,21 @@ def test_a_capture_that_lost_packets_is_flagged(tmp_path):
 
 
 def test_a_cell_run_on_pegged_cores_is_flagged(tmp_path):
-    """Busy loops on every core while Flent runs (stopped after it, so that the cell's
-    compression, at the lowest priority, is not starved)."""
+    """Busy loops on every core while Flent runs (stopped once Flent has written its log,
+    so that the cell's compression, at the lowest priority, is not starved)."""
     spin = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass\n"
     loops = [subprocess.Popen([sys.executable, "-c", spin, str(core)]) for core in sorted(os.sched_getaffinity(0))]
+    partial = partial_capture(tmp_path, "calibration", BULK).parent
     try:
-        proc = start(tmp_path, BULK)
-        wait_for_line(proc, f"{CELL} …", timeout=300)
-        time.sleep(22)  # Flent's 10 s test and its lead-in and lead-out
+        fl = start(tmp_path, BULK)
+        fl.wait_for_line(f"{CELL} …", timeout=300)
+        done = tmp_path / "default" / "calibration" / BULK / "cell.json"
+        fl.wait_until(lambda: (partial / "flent.log").is_file() or done.is_file(), "Flent ended", timeout=180)
     finally:
         for p in loops:
             p.kill()
-            p.wait()
-    finish(proc)
+            p.wait(timeout=30)
+    finish(fl)
     v = verdict(tmp_path)
     busy = [r for r in v["calibration"]["reasons"] if r.startswith("CPU ")]
     assert busy and any(f.startswith("calibration: CPU ") for f in v["flags"]), v["calibration"]

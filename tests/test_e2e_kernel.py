@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REPO, needs_root_tools, netns_list, run_fl
+from conftest import REPO, leftovers, needs_root_tools, run_fl
 
 from flharness.capabilities import probe_for
 from flharness.cells import expand
@@ -38,12 +38,12 @@ def test_unsupported_cells_are_skipped_with_the_reason_and_the_rest_run(tmp_path
 
 
 def test_dry_run_touches_nothing(tmp_path):
-    before = netns_list()
     p = run_fl("run", "demo", "--dry-run", "--results", str(tmp_path / "r"))
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("cli: timeout -k 15") == 12
     assert "      qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 1032\n" in p.stdout
-    assert netns_list() == before and not (tmp_path / "r").exists()
+    # no namespace of its own (its testbed, if any, only renders), nothing left, no results folder
+    assert not p.seen.inodes and leftovers(p.seen) == [] and not (tmp_path / "r").exists()
 
 
 def test_fl_check_reports_tools_and_kernel():
@@ -62,11 +62,10 @@ def test_sysctl_values_the_kernel_rejects_stop_the_run_before_setup(tmp_path):
     bad.write_text(head + "matrix:\n  sysctls:\n    - {srv: {net.ipv4.tcp_reordering: 30}}\n"
                    "    - {srv: {net.ipv4.tcp_reordering: 100000}}\n")
     good.write_text(head + "sysctls: {srv: {net.ipv4.tcp_max_reordering: 100000, net.ipv4.tcp_reordering: 100000}}\n")
-    before = netns_list()
     p = run_fl("run", str(bad), "--results", str(tmp_path / "r"))
     assert p.returncode != 0
     assert f"{bad}: matrix.sysctls[1]: srv: the kernel rejects net.ipv4.tcp_reordering=100000" in p.stderr
     assert "Invalid argument" in p.stderr
-    assert netns_list() == before and not (tmp_path / "r").exists()
+    assert not p.seen.inodes and leftovers(p.seen) == [] and not (tmp_path / "r").exists()
     p = run_fl("run", str(good), "--dry-run")
     assert p.returncode == 0, p.stderr

@@ -3,21 +3,19 @@ and a run killed with SIGKILL and started again at once (no `fl clean`).
 
 Oracles besides fl's own records: each testbed's captures hold its own addresses only
 (the second testbed lives on subnets of its own), the two testbeds' cells overlap in
-time, and nothing of fl (namespaces, processes, state files) survives a run.
+time, and nothing of the run (its namespaces, processes, state files: by the testbed ids
+and namespace inodes the test saw while it ran) survives it.
 """
 from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import FL, REPO, needs_root_tools, netns_list, run_fl
+from conftest import NETNS_DIR, REPO, FlProcess, built_testbeds, leftovers, needs_root_tools, run_fl
 from resultlib import packets
-from test_e2e_interrupt import fl_processes, interruptible, wait_for_line
+from test_e2e_interrupt import flows_running, running_cells
 
 from flharness.run.flent_data import load as load_flent
 
@@ -35,13 +33,12 @@ def records(root: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def parallel(tmp_path_factory):
     results = tmp_path_factory.mktemp("parallel")
-    before = netns_list()
     p = run_fl("run", "demo", *SUBSET, "--parallel", "2", "--results", str(results), timeout=900)
-    return p, results / "default" / "demo", before
+    return p, results / "default" / "demo"
 
 
 def test_two_namespace_testbeds_share_the_cells(parallel):
-    p, root, _ = parallel
+    p, root = parallel
     assert p.returncode == 0, p.stdout + p.stderr
     assert "4 ok, 0 failed" in p.stdout
     recs = records(root)
@@ -60,7 +57,7 @@ def test_two_namespace_testbeds_share_the_cells(parallel):
 def test_each_testbed_captured_its_own_addresses(parallel):
     """The server's capture of each cell holds the flows to that testbed's server, and not
     a packet of the other testbed."""
-    _, root, _ = parallel
+    _, root = parallel
     for name, rec in records(root).items():
         mine = SERVERS[rec["backend"]["testbed_label"]]
         other = next(ip for ip in SERVERS.values() if ip != mine)
@@ -71,53 +68,49 @@ def test_each_testbed_captured_its_own_addresses(parallel):
 
 
 def test_nothing_of_a_parallel_run_remains(parallel):
-    _, root, before = parallel
-    assert netns_list() == before
-    assert fl_processes(root.parent.parent) == []
-    assert not list(Path("/run/fl/testbeds").glob("*.json"))
+    p, root = parallel
+    assert len(built_testbeds(p, *(c.parent for c in root.glob("*/cell.json")))) == 2
+    assert len(p.seen.inodes) == 6  # three namespaces each
+    assert leftovers(p.seen, root.parent.parent) == []
 
 
 def test_sigint_during_a_parallel_run_stops_both_testbeds_and_the_next_run_resumes(tmp_path):
     results = tmp_path / "results"
-    before = netns_list()
-    proc = subprocess.Popen([sys.executable, str(FL), "run", THREE, "--parallel", "2", "--results", str(results)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=interruptible)
-    wait_for_line(proc, "[2/3] ns")  # the second testbed has its cell too
-    time.sleep(6)  # both testbeds inside their cells
-    proc.send_signal(signal.SIGINT)
-    out = proc.communicate(timeout=240)[0]
-    assert proc.returncode == 130, out
-    assert netns_list() == before
-    assert fl_processes(results) == []
+    fl = FlProcess("run", THREE, "--parallel", "2", "--results", str(results))
+    fl.wait_for_line("[2/3] ns")  # the second testbed has its cell too
+    fl.wait_until(lambda: len(running_cells(results, "three-short")) == 2, "both testbeds' flows run")
+    assert len(fl.seen.ids) == 2 and len(fl.seen.inodes) == 6, fl.seen
+    fl.send_signal(signal.SIGINT)
+    assert fl.finish(timeout=240) == 130, fl.output
+    assert leftovers(fl.seen, results) == []
     statuses = {r["status"] for r in records(results / "default" / "three-short").values()}
-    assert statuses == {"interrupted"}, (statuses, out)
+    assert statuses == {"interrupted"}, (statuses, fl.output)
     p = run_fl("run", THREE, "--results", str(results))
     assert p.returncode == 0 and "3 ok, 0 failed" in p.stdout, p.stdout + p.stderr
     assert {r["status"] for r in records(results / "default" / "three-short").values()} == {"ok"}
+    assert leftovers(p.seen, results) == []
 
 
 def test_a_run_killed_with_sigkill_is_cleaned_up_by_the_next_run(tmp_path):
     """kill -9 mid-cell, then `fl run` again at once: it removes what the killed run left
     (saying so), reruns the interrupted cell, keeps the completed one, leaves nothing."""
     results = tmp_path / "results"
-    before = netns_list()
-    proc = subprocess.Popen([sys.executable, str(FL), "run", THREE, "--results", str(results)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=interruptible)
-    wait_for_line(proc, "[2/3] three-short/")
-    time.sleep(8)
-    proc.kill()
-    proc.wait()
-    assert netns_list() != before, "the killed run should have left its testbed"
+    fl = FlProcess("run", THREE, "--results", str(results))
+    line = fl.wait_for_line("[2/3] three-short/")
+    cell = line.split("three-short/")[1].split()[0]
+    fl.wait_until(lambda: flows_running(results, "three-short", cell), "cell 2's flows run")
+    fl.proc.kill()
+    fl.proc.wait(timeout=30)
+    (tid,) = fl.seen.ids
+    assert len(list(NETNS_DIR.glob(f"{tid}-*"))) == len(fl.seen.inodes) == 3, "the killed run should have left its testbed"
     first = records(results / "default" / "three-short")
     assert [r["status"] for r in first.values()] == ["ok"]
     p = run_fl("run", THREE, "--results", str(results))
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "left by a run that was killed" in p.stdout, p.stdout
+    assert f"removing testbed {tid} left by a run that was killed" in p.stdout, p.stdout
     assert "2 ok, 0 failed, 0 skipped, 1 already done" in p.stdout, p.stdout
     after = records(results / "default" / "three-short")
     assert {r["status"] for r in after.values()} == {"ok"} and len(after) == 3
     done = next(iter(first))
     assert after[done]["started"] == first[done]["started"]  # the completed cell was kept
-    assert netns_list() == before
-    assert fl_processes(results) == []
-    assert not list(Path("/run/fl/testbeds").glob("*.json"))
+    assert leftovers(fl.seen, results) == [] and leftovers(p.seen, results) == []

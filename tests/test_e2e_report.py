@@ -16,11 +16,10 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, needs_root_tools, run_fl
+from conftest import REPO, needs_root_tools, run_fl, wait_for
 from resultlib import LEAD_IN, payload_received_mbit
 
 from flharness.run.flent_data import load as load_flent
@@ -149,11 +148,15 @@ http {{ include /etc/nginx/mime.types; access_log {tmp_path}/access.log;
   server {{ listen 127.0.0.1:{port}; root {www}; }} }}
 """)
     proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-c", str(conf), "-p", str(tmp_path)])
-    for _ in range(50):
+
+    def listening() -> bool:
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
+            return s.connect_ex(("127.0.0.1", port)) == 0
+    try:
+        wait_for(listening, f"nginx listens on port {port}", timeout=10)
+    except AssertionError:
+        stop_nginx(proc)
+        raise
     return proc, f"http://127.0.0.1:{port}/"
 
 

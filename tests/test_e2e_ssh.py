@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+import socket
 import subprocess
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, needs_root_tools, run_fl
+from conftest import REPO, needs_root_tools, run_fl, wait_for
 
 from flharness.run.flent_data import load as load_flent
 
@@ -78,6 +78,12 @@ def host_line(name: str, role: str, mgmt: str, index: int) -> str:
     return f"{name} ansible_host={mgmt} {links[role]}" + (f" fl_role={role}" if name != role else "")
 
 
+def listening(addr: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex((addr, port)) == 0
+
+
 def common_vars(key: Path) -> str:
     return textwrap.dedent(f"""\
         fl_backend=ssh
@@ -103,7 +109,9 @@ def ssh_testbeds(tmp_path):
 
     def build(n: int) -> list[tuple[dict[str, str], dict[str, str]]]:
         testbeds = [build_testbed(tmp_path, tag, i, sshds, made) for i in range(n)]
-        time.sleep(1)
+        for _, mgmt in testbeds:
+            for addr in mgmt.values():
+                wait_for(lambda a=addr: listening(a, 22), f"sshd on {addr} listens")
         return testbeds
     try:
         yield build
