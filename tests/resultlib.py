@@ -203,3 +203,10 @@ def ss_sockets(log: Path, control_port: int = 12865) -> dict[int, set[str]]:
         elif port is not None:
             out.setdefault(port, set()).update(line.split())
     return out
+
+
+def arrival_bins(pkts: tuple[Pkt, ...], src: str, t0: float, start: float, end: float, width: float = 0.5) -> list[float]:
+    """Whole frames from SRC that arrived in consecutive WIDTH-s bins of [START, END) of
+    Flent's time axis (T0: its origin, epoch s), in Mbit/s."""
+    n = round((end - start) / width)
+    return [mbit(pkts, src, t0 + start + i * width, t0 + start + (i + 1) * width) for i in range(n)]

@@ -28,6 +28,7 @@ from resultlib import (
     LEAD_IN,
     NOT_ECT,
     SYN,
+    arrival_bins,
     connections,
     find,
     mbit,
@@ -126,13 +127,6 @@ def test_ecn_actions_and_their_combinations_rewrite_each_flow_at_the_middlebox(r
         "flow 4: strip-negotiation": len(f4["cli"]["syn"])}, counters
 
 
-def _bins(pkts, src: str, t0: float, start: float, end: float, width: float = 0.5) -> list[float]:
-    """Frames from SRC that arrived in consecutive WIDTH-s bins of [START, END) of Flent's
-    time axis, in Mbit/s."""
-    n = round((end - start) / width)
-    return [mbit(pkts, src, t0 + start + i * width, t0 + start + (i + 1) * width) for i in range(n)]
-
-
 def test_asymmetric_rates_and_a_two_step_schedule(run):
     """A download over 4 Mbit/s up and 6 down; at t = 10 s the link becomes 3 up and 2
     down, at 12 s 5 up and 4 down. What arrives at the client per half second (whole
@@ -147,7 +141,7 @@ def test_asymmetric_rates_and_a_two_step_schedule(run):
     t0 = flent_t0(data)
     pkts = read_pcap(d / "cli.pcap.xz")
     cap = lambda rate: rate * 1.03 + 1514 * 8 / 0.5 / 1e6  # noqa: E731
-    first, second, third = _bins(pkts, SRV, t0, 5.5, 10), _bins(pkts, SRV, t0, 10.25, 11.75), _bins(pkts, SRV, t0, 12.25, 14)
+    first, second, third = arrival_bins(pkts, SRV, t0, 5.5, 10), arrival_bins(pkts, SRV, t0, 10.25, 11.75), arrival_bins(pkts, SRV, t0, 12.25, 14)
     assert max(first) <= cap(6) and max(first) > 1.1 * 4, first  # the download's own rate, above the upload's
     assert max(second) <= cap(2), second
     assert cap(2) < max(third) <= cap(4), third

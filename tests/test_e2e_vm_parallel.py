@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REPO, VM_OPTIONS, needs_vm, run_fl
+from conftest import REPO, needs_vm, run_fl
+from test_e2e_vm import kernel_release, newest_kernel
 
 from flharness.analysis.metrics import Settings, cell_metrics
 
@@ -31,10 +32,14 @@ TOLERANCE = 0.10
 
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
+    """The same cells in one VM, its kernel named by path (`--vm /boot/vmlinuz-…`: the
+    kernel the session's `--vm` picked by itself, the newest in /boot)."""
     results = tmp_path_factory.mktemp("vm-serial")
-    p = run_fl("run", SCENARIO, *VM_OPTIONS, "--results", str(results), timeout=2400)
+    image = newest_kernel()
+    p = run_fl("run", SCENARIO, "--vm", str(image), "--vm-accel", "tcg", "--vm-clock", "virtual",
+               "--results", str(results), timeout=2400)
     assert p.returncode == 0, p.stdout + p.stderr
-    return results / "default" / "vm-par"
+    return results / "default" / "vm-par", kernel_release(image)
 
 
 def metrics(root) -> dict[str, dict]:
@@ -56,9 +61,21 @@ def numbers(m: dict) -> dict[str, float]:
     return out
 
 
+def test_an_explicit_kernel_path_boots_that_kernel(vm_run, serial):
+    """Every cell of the serial run ran on the release the image's own header names (the
+    guest's uname in cell.json and in each host's part of the teardown log), as the
+    session's run with `--vm` alone did."""
+    root, release = serial
+    for run in (root, vm_run["root"] / "vm-par"):
+        for cell in sorted(run.glob("*/cell.json")):
+            rec = json.loads(cell.read_text())
+            assert (rec["backend"]["kind"], rec["kernel"]) == ("vm", release), (cell, rec["kernel"], release)
+            assert (cell.parent / "teardown.log").read_text().count(f"$ uname -r\n{release}\n") == 3, cell
+
+
 def test_parallel_vms_give_the_serial_results(vm_run, serial):
     parallel = metrics(vm_run["root"] / "vm-par")
-    alone = metrics(serial)
+    alone = metrics(serial[0])
     assert sorted(parallel) == sorted(alone) and len(alone) == 8
     ran_on = {json.loads((vm_run["root"] / "vm-par" / name / "cell.json").read_text())["backend"]["testbed_label"]
               for name in parallel}
