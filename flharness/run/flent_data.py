@@ -8,7 +8,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-_FLOW_RE = re.compile(r"^TCP (upload|download)( \S+)?(::\d+)?$")
+#: 'TCP upload::1', 'TCP download BE2' (rrul's marked flows), not their socket-stat
+#: sub-series ('TCP upload BE::tcp_cwnd').
+_FLOW_RE = re.compile(r"^TCP (upload|download)( [^\s:]+)?(::\d+)?$")
 _AGGREGATES = (" sum", " avg", " fairness", " totals")
 
 

@@ -9,8 +9,10 @@ _STATE_RE = re.compile(r"^\S+\s+\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)")
 _ACKED_RE = re.compile(r"\bbytes_acked:(\d+)")
 _WORD_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _FLAGS = {"ts", "sack", "ecn", "ecnseen", "fastopen", "cwr", "ece", "tfo"}  # printed before the CC
-#: A data flow has delivered at least this much; control connections move far less.
-DATA_FLOW_BYTES = 64 * 1024
+#: A sending socket had more than its SYN acknowledged (bytes_acked counts the SYN: the
+#: receiving end of a flow shows 1). Control connections are told by their port, so a
+#: flow the path starved is still a data flow, and its cell a result, not a failure.
+DATA_FLOW_BYTES = 2
 
 
 def sender_ccs(ss_log: Path, control_port: int) -> list[str]:
