@@ -309,7 +309,7 @@ def demo_run(tmp_path_factory):
 #: a serial run repeats (…_parallel). The VM tests ask for what they check: TCG and the
 #: virtual clock (on a KVM host fl would pick KVM and the real clock).
 VM_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml")
-                for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-short", "vm-tunnel", "vm-par")]
+                for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-seed", "vm-tunnel", "vm-par")]
 VM_CELLS = 12 + 1 + 9 + 3 + 4 + 8
 VM_OPTIONS = ["--vm", "--vm-accel", "tcg", "--vm-clock", "virtual"]
 
