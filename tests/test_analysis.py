@@ -13,7 +13,7 @@ from pathlib import Path
 import dpkt
 import numpy as np
 
-from flharness.analysis import delivery, metrics, queue
+from flharness.analysis import delivery, link, metrics, queue, ss_samples
 from flharness.analysis.flows import FlowInfo, declared_flows, match_connections
 from flharness.analysis.metrics import Settings
 from flharness.analysis.pcap import Conn, load
@@ -75,6 +75,158 @@ def test_goodput_is_what_the_receiver_acknowledged(tmp_path):
     c = conns[(CLI, 40001, SRV, 5001)]
     assert abs(delivery.acked_mbit(pk, c, 10.2, 11.2) - 11.584) < 0.02
     assert delivery.acked_mbit(pk, c, 13.0, 14.0) == 0.0  # after the last ACK
+
+
+def _arrived_in(packets: list[tuple], t_from: float, t_to: float) -> int:
+    """The test's own count: payload bytes whose first copy reached the receiver in
+    [T_FROM, T_TO) (PACKETS as _write_pcap takes them: one data connection of whole,
+    aligned segments, so a segment is known by its sequence number)."""
+    seen, total = set(), 0
+    for ts, _, _, _, _, seq, _, size, _, _ in sorted(packets):
+        if size and seq not in seen:
+            seen.add(seq)
+            total += size if t_from <= ts < t_to else 0
+    return total
+
+
+def test_goodput_counts_only_bytes_that_arrived_in_its_window(tmp_path):
+    """Segments 0-9 arrive before the window (0.90-0.99 s) but #2 is lost: the ACK stays
+    at #2 until its retransmission arrives at 1.05 s, then jumps past #9; #10-19 arrive
+    and are acknowledged at 1.10-1.19 s. The ACKs advance by 18 segments in [1, 2) s, but
+    only 11 segments' payload arrived in it: goodput counts those 11 (what arrived, the
+    test's own count), never the bytes that were held before the window (in VMs flows
+    start ~0.28 s before their declared start: 9.58 Mbit/s from ACKs against 9.50
+    arriving). Per 0.5 s: 2, 11 and 0 segments; sequence numbers wrap past 2^32."""
+    base, mss = 2**32 - 5 * 1448, 1448
+    seg = lambda k, t, ipid: (t, CLI, 40001, SRV, 5001, (base + k * mss) % 2**32, 1, mss, 0, ipid)  # noqa: E731
+    ack = lambda k, t: (t + 1e-4, SRV, 5001, CLI, 40001, 1, (base + k * mss) % 2**32, 0, 0, 0)  # noqa: E731
+    data = [seg(k, 0.90 + k / 100, k) for k in range(10) if k != 2] + [seg(2, 1.05, 10)]
+    data += [seg(k, 1.0 + k / 100, k + 1) for k in range(10, 20)]
+    acks = [ack(0, 0.85)] + [ack(min(k + 1, 2), 0.90 + k / 100) for k in range(10) if k != 2]
+    acks += [ack(10, 1.05)] + [ack(k + 1, 1.0 + k / 100) for k in range(10, 20)]
+    pk, conns = load(_write_pcap(tmp_path / "srv.pcap", data + acks))
+    c = conns[(CLI, 40001, SRV, 5001)]
+    arrived = _arrived_in(data, 1.0, 2.0)
+    assert arrived == 11 * mss
+    assert delivery.acked_mbit(pk, c, 1.0, 2.0) == arrived * 8 / 1e6
+    assert list(delivery.delivered_bytes(pk, c, np.array([0.5, 1.0, 1.5, 2.0]))) == [2 * mss, 11 * mss, 0]
+    assert [_arrived_in(data, a, b) // mss for a, b in ((0.5, 1.0), (1.0, 1.5))] == [9, 11]  # at least what was delivered
+
+
+def test_the_link_rate_in_force_and_its_payload_capacity():
+    """2 Mbit/s, 6 from t = 7 s: over 5-10 s the link carries 2 s × 2 + 3 s × 6 = 22 Mbit
+    of frames, × 1448/1514 of payload; the highest rate in force in any span."""
+    six = {**LINK, "rate": "6mbit", "rate_bps": 6e6}
+    config = _config(bottleneck={"up": {**LINK, "rate": "2mbit", "rate_bps": 2e6}, "down": LINK},
+                     rate_schedule=[{"at": "7s", "up": six, "down": six}])
+    assert np.isclose(link.capacity_bits(config, "up", 5, 10), 22e6 * 1448 / 1514)
+    assert np.isclose(link.capacity_bits(config, "up", 7.5, 8), 3e6 * 1448 / 1514)
+    assert np.isclose(link.capacity_bits(config, "down", 0, 1), 10e6 * 1448 / 1514)
+    assert list(link.rate_at(np.array([6.9, 7.0]), config, "up")) == [2e6, 6e6]
+    assert list(link.highest_rate(np.array([5.0, 6.5, 7.5]), np.array([6.0, 7.5, 8.0]), config, "up")) == [2e6, 6e6, 6e6]
+
+
+def test_utilisation_is_over_one_window_at_the_rate_in_force():
+    """Utilisation is the data delivered over the window from the first flow's start to
+    the end of the test, against what the link carries in it. A 5 s flow through 2 Mbit/s
+    stepping to 6 at t = 7 s (lead-in 5 s) that delivered 4.189 Mbit/s: 4.189 × 5 Mbit of
+    the 22 × 1448/1514 the link could carry (99.5 %; against 2 Mbit/s alone it was
+    reported as 219 %, "impossible"). Two flows of a 4 s test on 8 Mbit/s, the second
+    from 2 s: 7.345 Mbit/s over 4 s and 0.51 over its 2 s are 30.4 Mbit in 4 s (99.3 %;
+    adding the two means gave 102.7 %)."""
+    payload = 1448 / 1514
+    six = {**LINK, "rate": "6mbit", "rate_bps": 6e6}
+    stepped = _config(bottleneck={"up": {**LINK, "rate": "2mbit", "rate_bps": 2e6}, "down": LINK}, length=5,
+                      flows=[{"direction": "up", "cc": "cubic", "rtt": "0ms", "tos": None}],
+                      rate_schedule=[{"at": "7s", "up": six, "down": six}])
+    out = CellMetrics(cell="a", flows=[_flow(1, 4.189)])
+    metrics._add_aggregates(out, stepped, 5.0, 5)
+    assert np.isclose(out.utilisation["up"], 4.189 * 5 / (22 * payload)) and out.utilisation["up"] < 1
+    eight = {**LINK, "rate": "8mbit", "rate_bps": 8e6}
+    delayed = _config(bottleneck={"up": eight, "down": eight}, length=4)
+    out = CellMetrics(cell="b", flows=[_flow(1, 7.345), _flow(2, 0.51, start_s=2.0)])
+    metrics._add_aggregates(out, delayed, 5.0, 4)
+    assert np.isclose(out.utilisation["up"], (7.345 * 4 + 0.51 * 2) / (4 * 8 * payload)) and out.utilisation["up"] < 1
+    assert metrics._flags(out, _record(config=delayed)) == []
+
+
+class _Samples:
+    """The little of a Flent ResultSet that the socket statistics read: per series, raw
+    samples (t on Flent's axis, tcp_delivery_rate Mbit/s, tcp_rtt ms)."""
+    def __init__(self, t0: float, raw: dict[str, list[tuple[float, float, float]]]):
+        self.t0, self.raw = t0, raw
+
+    def raw_series(self, name: str, raw_key: str) -> list[tuple[float, float]]:
+        i = {"tcp_delivery_rate": 1, "tcp_rtt": 2}[raw_key]
+        return [(s[0], s[i]) for s in self.raw.get(name, [])]
+
+
+def test_delivery_rate_samples_above_the_link_rate_are_left_out(tmp_path):
+    """D_SS over the window (2 s ending 1 s before the last sample) without the samples
+    above the link's rate: a slow-start sample of 156.5 Mbit/s on a 10 Mbit/s link is
+    left out and counted. 7.5 Mbit/s just after a step down to 5 Mbit/s (at 6.5 s) is
+    possible (the rate was 10 within the second before it); the same 1.4 s after the step
+    is not. A D_SS still above 1.01 × the payload capacity (9.9 Mbit/s samples: above
+    9.56, below the link's 10) is flagged as a measurement error."""
+    t = [5.2, 5.5, 6.0, 6.5, 7.0, 7.5, 8.0]
+    rs = _Samples(1000.0, {"TCP upload::1": [(5.2, 156.5, 3.0), *((x, 4.0, 50.0) for x in t[1:])],
+                           "TCP upload::2": [(x, 9.9, 50.0) for x in t]})
+    rows = [_flow(1, 4.0, steady_mbit=None), _flow(2, 4.0, steady_mbit=None)]
+    flags = metrics._add_socket_stats(rows, rs, tmp_path, _config(), {}, 5.0, 3, 2.0)
+    assert (rows[0].steady_mbit, rows[0].steady_excluded, rows[0].socket_samples) == (4.0, 1, 7)
+    assert rows[0].socket_source == "Flent (cli)" and rows[0].tcp_rtt_ms.median == 50.0
+    assert np.isclose(rows[1].steady_mbit, 9.9) and rows[1].steady_excluded == 0
+    assert flags == ["flow 2 (cubic (20 ms)): D_SS 9.9 Mbit/s is 103.5% of the payload capacity: impossible, "
+                     "a measurement error"]
+    five = {**LINK, "rate": "5mbit", "rate_bps": 5e6}
+    stepped = _config(rate_schedule=[{"at": "6.5s", "up": five, "down": five}])
+    rs = _Samples(1000.0, {"TCP upload::1": [(5.5, 4.0, 50.0), (6.6, 7.5, 50.0), (7.0, 4.5, 50.0), (7.9, 7.5, 50.0),
+                                             (9.0, 4.0, 50.0)]})
+    rows = [_flow(1, 4.0, steady_mbit=None)]
+    metrics._add_socket_stats(rows, rs, tmp_path, stepped, {}, 5.0, 4, 3.0)
+    assert rows[0].steady_excluded == 1 and np.isclose(rows[0].steady_mbit, (4.0 + 7.5 + 4.5) / 3)
+
+
+#: The server's samples of a tcp_bidirectional cell (srv.ss.log, as fl-ss-sample writes
+#: them): the download flow's sending socket, netperf's control connection, and the
+#: upload flow's receiving socket (no delivery rate); IPv4-mapped addresses in the last.
+SRV_SS = """# 1795498782.955156
+% cpu0 1 2 3 4 5 6 7 8 9 10
+ESTAB 0      110048 10.71.2.1:40147 10.71.1.1:32863
+\t cubic wscale:10,10 rto:284 rtt:82.514/0.584 mss:1448 cwnd:31 bytes_acked:322904 pacing_rate 5222432bps delivery_rate 4192896bps delivered:224
+ESTAB 0      0      10.71.2.1:12865 10.71.1.1:34169
+\t bbr wscale:10,10 rto:228 rtt:25.941/10.861 mss:1448 cwnd:11 bytes_acked:656 delivery_rate 375792bps delivered:2 app_limited
+ESTAB 2896   0      10.71.2.1:39987 10.71.1.1:38089
+\t cubic wscale:10,10 rto:236 rtt:33.817/16.908 mss:1448 cwnd:10 bytes_received:363368 delivered:1 app_limited rcv_rtt:82.836
+# 1795498783.959287
+ESTAB 0      165072 10.71.2.1:40147 10.71.1.1:32863
+\t cubic wscale:10,10 rto:292 rtt:89.967/0.577 mss:1448 cwnd:51 bytes_acked:890520 delivery_rate 5556096bps delivered:616
+# 1795498784.963835
+ESTAB 0      337384 [::ffff:10.71.2.1]:40147 [::ffff:10.71.1.1]:32863
+\t cubic wscale:10,10 rto:284 rtt:83.271/0.853 mss:1448 cwnd:53 bytes_acked:1711536 delivery_rate 6561032bps delivered:1183
+"""
+
+
+def test_a_download_flows_socket_statistics_are_its_senders(tmp_path):
+    """Flent samples the client's sockets, where a download flow only receives: its D_SS
+    and TCP RTT come from the server's ss samples of its connection (the key of the
+    sender's capture: server address and port, client address and port). Flent's t = 0
+    at 1795498777.46266: samples at 5.49, 6.50 and 7.50 s; the window of 2 s ends at
+    6.50 s, so D_SS is the mean of 4.192896 and 5.556096 Mbit/s (strictly inside); RTT
+    over the flow's 3 s: 82.514, 89.967, 83.271 ms."""
+    (tmp_path / "srv.ss.log").write_text(SRV_SS)
+    samples = ss_samples.samples(tmp_path / "srv.ss.log")
+    assert samples[(SRV, 40147, CLI, 32863)][2] == (1795498784.963835, 6.561032, 83.271)
+    assert samples[(SRV, 39987, CLI, 38089)] == [(1795498782.955156, None, 33.817)]
+    rs = _Samples(1795498777.46266, {})
+    down = _flow(1, 5.9, steady_mbit=None, series="TCP download", direction="down")
+    metrics._add_socket_stats([down], rs, tmp_path, _config(), {1: (SRV, 40147, CLI, 32863)}, 5.0, 3, 2.0)
+    assert down.socket_source == "srv.ss.log" and down.socket_samples == 3
+    assert np.isclose(down.steady_mbit, (4.192896 + 5.556096) / 2) and down.steady_excluded == 0
+    assert down.tcp_rtt_ms.median == 83.271 and down.tcp_rtt_ms.n == 3
+    unmatched = _flow(1, 5.9, steady_mbit=None, series="TCP download", direction="down")
+    metrics._add_socket_stats([unmatched], rs, tmp_path, _config(), {}, 5.0, 3, 2.0)
+    assert unmatched.steady_mbit is None and unmatched.socket_samples == 0
 
 
 def test_one_way_delay_and_loss_match_segments_by_sequence_and_ip_id(tmp_path):
@@ -196,7 +348,7 @@ class _Flent:
 def test_a_starved_flow_is_a_flagged_result_and_missing_data_makes_a_cell_invalid():
     record = _record(checks={"late_start_s": {"TCP upload::2": 14.1}})
     out = CellMetrics(cell="a", flows=[_flow(1, 9.5, 9.6), _flow(2, 0.04, 0.0)])
-    metrics._add_aggregates(out, record.config)
+    metrics._add_aggregates(out, record.config, 5.0, 20)
     assert out.jain == 0.5 and out.ratio is None  # one flow has it all
     assert abs(out.utilisation["up"] - 9.54 / (10 * 1448 / 1514)) < 1e-9  # of the payload capacity
     assert metrics._problems(out, _Flent(), record.config) == []
@@ -287,11 +439,11 @@ def test_dualpi2_reports_both_queues():
 
 
 def test_bulk_flows_that_never_fill_the_link_are_flagged():
-    """The best 1 s of aggregate goodput (two flows' cumulative ACKs) against 90 % of the
+    """The best 1 s of aggregate goodput (two flows' bytes delivered per second) against 90 % of the
     payload capacity (9.56 Mbit/s at 10 Mbit/s), judged only where nothing but the rate
     limits bulk TCP flows."""
     edges = np.arange(0.0, 4.0)
-    peak = delivery.peak_mbit([np.array([0, 1e6, 2e6, 2.5e6]), np.array([0, 0, 0.1e6, 0.2e6])], edges)
+    peak = delivery.peak_mbit([np.diff([0, 1e6, 2e6, 2.5e6]), np.diff([0, 0, 0.1e6, 0.2e6])], edges)
     assert np.isclose(peak, 8.8)
     config = _config()
     assert metrics._unfilled({"up": 8.8}, config) == []  # 92 %

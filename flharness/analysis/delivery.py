@@ -1,8 +1,11 @@
 """What the network delivered, from the two captures (client and server):
 
-* goodput: the bytes the receiver acknowledged (the advance of the ACK numbers it sent,
-  in its own capture) over a window: data delivered in order, never bytes merely
-  written into the sender's socket buffer;
+* goodput: the bytes delivered in a window, in the receiver's own capture: those its
+  cumulative ACK number passed in the window (data delivered in order, never bytes
+  merely written into the sender's socket buffer) that also first arrived in it. Bytes
+  that arrived before the window (out of order, held until a retransmission filled the
+  hole, or not yet acknowledged) are not counted when the ACK passes them later, so
+  what a window counts never exceeds what reached the receiver in it;
 * one-way delay: each data segment seen leaving the sender matched to its arrival at
   the receiver by sequence number and IP identification (Linux numbers a TCP socket's
   packets one by one, so a retransmission is a packet of its own); the delay is the
@@ -20,31 +23,73 @@ from .capture import Packets
 from .pcap import Conn, unwrap
 
 
-def acked_bytes(pk: Packets, conn: Conn, times: np.ndarray) -> np.ndarray | None:
-    """The receiver's cumulative ACK number at each of TIMES (epoch s), as bytes after
-    its first ACK, from its packets in its own capture (PK, CONN); None when the capture
-    holds no ACK of the connection."""
+def _acked(pk: Packets, conn: Conn) -> tuple[np.ndarray, np.ndarray, int]:
+    """The receiver's cumulative ACK number over time: (capture times, bytes after its
+    first ACK, never decreasing), and that first ACK's raw number."""
+    base = int(pk.ack[conn.acks[0]])
+    return pk.ts[conn.acks], np.maximum.accumulate(unwrap(pk.ack[conn.acks], base)), base
+
+
+def delivered_bytes(pk: Packets, conn: Conn, edges: np.ndarray) -> np.ndarray | None:
+    """Bytes delivered in each interval between EDGES (epoch s, increasing): the bytes
+    the receiver's cumulative ACK passed in the interval, less those of them that had
+    already arrived (first seen in its capture, PK, CONN) before the interval began.
+    None when the capture holds no ACK of the connection."""
     if not len(conn.acks):
         return None
-    acked = np.maximum.accumulate(unwrap(pk.ack[conn.acks], int(pk.ack[conn.acks[0]])))
-    i = np.searchsorted(pk.ts[conn.acks], times, side="right") - 1
-    return np.where(i >= 0, acked[np.maximum(i, 0)], 0)
+    ack_ts, acked, base = _acked(pk, conn)
+    i = np.searchsorted(ack_ts, edges, side="right") - 1
+    at_edge = np.where(i >= 0, acked[np.maximum(i, 0)], 0)
+    out = np.diff(at_edge)
+    if len(conn.sent) and len(edges) > 1:
+        out = out - _held(pk, conn.sent, ack_ts, acked, base, edges, at_edge)
+    return out
+
+
+def _held(pk: Packets, sent: np.ndarray, ack_ts: np.ndarray, acked: np.ndarray, base: int,
+          edges: np.ndarray, at_edge: np.ndarray) -> np.ndarray:
+    """Per interval between EDGES, the bytes acknowledged in it that arrived before it:
+    the union of the segments that arrived before its first edge and were acknowledged
+    after it, clipped to the interval's ACK advance [AT_EDGE[k], AT_EDGE[k + 1])."""
+    start = unwrap(pk.seq[sent], base)
+    end = start + pk.payload[sent]
+    j = np.searchsorted(acked, end, side="left")  # the first ACK that covers the segment
+    t_acked = np.where(j < len(acked), ack_ts[np.minimum(j, len(acked) - 1)], np.inf)
+    k_lo = np.searchsorted(edges, pk.ts[sent], side="right")  # the first edge after its arrival
+    k_hi = np.minimum(np.searchsorted(edges, t_acked, side="left"), len(edges) - 1)
+    n = np.maximum(k_hi - k_lo, 0)  # edges it is held across (that begin an interval)
+    held = np.zeros(len(edges) - 1, dtype=np.int64)
+    if not n.any():
+        return held
+    seg = np.repeat(np.arange(len(sent)), n)
+    k = np.repeat(k_lo, n) + np.arange(len(seg)) - np.repeat(np.cumsum(n) - n, n)
+    lo, hi = np.maximum(start[seg], at_edge[k]), np.minimum(end[seg], at_edge[k + 1])
+    keep = hi > lo
+    lo, hi, k = lo[keep], hi[keep], k[keep]
+    # intervals' ACK advances are disjoint and increasing: one union over all of them
+    order = np.argsort(lo, kind="stable")
+    lo, hi, k = lo[order], hi[order], k[order]
+    covered = np.maximum.accumulate(hi)
+    before = np.concatenate([[np.iinfo(np.int64).min], covered[:-1]])
+    new = np.maximum(hi - np.maximum(lo, before), 0)
+    np.add.at(held, k, new)
+    return held
 
 
 def acked_mbit(pk: Packets, conn: Conn, t_from: float, t_to: float) -> float | None:
-    """Mean goodput (Mbit/s) over [T_FROM, T_TO] (epoch s): the advance of the receiver's
-    cumulative ACK number. None when the capture holds no ACK of the connection."""
-    acked = acked_bytes(pk, conn, np.array([t_from, t_to])) if t_to > t_from else None
-    return None if acked is None else float(acked[1] - acked[0]) * 8 / (t_to - t_from) / 1e6
+    """Mean goodput (Mbit/s) over [T_FROM, T_TO] (epoch s): the bytes delivered in it
+    (delivered_bytes). None when the capture holds no ACK of the connection."""
+    got = delivered_bytes(pk, conn, np.array([t_from, t_to])) if t_to > t_from else None
+    return None if got is None else float(got[0]) * 8 / (t_to - t_from) / 1e6
 
 
 def peak_mbit(per_flow: list[np.ndarray], edges: np.ndarray) -> float | None:
     """The highest aggregate goodput (Mbit/s) in one interval between EDGES, given each
-    flow's cumulative acknowledged bytes at the edges."""
+    flow's bytes delivered in each interval (delivered_bytes)."""
     if not per_flow or len(edges) < 2:
         return None
     total = np.sum(per_flow, axis=0)
-    return float((np.diff(total) * 8 / np.diff(edges)).max() / 1e6)
+    return float((total * 8 / np.diff(edges)).max() / 1e6)
 
 
 def one_way(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn,

@@ -4,17 +4,25 @@ socket statistics Flent sampled, and the pcaps.
 Time windows (Flent's time axis, t = 0 when its ping starts; flows run from the lead-in
 plus their start delay until lead-in + length):
   * steady state: a window of W seconds ending 1 s before the flow's last socket sample
-    (the predecessor's D_SS definition; W defaults to min(60 s, 2/3 of the test));
+    (the predecessor's D_SS definition; W defaults to min(60 s, 2/3 of the test)). The
+    samples are the sending socket's: Flent's for upload flows (it samples the client),
+    the server's own ss samples for download flows (ss_samples.py). A delivery-rate
+    sample above the link's rate (a burst through HTB in slow start, 156 Mbit/s on a
+    4 Mbit/s link) is not the link's rate: it is left out, and counted;
   * under load: while every flow runs; * base: the lead-in, before any flow starts;
-  * mean goodput: data the receiver acknowledged between the flow's declared start and
-    the end of the test, over that time, from the receiver's capture (delivery.py).
-    netperf's end-of-test mean is kept as netperf_mbit: it is the sender's count of
-    bytes written into its socket, which exceeds what the path can carry.
+  * mean goodput: data delivered between the flow's declared start and the end of the
+    test, over that time, from the receiver's capture: what its ACKs passed in the
+    window and first arrived in it (delivery.py). netperf's end-of-test mean is kept as
+    netperf_mbit: it is the sender's count of bytes written into its socket, which
+    exceeds what the path can carry.
   * one-way delay and loss: each data segment matched between the two captures.
   * the bottleneck queue (queue.py): backlog and its drain time at the link rate,
     sampled at the middlebox while every flow runs.
-Utilisation is relative to the link's payload capacity: TCP payload per Ethernet frame
-as HTB counts it, rate × 1448/1514 at a 1500-byte MTU with TCP timestamps.
+Utilisation per direction is what its flows delivered over one window, from the first
+flow's declared start to the end of the test, relative to what the link's payload
+capacity (TCP payload per Ethernet frame as HTB counts it, rate × 1448/1514 at a
+1500-byte MTU with TCP timestamps; link.py) carries over that window, each step of a
+rate schedule at its time.
 """
 from __future__ import annotations
 
@@ -28,20 +36,17 @@ import numpy as np
 from ..results.cell_metrics import CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary
 from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..run.flent_data import delivered_mbit, first_data_s
-from . import delivery, flentlib, pcap, qdisc_stats, queue
+from . import delivery, flentlib, pcap, qdisc_stats, queue, ss_samples
 from .flows import FlowInfo, declared_flows, match_connections
+from .link import capacity_bits, highest_rate, payload_capacity_bps, rate_at
 
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
-PAYLOAD_SHARE = 1448 / 1514  # TCP payload per Ethernet frame at a 1500-byte MTU
 OVER_CAPACITY = 1.01  # goodput above this × payload capacity is a measurement error
+RATE_SAMPLE_SPAN = 1.0  # s: a delivery-rate sample is judged against the highest rate this long before it
+SIDES: dict[Direction, tuple[str, str]] = {"up": ("cli", "srv"), "down": ("srv", "cli")}  # (sender, receiver)
 PEAK_INTERVAL = 1.0  # seconds: the aggregate goodput's peak is the best such interval
 SHOULD_FILL = 0.90  # bulk flows that never reach this share of the capacity: flagged
 BULK_TEST_RE = re.compile(r"^tcp_(\d+|n)?(up|down)$|^tcp_bidirectional$")
-
-
-def payload_capacity_bps(rate_bps: float) -> float:
-    """The most TCP payload a link of RATE_BPS (Ethernet frames) can carry."""
-    return rate_bps * PAYLOAD_SHARE
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings) -> CellMetri
     flows = declared_flows(record.config, rs.series_names)
     window = settings.window(length)
     out.steady_window_s = window
-    out.flows = [_flow(rs, f, lead, length, window) for f in flows]
+    out.flows = [_flow(rs, f, lead, length) for f in flows]
     all_run = lead + max((f.start_s for f in flows), default=0)
     out.ping_ms = _ping(rs, lead, all_run, lead + length)
     out.t0 = rs.t0
@@ -78,10 +83,11 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings) -> CellMetri
     out.qdisc_totals = {d: QdiscTotals.model_validate(q) for d, q in qdisc_stats.bottleneck_totals(
         cell_dir / "teardown.log", cell_dir / queue.QUEUE_LOG).items()}
     edges = rs.t0 + np.arange(all_run, lead + length + 1e-9, PEAK_INTERVAL)
-    out.peak_mbit = _add_capture_figures(out.flows, flows, cell_dir, rs, record, lead, length, edges)
-    _add_aggregates(out, record.config)
+    out.peak_mbit, keys = _add_capture_figures(out.flows, flows, cell_dir, rs, record, lead, length, edges)
+    impossible = _add_socket_stats(out.flows, rs, cell_dir, record.config, keys, lead, length, window)
+    _add_aggregates(out, record.config, lead, length)
     out.invalid += _problems(out, rs, record.config)
-    out.flags = _flags(out, record)
+    out.flags = _flags(out, record, impossible)
     return out
 
 
@@ -91,23 +97,65 @@ def cell_metrics(cell_dir: Path, record: CellRecord | dict[str, Any], settings: 
     return analyse(cell_dir, CellRecord.model_validate(record), settings).model_dump(mode="json")
 
 
-def _flow(rs: Any, f: FlowInfo, lead: float, length: float, window: float) -> FlowMetrics:
-    rates = [(t, v) for t, v in rs.raw_series(f.series, raw_key="tcp_delivery_rate") if v]
-    steady = None
-    if rates:
-        end = rates[-1][0] - 1.0
-        in_window = [v for t, v in rates if end - window < t < end]
-        steady = float(np.mean(in_window)) if in_window else None
-    rtts = [v for t, v in rs.raw_series(f.series, raw_key="tcp_rtt")
-            if lead + f.start_s <= t <= lead + length and v]
+def _flow(rs: Any, f: FlowInfo, lead: float, length: float) -> FlowMetrics:
+    """A flow's figures from Flent's data: netperf's goodput (until the captures give the
+    receiver's) and when its data began."""
     raw = rs.raw_values.get(f.series, [])
     in_test = delivered_mbit(raw, rs.t0, lead + f.start_s, lead + length)
     netperf = rs.series_meta(f.series, "MEAN_VALUE")
     return FlowMetrics(index=f.index, series=f.series, direction=f.direction, cc=f.cc, rtt_ms=f.rtt_ms,
                        start_s=f.start_s, label=f.label, mean_mbit=netperf if in_test is None else in_test,
                        goodput_source="netperf (sender side)", netperf_mbit=netperf,
-                       first_data_s=first_data_s(raw, rs.t0), steady_mbit=steady, tcp_rtt_ms=_stats(rtts),
-                       socket_samples=len(rates))
+                       first_data_s=first_data_s(raw, rs.t0), steady_mbit=None, tcp_rtt_ms=None,
+                       socket_samples=0)
+
+
+def _socket_series(rs: Any, row: FlowMetrics, key: pcap.Key | None, ss: dict[str, dict]) -> tuple[
+        str | None, list[tuple[float, float]], list[tuple[float, float]]]:
+    """The sending socket's samples of a flow on Flent's axis: (where they come from,
+    [(t, delivery rate Mbit/s)], [(t, RTT ms)]). Flent's own where it has delivery rates
+    (it samples the client's sockets: upload flows), else the sending host's ss samples
+    of the flow's connection (KEY, from the captures; SS: host → its samples)."""
+    rates = [(t, v) for t, v in rs.raw_series(row.series, raw_key="tcp_delivery_rate") if v]
+    if rates:
+        return "Flent (cli)", rates, [(t, v) for t, v in rs.raw_series(row.series, raw_key="tcp_rtt") if v]
+    sender = SIDES[row.direction][0]
+    samples = ss.get(sender, {}).get(key) if key is not None else None
+    if not samples:
+        return None, [], []
+    return (f"{sender}.ss.log", [(t - rs.t0, v) for t, v, _ in samples if v],
+            [(t - rs.t0, v) for t, _, v in samples if v])
+
+
+def _add_socket_stats(rows: list[FlowMetrics], rs: Any, cell_dir: Path, config: CellConfig,
+                      keys: dict[int, pcap.Key], lead: float, length: float, window: float) -> list[str]:
+    """Per flow from its sending socket's samples: D_SS over WINDOW without the samples
+    above the link's rate, and the TCP RTT while it runs. Returns a flag for each D_SS
+    still above the link's payload capacity over its samples (a measurement error)."""
+    ss: dict[str, dict] = {}
+    for host in ("cli", "srv"):
+        if (log := cell_dir / f"{host}.ss.log").is_file():
+            ss[host] = ss_samples.samples(log)
+    flags = []
+    for row in rows:
+        row.socket_source, rates, rtts = _socket_series(rs, row, keys.get(row.index), ss)
+        row.socket_samples = len(rates)
+        row.tcp_rtt_ms = _stats([v for t, v in rtts if lead + row.start_s <= t <= lead + length])
+        if not rates:
+            continue
+        end = rates[-1][0] - 1.0
+        inside = [(t, v) for t, v in rates if end - window < t < end]
+        t, v = np.array([t for t, _ in inside], dtype=float), np.array([v for _, v in inside], dtype=float)
+        possible = v * 1e6 <= highest_rate(t - RATE_SAMPLE_SPAN, t, config, row.direction)
+        row.steady_excluded = int(np.count_nonzero(~possible))
+        if not possible.any():
+            continue
+        row.steady_mbit = float(v[possible].mean())
+        capacity = float(payload_capacity_bps(rate_at(t[possible], config, row.direction)).mean()) / 1e6
+        if row.steady_mbit > OVER_CAPACITY * capacity:
+            flags.append(f"flow {row.index} ({row.label}): D_SS {row.steady_mbit:.3g} Mbit/s is "
+                         f"{row.steady_mbit / capacity:.1%} of the payload capacity: impossible, a measurement error")
+    return flags
 
 
 def _ping(rs: Any, lead: float, loaded_from: float, loaded_to: float) -> Ping | None:
@@ -136,16 +184,18 @@ def _stats(values: list[float]) -> Percentiles | None:
 
 
 def _add_capture_figures(rows: list[FlowMetrics], flows: list[FlowInfo], cell_dir: Path, rs: Any,
-                         record: CellRecord, lead: float, length: float, edges: np.ndarray) -> dict[Direction, float]:
+                         record: CellRecord, lead: float, length: float, edges: np.ndarray,
+                         ) -> tuple[dict[Direction, float], dict[int, pcap.Key]]:
     """From the two captures: each flow's goodput at the receiver, one-way delay and loss,
     retransmissions on the sender's side, ECN codepoints on the receiver's. Returns the
-    peak aggregate goodput per direction over the intervals between EDGES (epoch s)."""
+    peak aggregate goodput per direction over the intervals between EDGES (epoch s), and
+    each flow's connection (flow index → its key in the sender's capture)."""
     assert record.endpoints is not None
-    sides: dict[Direction, tuple[str, str]] = {"up": ("cli", "srv"), "down": ("srv", "cli")}
     loaded: dict[str, tuple] = {}
-    acked: dict[Direction, list[np.ndarray]] = {}
+    delivered: dict[Direction, list[np.ndarray]] = {}
+    keys: dict[int, pcap.Key] = {}
     owd_why = _no_owd_reason(record)
-    for direction, (sender, receiver) in sides.items():
+    for direction, (sender, receiver) in SIDES.items():
         pcaps = {h: cell_dir / f"{h}.pcap.xz" for h in (sender, receiver)}
         if not any(f.direction == direction for f in flows) or not all(p.is_file() for p in pcaps.values()):
             continue
@@ -154,6 +204,7 @@ def _add_capture_figures(rows: list[FlowMetrics], flows: list[FlowInfo], cell_di
                 loaded[h] = pcap.load(p)
         (s_pk, s_conns), (r_pk, r_conns) = loaded[sender], loaded[receiver]
         match = match_connections(flows, direction, s_conns, record.endpoints, cell_dir / f"{sender}.ss.log")
+        keys |= match
         for row in rows:
             if (key := match.get(row.index)) is None:
                 continue
@@ -164,12 +215,13 @@ def _add_capture_figures(rows: list[FlowMetrics], flows: list[FlowInfo], cell_di
             window = (rs.t0 + lead + row.start_s, rs.t0 + lead + length)
             if (mean := delivery.acked_mbit(r_pk, got, *window)) is not None:
                 row.mean_mbit, row.goodput_source = mean, f"receiver ({receiver} capture, ACKs)"
-                acked.setdefault(direction, []).append(delivery.acked_bytes(r_pk, got, edges))
+                delivered.setdefault(direction, []).append(delivery.delivered_bytes(r_pk, got, edges))
             row.owd_ms = None if owd_why else delivery.one_way(s_pk, sent, r_pk, got, *window)
     for row in rows:
         if row.owd_ms is None:
             row.owd_unavailable = owd_why or "the flow's packets are not visible in both captures"
-    return {d: peak for d, per_flow in acked.items() if (peak := delivery.peak_mbit(per_flow, edges)) is not None}
+    peaks = {d: peak for d, per_flow in delivered.items() if (peak := delivery.peak_mbit(per_flow, edges)) is not None}
+    return peaks, keys
 
 
 def _no_owd_reason(record: CellRecord) -> str | None:
@@ -186,17 +238,24 @@ def _counts(sent: pcap.Conn, received: pcap.Conn | None) -> PcapCounts:
                       ecn_received=dict(received.ecn) if received else {}, dscp=sent.dscp)
 
 
-def _add_aggregates(out: CellMetrics, config: CellConfig) -> None:
+def _add_aggregates(out: CellMetrics, config: CellConfig, lead: float, length: float) -> None:
+    """Jain's index and the ratio of the flows' D_SS; per direction the utilisation: the
+    data its flows delivered (each flow's goodput over its own time in the test) over
+    the window from the first flow's start to the end of the test, against the payload
+    the link could carry in that window (LEAD: Flent's lead-in, LENGTH: the test's)."""
     steady = [f.steady_mbit for f in out.flows]
     if len(steady) > 1 and all(s is not None for s in steady) and sum(steady) > 0:
         out.jain = sum(steady) ** 2 / (len(steady) * sum(s * s for s in steady))
         out.ratio = max(steady) / min(steady) if min(steady) > 0 else None
     out.utilisation = {}
     for direction in ("up", "down"):
-        means = [f.mean_mbit for f in out.flows if f.direction == direction]
-        capacity = payload_capacity_bps(config.bottleneck.of(direction).rate_bps)
-        if means and all(m is not None for m in means):
-            out.utilisation[direction] = sum(means) * 1e6 / capacity
+        group = [f for f in out.flows if f.direction == direction]
+        if not group or any(f.mean_mbit is None for f in group):
+            continue
+        bits = sum(f.mean_mbit * 1e6 * max(length - f.start_s, 0.0) for f in group)
+        capacity = capacity_bits(config, direction, lead + min(f.start_s for f in group), lead + length)
+        if capacity > 0:
+            out.utilisation[direction] = bits / capacity
 
 
 def _problems(out: CellMetrics, rs: Any, config: CellConfig) -> list[str]:
@@ -240,14 +299,16 @@ def _unfilled(peaks: dict[Direction, float], config: CellConfig) -> list[str]:
     return out
 
 
-def _flags(out: CellMetrics, record: CellRecord) -> list[str]:
+def _flags(out: CellMetrics, record: CellRecord, impossible: list[str] | None = None) -> list[str]:
     """Findings worth a reader's attention that are results, not harness failures: goodput
-    above the payload capacity (a measurement error), a path that did not behave as
-    declared (cell.json's checks.calibration, and bulk flows that never filled the link),
+    above the payload capacity and the other impossible figures found (IMPOSSIBLE: D_SS),
+    each a measurement error; a path that did not behave as declared (cell.json's
+    checks.calibration, and bulk flows that never filled the link),
     a flow starved by the path (near-zero goodput) or whose data began late (its
     connection could not start in time; checks.late_start_s)."""
     flags = [f"{direction} goodput is {u:.1%} of the payload capacity: impossible, a measurement error"
              for direction, u in out.utilisation.items() if u > OVER_CAPACITY]
+    flags += impossible or []
     checks = record.checks
     flags += [f"calibration: {reason}" for reason in (checks.calibration.reasons if checks.calibration else [])]
     flags += [f"calibration: {reason}" for reason in _unfilled(out.peak_mbit, record.config)]

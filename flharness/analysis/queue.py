@@ -19,6 +19,7 @@ import numpy as np
 
 from ..results.cell_metrics import QueueSummary, Spread
 from ..results.cell_record import CellConfig, Direction
+from .link import rate_at
 
 QUEUE_LOG = "mid.qdisc.log"
 #: Counters of CE marks, as tc's JSON names them: AQM marks (fq_codel, codel, pie, red, dualpi2)
@@ -98,15 +99,6 @@ def _marks(r: dict[str, Any]) -> int:
     if tins:
         return sum(tin.get("ecn_mark", 0) for tin in tins)
     return sum(r.get(k, 0) for k in MARK_KEYS)
-
-
-def rate_at(t: np.ndarray, config: CellConfig, direction: Direction) -> np.ndarray:
-    """The link rate of DIRECTION in force at each time T (Flent's axis): the cell's
-    rate, then each step of its rate schedule (cell.json's config)."""
-    out = np.full(t.shape, config.bottleneck.of(direction).rate_bps, dtype=float)
-    for step in sorted(config.rate_schedule or [], key=lambda s: s.at_s):
-        out[t >= step.at_s] = step.of(direction).rate_bps
-    return out
 
 
 def drain_ms(q: QueueSeries, t0: float, config: CellConfig, direction: Direction) -> np.ndarray:

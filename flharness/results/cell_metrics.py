@@ -8,7 +8,7 @@ from .cell_record import Direction
 from .files import Contract, Sparse, Versioned
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 7
+METRICS_VERSION = 8
 
 
 class Percentiles(Contract):
@@ -58,7 +58,9 @@ class FlowMetrics(Contract):
     first_data_s: float | None
     steady_mbit: float | None  # D_SS
     tcp_rtt_ms: Percentiles | None
-    socket_samples: int
+    socket_samples: int  # the sending socket's samples with a delivery rate
+    socket_source: str | None = None  # where they come from: 'Flent (cli)', 'srv.ss.log', …
+    steady_excluded: int = 0  # samples in D_SS's window above the link's rate, left out
     pcap: PcapCounts | None = None  # None: the flow's connection is not in the captures
     owd_ms: OneWayDelay | None = None
     owd_unavailable: str | None = None  # why owd_ms is None

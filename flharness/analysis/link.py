@@ -1,0 +1,53 @@
+"""The bottleneck link as declared (cell.json's config): its rate at any time of the test,
+a rate schedule's steps included, and the TCP payload it can carry.
+
+HTB counts Ethernet frames of 1514 bytes that carry 1448 bytes of TCP payload (1500-byte
+MTU, TCP timestamps): a link of rate R delivers at most R × 1448/1514 of payload.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..results.cell_record import CellConfig, Direction
+
+PAYLOAD_SHARE = 1448 / 1514  # TCP payload per Ethernet frame at a 1500-byte MTU
+
+
+def payload_capacity_bps(rate_bps: float) -> float:
+    """The most TCP payload a link of RATE_BPS (Ethernet frames) can carry."""
+    return rate_bps * PAYLOAD_SHARE
+
+
+def _steps(config: CellConfig) -> list:
+    return sorted(config.rate_schedule or [], key=lambda s: s.at_s)
+
+
+def rate_at(t: np.ndarray, config: CellConfig, direction: Direction) -> np.ndarray:
+    """The link rate of DIRECTION in force at each time T (Flent's axis): the cell's
+    rate, then each step of its rate schedule."""
+    t = np.asarray(t, dtype=float)
+    out = np.full(t.shape, config.bottleneck.of(direction).rate_bps, dtype=float)
+    for step in _steps(config):
+        out[t >= step.at_s] = step.of(direction).rate_bps
+    return out
+
+
+def highest_rate(t_from: np.ndarray, t_to: np.ndarray, config: CellConfig, direction: Direction) -> np.ndarray:
+    """The highest link rate in force at any time in [T_FROM, T_TO] (element-wise)."""
+    t_from, t_to = np.asarray(t_from, dtype=float), np.asarray(t_to, dtype=float)
+    out = np.maximum(rate_at(t_from, config, direction), rate_at(t_to, config, direction))
+    for step in _steps(config):
+        inside = (t_from < step.at_s) & (step.at_s <= t_to)
+        out[inside] = np.maximum(out[inside], step.of(direction).rate_bps)
+    return out
+
+
+def capacity_bits(config: CellConfig, direction: Direction, t_from: float, t_to: float) -> float:
+    """The TCP payload (bits) the link can carry over [T_FROM, T_TO] (Flent's axis): the
+    integral of its payload capacity, each step of the schedule at its time."""
+    if t_to <= t_from:
+        return 0.0
+    edges = [t_from, *(s.at_s for s in _steps(config) if t_from < s.at_s < t_to), t_to]
+    spans = np.diff(edges)
+    rates = rate_at(np.array(edges[:-1]), config, direction)
+    return float(payload_capacity_bps(1.0) * np.sum(rates * spans))
