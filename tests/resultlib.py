@@ -15,6 +15,8 @@ import dpkt
 from flharness.run.flent_data import load as load_flent
 
 LEAD_IN = 5.0  # Flent's -d: ping runs alone before the flows start
+CLI, SRV = "10.71.1.1", "10.71.2.1"  # the namespace testbed's client and server
+PAYLOAD_SHARE = 1448 / 1514  # TCP payload per full 1514-byte frame (1500-byte MTU, timestamps)
 
 
 def cells(root: Path, scenario: str) -> dict[str, Path]:

@@ -17,6 +17,7 @@ from flharness.analysis import delivery, link, metrics, queue, ss_samples
 from flharness.analysis.flows import FlowInfo, declared_flows, match_connections
 from flharness.analysis.metrics import Settings
 from flharness.analysis.pcap import Conn, load
+from flharness.report import charts
 from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
 from flharness.report.index import environment, table_safe
@@ -368,6 +369,15 @@ def test_a_starved_flow_is_a_flagged_result_and_missing_data_makes_a_cell_invali
     table["rows"][0]["link"] = "a/plot.svg"
     text = environment().from_string('{% import "tables.md.j2" as t %}{{ t.fairness(f) }}').render(f=table)
     assert "| [10mbit](a/plot.svg) ⚑ | pfifo | cubic (20 ms) | 9.60 | cubic (20 ms) | 0.00 | 0.500 | 1 |" in text
+
+
+def test_bar_chart_data_over_cells_with_different_numbers_of_flows():
+    """Cells of one CC and qdisc with 4 and then 2 flows (tcp_4up and tcp_bidirectional in
+    one scenario): flows 1-2 averaged over both, 3-4 from the first alone."""
+    four, two = _cell("a", "pfifo", 1, [1.0, 2.0, 3.0, 4.0]), _cell("b", "pfifo", 1, [3.0, 4.0])
+    bars = charts._bar_data([four, two])["cubic-vs-cubic"]["pfifo"]
+    assert [(label, mean) for label, mean, _ in bars] == [("cubic (20 ms)", 2.0), ("cubic (20 ms)", 3.0),
+                                                          ("cubic (20 ms)", 3.0), ("cubic (20 ms)", 4.0)]
 
 
 def test_table_text_is_escaped():

@@ -1,11 +1,13 @@
 """Path and endpoint behaviours on this machine's kernel, for real, from one session run of
 two scenario files on one testbed (conftest.behaviours_run: tests/scenarios/
-behaviours-paths.yml and behaviours-reps.yml, six cells of 3-9 s).
+behaviours-paths.yml and behaviours-reps.yml, eight cells of 3-9 s).
 
 Every check reads an oracle of its own besides fl's records: the captures decoded with
 dpkt (codepoints, SYN flags, connection start times, DSCPs, what arrived per half second
-against the rate in force), nftables' rule counters and the ss samples; the analysis
-settings are checked against steady-state rates recomputed here from Flent's raw socket
+against the rate in force, the payload that arrived against fl's goodput and
+utilisation), nftables' rule counters, the middlebox's schedule log and the ss samples;
+the analysis settings and the download flows' socket statistics are checked against
+steady-state rates recomputed here from Flent's raw socket samples and the server's ss
 samples.
 """
 from __future__ import annotations
@@ -21,12 +23,15 @@ import pytest
 from conftest import built_testbeds, leftovers, needs_root_tools
 from resultlib import (
     ACK,
+    CLI,
     CWR,
     ECE,
     ECT0,
     ECT1,
     LEAD_IN,
     NOT_ECT,
+    PAYLOAD_SHARE,
+    SRV,
     SYN,
     arrival_bins,
     connections,
@@ -40,8 +45,6 @@ from flharness.run.flent_data import t0 as flent_t0
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 PATHS, REPS = "behaviours-paths", "behaviours-reps"
-CLI, SRV = "10.71.1.1", "10.71.2.1"
-PAYLOAD_SHARE = 1448 / 1514  # TCP payload per full 1514-byte frame (1500-byte MTU, timestamps)
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +58,9 @@ def test_two_scenarios_run_in_one_invocation_on_one_testbed(behaviours_run):
     and nothing of it remains."""
     p, run = behaviours_run
     assert p.returncode == 0, p.stdout + p.stderr
-    assert f"{PATHS}: 4 cells — 4 ok, 0 failed" in p.stdout and f"{REPS}: 2 cells — 2 ok, 0 failed" in p.stdout, p.stdout
+    assert f"{PATHS}: 6 cells — 6 ok, 0 failed" in p.stdout and f"{REPS}: 2 cells — 2 ok, 0 failed" in p.stdout, p.stdout
     cells = sorted(run.glob("*/*/cell.json"))
-    assert len(cells) == 6
+    assert len(cells) == 8
     (tid,) = built_testbeds(p, *(c.parent for c in cells))
     records = sorted((json.loads(c.read_text()) for c in cells), key=lambda r: r["started"])
     assert {r["scenario"] for r in records} == {PATHS, REPS}
@@ -211,6 +214,121 @@ def test_a_download_flow(run):
     assert "cubic" in ss_sockets(d / "srv.ss.log")[key[3]]
 
 
+def test_rrul_runs_four_marked_flows_each_way_with_latency_probes(run):
+    """rrul: four TCP flows each way that moved data, marked BE, BK (CS1), CS5 and EF,
+    with ping and irtt's UDP probes; each way within the payload capacity."""
+    rec, data, d = find(run, PATHS, test="rrul")
+    assert rec["status"] == "ok", rec["reason"]
+    rate = rec["config"]["bottleneck"]["up"]["rate_bps"] / 1e6
+    t0, length = flent_t0(data), rec["config"]["length"]
+    for host, sender in (("srv", CLI), ("cli", SRV)):
+        pkts = read_pcap(d / f"{host}.pcap.xz")
+        marked = sorted(pk[0].dscp for pk in connections(pkts).values()
+                        if sum(1 for p in pk if p.src == sender and p.payload > 0) > 20)
+        assert marked == [0, 8, 40, 46], (host, marked)
+        udp = {p.dscp for p in pkts if p.proto == 17 and p.src == sender and 2112 in (p.sport, p.dport)}
+        assert {0, 8, 46} <= udp, (host, udp)
+        assert sum(1 for p in pkts if p.proto == 1 and p.src == sender) > 10
+        got = mbit(pkts, sender, t0 + LEAD_IN, t0 + LEAD_IN + length, "payload", proto=6)
+        assert 0 < got <= 1.01 * rate * PAYLOAD_SHARE, (host, got)
+
+
+def _step_applied(cell: Path, planned: float) -> float:
+    """When the middlebox applied the step planned at PLANNED s (its schedule log, in the
+    teardown log), on Flent's axis."""
+    applied = re.search(rf"t=([\d.]+): up \S+ .*\(planned t={planned}\)", (cell / "teardown.log").read_text())
+    assert applied, (cell / "teardown.log").read_text()
+    return float(applied.group(1))
+
+
+def test_a_rate_step_early_in_the_test_comes_at_its_time(run):
+    """The step 2 → 6 Mbit/s planned at 7 s (two seconds into the flow): the middlebox's
+    log says 7.0 ± 0.1 and the server's capture shows more than 2 Mbit/s arriving within
+    the next second."""
+    _, data, d = find(run, PATHS, test="tcp_1up")
+    assert abs(_step_applied(d, 7.0) - 7.0) <= 0.1
+    bins = arrival_bins(read_pcap(d / "srv.pcap.xz"), CLI, flent_t0(data), 7.25, 8.25)
+    assert max(bins) > 2.4, bins
+
+
+def test_utilisation_is_against_the_rate_in_force(run):
+    """The flow through 2 Mbit/s that becomes 6 at 7 s (5-10 s on Flent's axis): its
+    utilisation is the payload it delivered against what the link could carry at the
+    rates in force, from the step's time in the middlebox's log: within 2 % of the
+    payload that arrived at the server over that capacity, at most 1.01, and the cell is
+    not flagged as impossible (against 2 Mbit/s alone it would be over 200 %)."""
+    rec, data, d = find(run, PATHS, test="tcp_1up")
+    t0, length = flent_t0(data), rec["config"]["length"]
+    step = _step_applied(d, 7.0)
+    low, high = rec["config"]["bottleneck"]["up"]["rate_bps"], rec["config"]["rate_schedule"][0]["up"]["rate_bps"]
+    capacity = ((step - LEAD_IN) * low + (LEAD_IN + length - step) * high) * PAYLOAD_SHARE / length / 1e6
+    arrived = mbit(read_pcap(d / "srv.pcap.xz"), CLI, t0 + LEAD_IN, t0 + LEAD_IN + length, "payload", proto=6)
+    m = json.loads((d / "metrics.json").read_text())
+    assert arrived > 2 * PAYLOAD_SHARE * 1.2, arrived  # more than 2 Mbit/s could carry
+    assert abs(m["utilisation"]["up"] - arrived / capacity) <= 0.02 * arrived / capacity, (m["utilisation"], arrived, capacity)
+    assert m["utilisation"]["up"] <= 1.01 and not [f for f in m["flags"] if "impossible" in f], m["flags"]
+
+
+def test_utilisation_with_start_delays_is_over_one_window(run):
+    """`start: [0s, 2s]`: the two flows' data over the whole test (not the sum of each
+    flow's mean over its own time) against the payload capacity: within 2 % of the
+    payload that arrived at the server in the test, at most 1.01, and not flagged as
+    impossible."""
+    rec, data, d = find(run, PATHS, test="tcp_2up")
+    t0, length = flent_t0(data), rec["config"]["length"]
+    capacity = rec["config"]["bottleneck"]["up"]["rate_bps"] * PAYLOAD_SHARE / 1e6
+    arrived = mbit(read_pcap(d / "srv.pcap.xz"), CLI, t0 + LEAD_IN, t0 + LEAD_IN + length, "payload", proto=6)
+    assert arrived <= 1.01 * capacity
+    m = json.loads((d / "metrics.json").read_text())
+    assert abs(m["utilisation"]["up"] * capacity - arrived) <= 0.02 * arrived, (m["utilisation"], arrived)
+    assert m["utilisation"]["up"] <= 1.01 and not [f for f in m["flags"] if "impossible" in f], (m["utilisation"], m["flags"])
+
+
+def _ss_samples(log: Path, port: int) -> list[tuple[float, float | None, float | None]]:
+    """The server's ss samples of its socket on PORT: (epoch s, delivery rate Mbit/s, RTT
+    ms; None where the sample has none)."""
+    out, stamp, mine = [], None, False
+    for line in log.read_text().splitlines():
+        if line.startswith("# "):
+            stamp = float(line[2:])
+        elif line and not line[0].isspace() and not line.startswith("%"):
+            mine = line.split()[3].endswith(f":{port}")
+        elif mine:
+            rate, rtt = re.search(r"delivery_rate (\d+)bps", line), re.search(r"\brtt:([\d.]+)/", line)
+            out.append((stamp, int(rate.group(1)) / 1e6 if rate else None, float(rtt.group(1)) if rtt else None))
+    return out
+
+
+def test_download_flows_are_analysed_from_the_senders_samples(behaviours_report):
+    """Cells with download flows (tcp_1down, tcp_bidirectional, rrul) are valid: Flent
+    samples only the client's sockets, so a download flow's D_SS and TCP RTT come from
+    the server's ss samples of its connection (srv.ss.log). tcp_bidirectional's download:
+    D_SS is the mean delivery rate of those samples (by the server's port in the
+    client's capture) over the 2 s window ending 1 s before the last, none above the
+    link's 8 Mbit/s; its RTT median the samples' while the flow runs; within the payload
+    capacity."""
+    _, run = behaviours_report
+    for test in ("tcp_1down", "tcp_bidirectional", "rrul"):
+        _, _, d = find(run, PATHS, test=test)
+        m = json.loads((d / "metrics.json").read_text())
+        assert m["invalid"] == [] and all(f["steady_mbit"] for f in m["flows"]), (test, m["invalid"])
+        assert {f["socket_source"] for f in m["flows"] if f["direction"] == "down"} == {"srv.ss.log"}, m["flows"]
+    rec, data, d = find(run, PATHS, test="tcp_bidirectional")
+    t0, length = flent_t0(data), rec["config"]["length"]
+    pkts = read_pcap(d / "cli.pcap.xz")
+    (key,) = [k for k, pk in connections(pkts).items() if sum(1 for p in pk if p.src == SRV and p.payload > 0) > 100]
+    samples = _ss_samples(d / "srv.ss.log", key[3])
+    rates = [(t, v) for t, v, _ in samples if v]
+    end = rates[-1][0] - 1
+    window = [v for t, v in rates if end - 2 < t < end]
+    assert window and max(window) <= 8, samples
+    rtts = [r for t, _, r in samples if r and LEAD_IN <= t - t0 <= LEAD_IN + length]
+    (down,) = [f for f in json.loads((d / "metrics.json").read_text())["flows"] if f["direction"] == "down"]
+    assert down["steady_mbit"] == pytest.approx(statistics.fmean(window), rel=1e-9)
+    assert down["tcp_rtt_ms"]["median"] == pytest.approx(statistics.median(rtts))
+    assert down["steady_mbit"] <= 1.01 * rec["config"]["bottleneck"]["down"]["rate_bps"] * PAYLOAD_SHARE / 1e6
+
+
 def test_repetitions_run_the_same_cell_again(run):
     """Two repetitions: the same configuration but its repetition number (so another
     hash), run one after the other, each with captures of its own in which both flows
@@ -230,12 +348,13 @@ def test_repetitions_run_the_same_cell_again(run):
     assert spans[0][1] < spans[1][0], spans
 
 
-def _steady(data: dict, series: str, window: float) -> float:
+def _steady(data: dict, series: str, window: float, link_mbit: float) -> float:
     """D_SS by hand: the mean tcp_delivery_rate over WINDOW s ending 1 s before the flow's
-    last socket sample (Flent's raw values)."""
+    last socket sample (Flent's raw values), without the samples above the link's rate
+    (LINK_MBIT: slow start's bursts through HTB)."""
     samples = [(s["t"], s["tcp_delivery_rate"]) for s in data["raw_values"][series] if s.get("tcp_delivery_rate")]
     end = samples[-1][0] - 1
-    values = [v for t, v in samples if end - window < t < end]
+    values = [v for t, v in samples if end - window < t < end and v <= link_mbit]
     return sum(values) / len(values)
 
 
@@ -254,10 +373,11 @@ def test_analysis_settings_set_the_window_and_the_fairness_figure(behaviours_rep
     _, run = behaviours_report
     per_rep = []
     for r in ("r1", "r2"):
-        _, data, d = find(run, REPS, repetition=r)
+        rec, data, d = find(run, REPS, repetition=r)
         m = json.loads((d / "metrics.json").read_text())
         assert m["steady_window_s"] == 1.5, m["steady_window_s"]
-        d1, d2 = (_steady(data, f["series"], 1.5) for f in m["flows"])
+        link = rec["config"]["bottleneck"]["up"]["rate_bps"] / 1e6
+        d1, d2 = (_steady(data, f["series"], 1.5, link) for f in m["flows"])
         assert [f["steady_mbit"] for f in m["flows"]] == pytest.approx([d1, d2], rel=1e-9)
         per_rep.append((d1, d2, max(d1, d2) / min(d1, d2)))
     readme = (run / "README.md").read_text()

@@ -18,7 +18,10 @@ import pytest
 from conftest import needs_vm, run_fl
 from resultlib import (
     CE,
+    CLI,
     LEAD_IN,
+    PAYLOAD_SHARE,
+    SRV,
     arrival_bins,
     cells,
     connections,
@@ -35,7 +38,6 @@ from flharness.analysis import queue
 from flharness.run.flent_data import t0 as flent_t0
 
 pytestmark = [pytest.mark.vm, needs_vm()]
-CLI, SRV = "10.71.1.1", "10.71.2.1"
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +126,7 @@ def test_pantheon_schemes_at_1mbit_200ms(run):
     for cc in ("cubic", "bbr", "reno"):
         rec, data, d = find(run, "pantheon-seed", cc=cc)
         flow = json.loads((d / "metrics.json").read_text())["flows"][0]
-        capacity = rec["config"]["bottleneck"]["up"]["rate_bps"] * 1448 / 1514 / 1e6  # 0.956 Mbit/s of payload
+        capacity = rec["config"]["bottleneck"]["up"]["rate_bps"] * PAYLOAD_SHARE / 1e6  # 0.956 Mbit/s of payload
         start = flent_t0(data) + LEAD_IN
         arrived = payload_received_mbit(d / "srv.pcap.xz", start, start + rec["config"]["length"])
         assert rec["config"]["length"] == 60
@@ -277,4 +279,4 @@ def test_a_client_qdisc_marks_and_ce_bleach_unmarks_one_flow(run):
     assert re.search(r"qdisc cake \S+ root .*bandwidth 8Mbit", cli_log), cli_log[:2000]
     t0, length = flent_t0(data), rec["config"]["length"]
     got = mbit(srv, CLI, t0 + LEAD_IN + 1, t0 + LEAD_IN + length, "payload", proto=6)
-    assert got <= 8 * 1448 / 1514 * 1.02, got
+    assert got <= 8 * PAYLOAD_SHARE * 1.02, got

@@ -89,7 +89,8 @@ def _slug(text: str) -> str:
 
 
 def _bar_data(cells: list[CellResult]) -> dict[str, Any]:
-    """{cc label: {qdisc label: [[flow label, mean, ci], ...]}} over repetitions."""
+    """{cc label: {qdisc label: [[flow label, mean, ci], ...]}} over repetitions (and over
+    cells of other tests with the same CC and qdisc: flow i's label is the first seen)."""
     by: dict[str, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
     labels: dict[tuple[str, str], list[str]] = {}
     for c in cells:
@@ -99,7 +100,8 @@ def _bar_data(cells: list[CellResult]) -> dict[str, Any]:
             runs.append([])
         for i, f in enumerate(flows):
             runs[i].append(f.steady_mbit or 0.0)
-        labels[(c.label("cc") or "?", c.label("qdisc") or "?")] = [f.label for f in flows]
+        seen = labels.setdefault((c.label("cc") or "?", c.label("qdisc") or "?"), [])
+        seen += [f.label for f in flows[len(seen):]]
     out: dict[str, Any] = {}
     for cc, per_q in by.items():
         out[cc] = {}

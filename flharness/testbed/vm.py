@@ -219,7 +219,12 @@ class Vm:
                 # No keep-alives: nothing from the host may reach the guest during a test.
                 "ansible_ssh_common_args": f"-o UserKnownHostsFile={self.folder / 'known_hosts'} "
                                            "-o StrictHostKeyChecking=yes",
-                "ansible_python_interpreter": "python3"}
+                "ansible_python_interpreter": "python3",
+                # This boot's own ssh master: never one left by an earlier guest on the port.
+                "ansible_control_path_dir": str(self.folder / "cp"),
+                # A login the guest's sshd closed while busy (seen once, right after a boot
+                # under TCG) is tried again rather than failing the run.
+                "ansible_ssh_retries": 3}
 
     def stop(self) -> None:
         """Kill QEMU and virtme-ng (the process group, and any QEMU that left it)."""
