@@ -2,7 +2,9 @@
 """`fl plot` on a generated tree of N cells (default 120, copies of one real cell under
 distinct coordinates), against the baseline of Flent plotting that one cell alone in
 the same run. Prints per-cell time of a fresh `fl plot` (metrics, plot, charts, index),
-the ratio to the baseline, and the time of a second `fl plot` with nothing changed.
+the ratio to the baseline, the time of a second `fl plot` with nothing changed, and the
+cell's metrics alone (captures, one-way delay, socket and queue samples) on one core:
+everything `fl plot` does per cell besides Flent's own plot.
 
     .venv/bin/python bench/plot.py RESULTS/RUN/SCENARIO/CELL [--cells N]
 """
@@ -40,6 +42,23 @@ def generate(cell: Path, root: Path, n: int) -> None:
         (d / "cell.json").write_text(json.dumps({**rec, "cell": name}))
 
 
+def metrics_alone(cell: Path, rounds: int = 3) -> float:
+    """The fastest of ROUNDS in-process analyses of CELL (no cache, one core)."""
+    sys.path.insert(0, str(REPO))
+    from flharness.analysis.metrics import Settings, analyse
+    from flharness.results import files
+    from flharness.results.cell_record import CellRecord
+    from flharness.results.store import CELL_FILE
+
+    record = files.read(CellRecord, cell / CELL_FILE)
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.process_time()
+        analyse(cell, record, Settings())
+        best = min(best, time.process_time() - t0)
+    return best
+
+
 def timed(argv: list[str]) -> float:
     t0 = time.monotonic()
     p = subprocess.run(argv, capture_output=True, text=True)
@@ -66,6 +85,7 @@ def main() -> int:
     print(f"fl plot, {args.cells} cells, fresh: {fresh:.1f} s = {per_cell:.2f} s per cell "
           f"= {per_cell / baseline:.2f} × baseline (parallel over the cores)")
     print(f"fl plot again, nothing changed: {again:.2f} s = {again / baseline:.2f} × baseline")
+    print(f"the cell's metrics alone: {metrics_alone(args.cell.resolve()):.2f} s of CPU on one core")
     return 0
 
 
