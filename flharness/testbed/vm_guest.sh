@@ -48,6 +48,13 @@ for dev in /sys/class/net/*; do
     [ "$dev" = lo ] && continue
     ip addr add 10.0.2.15/24 dev "$dev" && ip link set "$dev" up && break
 done
+# On the virtual clock (QEMU -icount sleep=off) the guest's time leaps to its next timer
+# whenever it idles, so while the host's QEMU has yet to pass on ssh's next packet (a busy
+# host) minutes of guest time can go by in milliseconds: TCP would give up on the host's
+# connection (retransmissions, the SYN-ACK's) and sshd close a login it finds slow. The
+# root namespace, sshd's alone (the testbed's namespaces have their own settings), waits.
+echo 1000 > /proc/sys/net/ipv4/tcp_retries2
+echo 255 > /proc/sys/net/ipv4/tcp_synack_retries
 mkdir -p /run/sshd
 /usr/sbin/sshd -f "$vm/sshd_config" -E /run/fl-sshd.log || { echo "fl-guest: sshd failed"; cat /run/fl-sshd.log; exit 1; }
 
