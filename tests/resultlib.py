@@ -40,10 +40,11 @@ def series(data: dict, name: str, after: float = 0, before: float = 1e9) -> list
 
 
 def payload_received_mbit(pcap: Path, start: float, end: float) -> float:
-    """The test's own count, with dpkt: new TCP payload bytes (beyond the highest sequence
-    number seen per connection) arriving at the server between START and END (epoch s),
-    netperf's control connections aside."""
-    high: dict[tuple, int] = {}
+    """The test's own count, with dpkt: TCP payload bytes whose first copy arrived at the
+    server between START and END (epoch s), netperf's control connections aside. Bytes
+    beyond a hole count when they arrive, the hole's when its retransmission does."""
+    spans: dict[tuple, list[list[int]]] = {}  # per connection: disjoint byte ranges held
+    first: dict[tuple, int] = {}
     total = 0
     with lzma.open(pcap) as f:
         for ts, buf in dpkt.pcap.Reader(f):
@@ -54,13 +55,23 @@ def payload_received_mbit(pcap: Path, start: float, end: float) -> float:
             if size <= 0:
                 continue
             key = (ip.src, ip.data.sport)
-            begin = high.get(key, ip.data.seq)
-            new = (ip.data.seq + size - begin) % 2**32
-            if new < 2**31:  # beyond the highest byte seen: unwrap relative to it
-                high[key] = (begin + new) % 2**32
-                if start <= ts < end:
-                    total += new
+            lo = (ip.data.seq - first.setdefault(key, ip.data.seq)) % 2**32
+            new = _add_span(spans.setdefault(key, []), lo, lo + size)
+            total += new if start <= ts < end else 0
     return total * 8 / (end - start) / 1e6
+
+
+def _add_span(held: list[list[int]], lo: int, hi: int) -> int:
+    """Add [LO, HI) to HELD (sorted disjoint ranges, a few: holes are rare); the bytes new."""
+    new, keep = hi - lo, []
+    for a, b in held:
+        if b < lo or a > hi:
+            keep.append([a, b])
+        else:
+            new -= max(0, min(b, hi) - max(a, lo))
+            lo, hi = min(lo, a), max(hi, b)
+    held[:] = sorted([*keep, [lo, hi]])
+    return new
 
 def packets(pcap: Path, expr: str) -> int:
     """Packets in an xz-compressed pcap matching a tcpdump filter."""

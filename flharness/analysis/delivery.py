@@ -1,11 +1,12 @@
 """What the network delivered, from the two captures (client and server):
 
-* goodput: the bytes delivered in a window, in the receiver's own capture: those its
-  cumulative ACK number passed in the window (data delivered in order, never bytes
-  merely written into the sender's socket buffer) that also first arrived in it. Bytes
-  that arrived before the window (out of order, held until a retransmission filled the
-  hole, or not yet acknowledged) are not counted when the ACK passes them later, so
-  what a window counts never exceeds what reached the receiver in it;
+* goodput: the bytes that first reached the receiver in a window, in its own capture
+  (payload, never bytes merely written into the sender's socket buffer; a byte counts
+  once, when its first copy arrives). By any moment the receiver holds the bytes its
+  cumulative ACK passed and, above them, segments that arrived out of order (a hole
+  waiting for a retransmission): a window counts how much that grew. Counting only the
+  ACK's advance would move bytes held across an edge into the window the hole filled
+  in (a 5 s drop-tail queue at 1 Mbit/s holds a buffer's worth for seconds);
 * one-way delay: each data segment seen leaving the sender matched to its arrival at
   the receiver by sequence number and IP identification (Linux numbers a TCP socket's
   packets one by one, so a retransmission is a packet of its own); the delay is the
@@ -31,54 +32,61 @@ def _acked(pk: Packets, conn: Conn) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def delivered_bytes(pk: Packets, conn: Conn, edges: np.ndarray) -> np.ndarray | None:
-    """Bytes delivered in each interval between EDGES (epoch s, increasing): the bytes
-    the receiver's cumulative ACK passed in the interval, less those of them that had
-    already arrived (first seen in its capture, PK, CONN) before the interval began.
-    None when the capture holds no ACK of the connection."""
+    """Bytes that first reached the receiver in each interval between EDGES (epoch s,
+    increasing): the growth of what it holds (received_by). None when the capture holds
+    no ACK of the connection."""
     if not len(conn.acks):
         return None
+    return np.diff(received_by(pk, conn, edges))
+
+
+def received_by(pk: Packets, conn: Conn, edges: np.ndarray) -> np.ndarray:
+    """Per edge, the payload bytes the receiver holds (its capture, PK, CONN): those its
+    cumulative ACK passed by then, and the segments that had arrived above it."""
     ack_ts, acked, base = _acked(pk, conn)
     i = np.searchsorted(ack_ts, edges, side="right") - 1
     at_edge = np.where(i >= 0, acked[np.maximum(i, 0)], 0)
-    out = np.diff(at_edge)
-    if len(conn.sent) and len(edges) > 1:
-        out = out - _held(pk, conn.sent, ack_ts, acked, base, edges, at_edge)
-    return out
+    return at_edge + _held_above(pk, conn.sent, ack_ts, acked, base, edges, at_edge)
 
 
-def _held(pk: Packets, sent: np.ndarray, ack_ts: np.ndarray, acked: np.ndarray, base: int,
-          edges: np.ndarray, at_edge: np.ndarray) -> np.ndarray:
-    """Per interval between EDGES, the bytes acknowledged in it that arrived before it:
-    the union of the segments that arrived before its first edge and were acknowledged
-    after it, clipped to the interval's ACK advance [AT_EDGE[k], AT_EDGE[k + 1])."""
+#: Apart per edge in _held_above's single union (above any connection's sequence span).
+_EDGE_SPAN = 2**42
+
+
+def _held_above(pk: Packets, sent: np.ndarray, ack_ts: np.ndarray, acked: np.ndarray, base: int,
+                edges: np.ndarray, at_edge: np.ndarray) -> np.ndarray:
+    """Per edge, the bytes above the cumulative ACK (AT_EDGE) of the segments that had
+    arrived by it: the union of those arrived before the edge and acknowledged after."""
+    held = np.zeros(len(edges), dtype=np.int64)
+    if not len(sent):
+        return held
     start = unwrap(pk.seq[sent], base)
     end = start + pk.payload[sent]
     j = np.searchsorted(acked, end, side="left")  # the first ACK that covers the segment
     t_acked = np.where(j < len(acked), ack_ts[np.minimum(j, len(acked) - 1)], np.inf)
     k_lo = np.searchsorted(edges, pk.ts[sent], side="right")  # the first edge after its arrival
-    k_hi = np.minimum(np.searchsorted(edges, t_acked, side="left"), len(edges) - 1)
-    n = np.maximum(k_hi - k_lo, 0)  # edges it is held across (that begin an interval)
-    held = np.zeros(len(edges) - 1, dtype=np.int64)
+    k_hi = np.searchsorted(edges, t_acked, side="left")  # the first edge its ACK came by
+    n = np.maximum(k_hi - k_lo, 0)  # edges it is held across
     if not n.any():
         return held
     seg = np.repeat(np.arange(len(sent)), n)
     k = np.repeat(k_lo, n) + np.arange(len(seg)) - np.repeat(np.cumsum(n) - n, n)
-    lo, hi = np.maximum(start[seg], at_edge[k]), np.minimum(end[seg], at_edge[k + 1])
+    lo, hi = np.maximum(start[seg], at_edge[k]), end[seg]
     keep = hi > lo
-    lo, hi, k = lo[keep], hi[keep], k[keep]
-    # intervals' ACK advances are disjoint and increasing: one union over all of them
+    # one union over all edges at once: each edge's segments shifted apart
+    lo, hi, k = lo[keep] + k[keep] * _EDGE_SPAN, hi[keep] + k[keep] * _EDGE_SPAN, k[keep]
     order = np.argsort(lo, kind="stable")
     lo, hi, k = lo[order], hi[order], k[order]
     covered = np.maximum.accumulate(hi)
     before = np.concatenate([[np.iinfo(np.int64).min], covered[:-1]])
-    new = np.maximum(hi - np.maximum(lo, before), 0)
-    np.add.at(held, k, new)
+    np.add.at(held, k, np.maximum(hi - np.maximum(lo, before), 0))
     return held
 
 
 def acked_mbit(pk: Packets, conn: Conn, t_from: float, t_to: float) -> float | None:
-    """Mean goodput (Mbit/s) over [T_FROM, T_TO] (epoch s): the bytes delivered in it
-    (delivered_bytes). None when the capture holds no ACK of the connection."""
+    """Mean goodput (Mbit/s) over [T_FROM, T_TO] (epoch s): the bytes that first reached
+    the receiver in it (delivered_bytes). None when the capture holds no ACK of the
+    connection."""
     got = delivered_bytes(pk, conn, np.array([t_from, t_to])) if t_to > t_from else None
     return None if got is None else float(got[0]) * 8 / (t_to - t_from) / 1e6
 
