@@ -170,7 +170,9 @@ def test_dctcp_with_ect1_is_a_scalable_sender_in_the_l_queue(lab):
         assert packets(pcap, f"{flow} and ip[1] & 3 == {wanted}") > 100
         assert packets(pcap, f"{flow} and ip[1] & 3 == {other}") == 0
     base = min(v for _, v in series(data, "Ping (ms) ICMP", 0, LEAD_IN - 0.5))
-    dctcp, cubic = socket_rtts(d, "dctcp")[2:], socket_rtts(d, "cubic")[2:]  # after slow start
+    # after slow start, before the flows stop (as fl's steady window: the last sample is
+    # taken while netperf ends its test; one at 25.3 ms after 17 at 21.1-23.8 was seen)
+    dctcp, cubic = socket_rtts(d, "dctcp")[2:-1], socket_rtts(d, "cubic")[2:-1]
     assert len(dctcp) >= 10 and len(cubic) >= 10
     assert statistics.quantiles(dctcp, n=20)[-1] - base < 5.0, (base, dctcp)
     assert 5.0 < statistics.median(cubic) - base < 25.0, (base, cubic)
