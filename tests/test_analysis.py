@@ -74,8 +74,8 @@ def test_goodput_is_what_the_receiver_acknowledged(tmp_path):
     data = [(10, CLI, 40001, SRV, 5001, base, 8, 1448, 0, 0)]
     pk, conns = load(_write_pcap(tmp_path / "srv.pcap", acks + data))
     c = conns[(CLI, 40001, SRV, 5001)]
-    assert abs(delivery.acked_mbit(pk, c, 10.2, 11.2) - 11.584) < 0.02
-    assert delivery.acked_mbit(pk, c, 13.0, 14.0) == 0.0  # after the last ACK
+    assert abs(delivery.received_mbit(pk, c, 10.2, 11.2) - 11.584) < 0.02
+    assert delivery.received_mbit(pk, c, 13.0, 14.0) == 0.0  # after the last ACK
 
 
 def _arrived_in(packets: list[tuple], t_from: float, t_to: float) -> int:
@@ -111,7 +111,7 @@ def test_goodput_counts_only_bytes_that_arrived_in_its_window(tmp_path):
     c = conns[(CLI, 40001, SRV, 5001)]
     arrived = _arrived_in(data, 1.0, 2.0)
     assert arrived == 11 * mss
-    assert delivery.acked_mbit(pk, c, 1.0, 2.0) == arrived * 8 / 1e6
+    assert delivery.received_mbit(pk, c, 1.0, 2.0) == arrived * 8 / 1e6
     halves = [(0.5, 1.0), (1.0, 1.5), (1.5, 2.0)]
     assert list(delivery.delivered_bytes(pk, c, np.array([0.5, 1.0, 1.5, 2.0]))) == [_arrived_in(data, a, b) for a, b in halves]
     assert [_arrived_in(data, a, b) // mss for a, b in halves] == [9, 11, 0]

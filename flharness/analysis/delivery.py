@@ -83,7 +83,7 @@ def _held_above(pk: Packets, sent: np.ndarray, ack_ts: np.ndarray, acked: np.nda
     return held
 
 
-def acked_mbit(pk: Packets, conn: Conn, t_from: float, t_to: float) -> float | None:
+def received_mbit(pk: Packets, conn: Conn, t_from: float, t_to: float) -> float | None:
     """Mean goodput (Mbit/s) over [T_FROM, T_TO] (epoch s): the bytes that first reached
     the receiver in it (delivered_bytes). None when the capture holds no ACK of the
     connection."""
