@@ -102,7 +102,7 @@ def analyse(cli: Path, srv: Path, seconds: float) -> dict[str, float]:
     key = next(iter(c_conns))
     good = delivery.received_mbit(s_pk, s_conns[key], 1001.0, 1000.0 + seconds)
     owd = delivery.one_way(c_pk, c_conns[key], s_pk, s_conns[key], 0, 1e10)
-    return {"seconds": time.perf_counter() - t, "goodput": good, "p95": owd["p95"], "loss": owd["loss"]}
+    return {"seconds": time.perf_counter() - t, "goodput": good, "p95": owd.p95, "loss": owd.loss}
 
 
 def main() -> None:
