@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,13 +158,17 @@ def probe_for(cells: list[Cell]) -> Capabilities:
 def probe_hosts(inventory: Path, request: dict[str, Any], on: str, log: Path) -> dict[str, dict[str, Any]]:
     """The probe run through Ansible on the hosts of group ON (testbed: ssh hosts; nsroot:
     a VM guest), per host."""
-    with tempfile.TemporaryDirectory(prefix="fl-probe-") as tmp:
-        result = run_playbook("probe", inventory, {
-            "fl_probe_script": probe.__file__, "fl_probe_request": request, "fl_probe_dir": tmp,
-            "fl_probe_on": on}, log)
-        if not result.ok:
-            raise FlError(f"probing the testbed hosts failed: {result.reason()}")
-        return {p.stem: json.loads(p.read_text()) for p in Path(tmp).glob("*.json")}
+    result = run_playbook("probe", inventory, {
+        "fl_probe_script": probe.__file__, "fl_probe_request": request, "fl_probe_on": on}, log)
+    if not result.ok:
+        raise FlError(f"probing the testbed hosts failed: {result.reason()}")
+    found = {}
+    for host, printed in result.outputs.get("fl_probe_out", {}).items():
+        try:
+            found[host] = json.loads(printed)
+        except json.JSONDecodeError:
+            raise FlError(f"the probe on {host} printed no JSON ({printed[:200]!r}); see {log}") from None
+    return found
 
 
 def merge_hosts(per_host: dict[str, dict[str, Any]]) -> dict[str, Any]:

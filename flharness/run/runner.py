@@ -6,6 +6,7 @@ scenarios of a run; `--parallel N` runs N of them at once (run/dispatch.py).
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -194,7 +195,7 @@ def _probe(testbeds: list[Testbed], cells: list[Cell], opts: RunOptions) -> Capa
     else:
         found = [Capabilities(merge_hosts(tb.probe(request))) for tb in testbeds]
         kernels = {tb.inv.name: c.data.get("hosts") for tb, c in zip(testbeds, found)}
-        if len({str(k) for k in kernels.values()}) > 1:
+        if len({json.dumps(k, sort_keys=True) for k in kernels.values()}) > 1:
             raise FlError(f"{opts.inventory}: the testbeds differ in kernel or tools, so their results "
                           f"would not be comparable: {kernels}")
         caps = found[0]

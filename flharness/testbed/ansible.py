@@ -99,7 +99,7 @@ def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log
         ended = time.time()
         lines = [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
     failures = [failure_of(e) for e in lines if e["event"] in ("failed", "unreachable")]
-    return PlaybookResult(playbook, rc, failures, phases(lines, started, ended))
+    return PlaybookResult(playbook, rc, failures, phases(lines, started, ended), outputs_of(lines))
 
 
 def outputs_of(events: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
