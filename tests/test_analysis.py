@@ -316,7 +316,7 @@ def test_confidence_interval():
 def _flow(i: int, mean: float | None, steady: float | None = None, **changes) -> FlowMetrics:
     return FlowMetrics.model_validate({
         "index": i, "series": f"TCP upload::{i}", "direction": "up", "cc": "cubic", "rtt_ms": 20.0, "start_s": 0.0,
-        "label": "cubic (20 ms)", "mean_mbit": mean, "goodput_source": "receiver (srv capture, ACKs)",
+        "label": "cubic (20 ms)", "mean_mbit": mean, "goodput_source": "receiver (srv capture)",
         "netperf_mbit": mean, "first_data_s": 5.0, "steady_mbit": mean if steady is None else steady,
         "tcp_rtt_ms": None, "socket_samples": 40, **changes})
 

@@ -214,7 +214,7 @@ def _add_capture_figures(rows: list[FlowMetrics], flows: list[FlowInfo], cell_di
                 continue
             window = (rs.t0 + lead + row.start_s, rs.t0 + lead + length)
             if (mean := delivery.received_mbit(r_pk, got, *window)) is not None:
-                row.mean_mbit, row.goodput_source = mean, f"receiver ({receiver} capture, ACKs)"
+                row.mean_mbit, row.goodput_source = mean, f"receiver ({receiver} capture)"
                 delivered.setdefault(direction, []).append(delivery.delivered_bytes(r_pk, got, edges))
             row.owd_ms = None if owd_why else delivery.one_way(s_pk, sent, r_pk, got, *window)
     for row in rows:
