@@ -93,3 +93,4 @@ def test_resume_skips_completed_cells(demo, tmp_path):
     results = demo[1][0].parent.parent.parent
     p = run_fl("run", "demo", "--run", "e2e", "--results", str(results))
     assert p.returncode == 0 and "12 already done" in p.stdout, p.stdout
+    assert "nothing to run" in p.stdout, p.stdout  # decided before any testbed is built

@@ -70,6 +70,17 @@ def plan(cells: list[Cell], caps: Capabilities, store: ScenarioResults, force: b
     return out
 
 
+def all_done(selected: list[tuple[Scenario, list[Cell]]], paths: list[Path], root: Path) -> list[ScenarioPlan] | None:
+    """The plans of a run whose every selected cell completed earlier with the same
+    configuration (nothing to run: no testbed needed), else None."""
+    plans = [ScenarioPlan(path, s.name, ScenarioResults(root / s.name), []) for (s, _), path in zip(selected, paths)]
+    for sp, (_, cells) in zip(plans, selected):
+        if not all(sp.store.is_done(c.name, c.config_hash) for c in cells):
+            return None
+        sp.planned = [Planned(c, "done", "completed earlier with the same configuration") for c in cells]
+    return plans if any(sp.planned for sp in plans) else None
+
+
 def estimate_total(cells: list[Cell], overhead: float) -> str:
     from ..testbed.plan import estimated_seconds
     return human_duration(sum(estimated_seconds(c, overhead) for c in cells))

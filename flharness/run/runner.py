@@ -34,7 +34,7 @@ from ..testbed.vm import VmConfig
 from .dispatch import Dispatch, Slot
 from .evaluate import Verdict
 from .finish import Attempt
-from .planning import Planned, ScenarioPlan, check_run_name, load_selected, plan
+from .planning import Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan
 from .progress import Progress
 from .provenance_log import append_invocation, backend_record, on_testbed
 from .recovery import recover_stale
@@ -90,6 +90,10 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     recover_stale()
     run_dir = opts.results / opts.run
     _check_readable(run_dir, names)
+    if not (opts.force or opts.dry_run) and (done := all_done(selected, paths, run_dir)):
+        print("every selected cell completed earlier with the same configuration: nothing to run "
+              "(--force runs them again)")
+        return print_summary(done, [], False)
     with ExitStack() as stack, _signals_as_interrupt():
         testbeds = _testbeds(opts, inventories, run_dir, stack)
         caps = _probe(testbeds, cells, opts)
