@@ -68,9 +68,13 @@ class Run:
     provenance: dict = field(default_factory=dict)
 
     @property
+    def virtual_clock(self) -> bool:
+        return bool(self.opts.vm and self.opts.vm.clock == "virtual")
+
+    @property
     def dilation(self) -> float:
         """Timeouts are stretched on QEMU's virtual clock (I/O waits skip guest time)."""
-        return VIRTUAL_CLOCK_DILATION if self.opts.vm and self.opts.vm.clock == "virtual" else 1.0
+        return VIRTUAL_CLOCK_DILATION if self.virtual_clock else 1.0
 
     @property
     def root(self) -> Path:

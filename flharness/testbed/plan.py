@@ -113,8 +113,11 @@ def _link_vars(link: Any) -> dict[str, Any]:
     return {"rate": link.rate.text, "qdisc": list(link.qdisc), "self_shaping": link.self_shaping}
 
 
-def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, dilation: float = 1.0) -> list[str]:
-    """The Flent command for a cell; every coordinate also goes in as a test parameter."""
+def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool = True) -> list[str]:
+    """The Flent command for a cell; every coordinate also goes in as a test parameter.
+    TIME_LIMIT: wrapped in timeout(1). Not on QEMU's virtual clock: an idle guest's time
+    leaps to its next timer (hours while a guest waits on the host's disk), so a limit in
+    guest time can kill Flent as it starts; the host's wall-clock watchdog bounds the cell."""
     params: dict[str, str] = {}
     ccs = [f.cc for f in cell.flows]
     if cell.test.per_flow:  # tcp_Nup ignores tcp_cong_control: set each flow's CC
@@ -131,8 +134,8 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, dilation: float 
     params.update({f"fl_{axis}": p.label for axis, p in cell.coords.items()})
     note = json.dumps({"fl": {"scenario": cell.scenario, "cell": cell.name,
                               "config_hash": cell.config_hash, "coordinates": cell.coordinates()}})
-    limit = int(cell.length + 2 * FLENT_DELAY + TIMEOUT_MARGIN * dilation)
-    argv = ["timeout", "-k", "15", str(limit), "flent", cell.test.name,
+    limit = int(cell.length + 2 * FLENT_DELAY + TIMEOUT_MARGIN)
+    argv = (["timeout", "-k", "15", str(limit)] if time_limit else []) + ["flent", cell.test.name,
             "-H", target(cell, inv), "-l", str(cell.length), "-s", f"{cell.step_size:g}",
             "--netperf-control-port", inv.hostvars["cli"]["fl_netperf_port"],
             "--socket-stats", "-x", "-D", str(out_dir), "-t", cell.name, "-n", note]
@@ -141,7 +144,7 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, dilation: float 
     return argv
 
 
-def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, dilation: float = 1.0) -> dict[str, Any]:
+def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = True) -> dict[str, Any]:
     """fl_cell: everything the roles need for one cell (passed as Ansible extra vars)."""
     tunnel = tunnel_vars(cell, inv)
     return {
@@ -156,7 +159,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, dilation: float = 1.0)
         "udp_bps": cell.ends.udp.bps if cell.ends.udp else 0, "flent_delay": FLENT_DELAY,
         "target": target(cell, inv), "length": cell.length, "step_size": cell.step_size,
         "samplers": sorted({{"up": "cli", "down": "srv"}[f.direction] for f in cell.flows}),  # hosts that send
-        "flent": flent_argv(cell, inv, ".", dilation),  # Flent runs in the cell's folder (flent.sh.j2)
+        "flent": flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)
     }
 
 
