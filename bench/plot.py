@@ -42,21 +42,27 @@ def generate(cell: Path, root: Path, n: int) -> None:
         (d / "cell.json").write_text(json.dumps({**rec, "cell": name}))
 
 
-def metrics_alone(cell: Path, rounds: int = 3) -> float:
-    """The fastest of ROUNDS in-process analyses of CELL (no cache, one core)."""
+def metrics_alone(cell: Path, rounds: int = 3) -> tuple[float, float, int]:
+    """The fastest of ROUNDS in-process analyses of CELL (no cache, one core), the part of
+    it that reads the captures (pcap.load: packets, connections; one-way delay has its own
+    budget, bench/owd.py), and how many packets those hold."""
     sys.path.insert(0, str(REPO))
+    from flharness.analysis import pcap
     from flharness.analysis.metrics import Settings, analyse
     from flharness.results import files
     from flharness.results.cell_record import CellRecord
     from flharness.results.store import CELL_FILE
 
     record = files.read(CellRecord, cell / CELL_FILE)
-    best = float("inf")
+    best, reading = float("inf"), float("inf")
     for _ in range(rounds):
         t0 = time.process_time()
         analyse(cell, record, Settings())
         best = min(best, time.process_time() - t0)
-    return best
+        t0 = time.process_time()
+        loaded = [pcap.load(p) for p in sorted(cell.glob("*.pcap*"))]
+        reading = min(reading, time.process_time() - t0)
+    return best, reading, sum(len(pk.ts) for pk, _ in loaded)
 
 
 def timed(argv: list[str]) -> float:
@@ -85,7 +91,9 @@ def main() -> int:
     print(f"fl plot, {args.cells} cells, fresh: {fresh:.1f} s = {per_cell:.2f} s per cell "
           f"= {per_cell / baseline:.2f} × baseline (parallel over the cores)")
     print(f"fl plot again, nothing changed: {again:.2f} s = {again / baseline:.2f} × baseline")
-    print(f"the cell's metrics alone: {metrics_alone(args.cell.resolve()):.2f} s of CPU on one core")
+    total, reading, packets = metrics_alone(args.cell.resolve())
+    print(f"the cell's metrics alone: {total:.2f} s of CPU on one core; reading its captures "
+          f"({packets / 1e3:.0f} k packets) {reading:.2f} s, everything else {total - reading:.2f} s")
     return 0
 
 
