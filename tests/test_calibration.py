@@ -3,7 +3,7 @@ tcpdump's kernel drops per host and offloads read back on from the teardown log,
 per-core CPU saturation from the /proc/stat counters the ss sampler records each second."""
 from __future__ import annotations
 
-from flharness.run.calibration import capture_drops, offloads_on, saturated_share
+from flharness.run.calibration import capture_drops, offloads_on, saturated_share, unrecorded_hosts
 
 
 def test_capture_drops_per_host(tmp_path):
@@ -12,6 +12,14 @@ def test_capture_drops_per_host(tmp_path):
                    "9 packets received by filter\n0 packets dropped by kernel\n\n======== mid ========\n$ uname -r\n"
                    "6.1\n\n======== srv ========\n$ tcpdump statistics\n5 packets captured\n17 packets dropped by kernel\n")
     assert capture_drops(log) == {"cli": 0, "srv": 17}
+    assert unrecorded_hosts(log) == []
+
+
+def test_a_host_whose_state_was_not_recorded(tmp_path):
+    log = tmp_path / "teardown.log"  # as cell_logs.py writes it when a host's collection printed nothing
+    log.write_text("======== cli ========\n$ uname -r\n6.1\n\n======== mid ========\n\n\n"
+                   "======== srv ========\n(not collected: host failed)\n")
+    assert unrecorded_hosts(log) == ["mid", "srv"]
 
 
 def test_offloads_read_back_on(tmp_path):

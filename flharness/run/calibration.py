@@ -10,7 +10,8 @@ checks.calibration, shown in the index with ⚑): each check that failed is a re
   95 % busy for over 10 % of the test caps what namespaces can carry;
 * netem's limit holds the delay line (rate × the longest one-way delay, in packets);
 * offloads: TSO, GSO and GRO read back as off on every fl interface after the test
-  (the teardown log), so the bottleneck and the captures saw wire-size packets.
+  (the teardown log), so the bottleneck and the captures saw wire-size packets;
+* every host's state was recorded after the test (else the checks above are blind there).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from ..cells import Cell
 from ..results.cell_record import Calibration
 from ..testbed.plan import NETEM_LIMIT
 from . import flent_data
+from .cell_logs import HOSTS
 
 BASE_RTT_TOLERANCE = (1.0, 0.02)  # ms, share of the declared RTT
 CPU_BUSY, CPU_BUSY_SHARE = 0.95, 0.10
@@ -50,6 +52,8 @@ def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any]) -> Calibration
                 for core, share in saturated.items() if share > CPU_BUSY_SHARE]
     offloads = offloads_on(cell_dir / "teardown.log")
     reasons += [f"offloads on: {', '.join(offloads)}"] if offloads else []
+    if unrecorded := unrecorded_hosts(cell_dir / "teardown.log"):
+        reasons.append(f"no state recorded after the test on {', '.join(unrecorded)}")
     in_flight = max(cell.up.rate.bps, cell.down.rate.bps) * max(f.rtt.seconds for f in cell.flows) / 8 / FRAME_BYTES
     if in_flight > NETEM_LIMIT:
         reasons.append(f"netem limit {NETEM_LIMIT} packets is below the delay line ({in_flight:.0f})")
@@ -84,6 +88,13 @@ def offloads_on(teardown: Path) -> list[str]:
         return []
     return [f"{host} {dev} {kind}-offload" for host, body in host_sections(teardown.read_text(errors="replace")).items()
             for dev, kind, state in _OFFLOAD_RE.findall(body) if state == "on"]
+
+
+def unrecorded_hosts(teardown: Path) -> list[str]:
+    """Hosts whose part of the teardown log has no command in it (their collection
+    printed nothing, or failed): capture drops and offloads went unchecked there."""
+    sections = host_sections(teardown.read_text(errors="replace")) if teardown.is_file() else {}
+    return [h for h in HOSTS if "$ " not in sections.get(h, "")]
 
 
 def saturated_share(ss_log: Path, start: float, end: float) -> dict[str, float]:
