@@ -13,6 +13,8 @@ from ..scenario import Scenario, load_scenario
 from ..scenario.values import check_name
 from ..units import human_duration
 
+DONE = "completed earlier with the same configuration"
+
 
 @dataclass(frozen=True)
 class Planned:
@@ -62,7 +64,7 @@ def plan(cells: list[Cell], caps: Capabilities, store: ScenarioResults, force: b
     out = []
     for cell in cells:
         if not force and store.is_done(cell.name, cell.config_hash):
-            out.append(Planned(cell, "done", "completed earlier with the same configuration"))
+            out.append(Planned(cell, "done", DONE))
         elif (why := caps.unsupported(cell)) is not None:
             out.append(Planned(cell, "skip", why))
         else:
@@ -77,7 +79,7 @@ def all_done(selected: list[tuple[Scenario, list[Cell]]], paths: list[Path], roo
     for sp, (_, cells) in zip(plans, selected):
         if not all(sp.store.is_done(c.name, c.config_hash) for c in cells):
             return None
-        sp.planned = [Planned(c, "done", "completed earlier with the same configuration") for c in cells]
+        sp.planned = [Planned(c, "done", DONE) for c in cells]
     return plans if any(sp.planned for sp in plans) else None
 
 
