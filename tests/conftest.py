@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -207,6 +208,13 @@ class FlProcess:
         with self._cond:
             self._cond.wait_for(lambda: self._eof, timeout=30)
         return self.proc.returncode
+
+
+def listening(addr: str, port: int) -> bool:
+    """Whether something accepts TCP connections on ADDR:PORT."""
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex((addr, port)) == 0
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:

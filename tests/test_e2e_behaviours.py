@@ -133,17 +133,19 @@ def test_ecn_actions_and_their_combinations_rewrite_each_flow_at_the_middlebox(r
 def test_asymmetric_rates_and_a_two_step_schedule(run):
     """A download over 4 Mbit/s up and 6 down; at t = 10 s the link becomes 3 up and 2
     down, at 12 s 5 up and 4 down. What arrives at the client per half second (whole
-    frames, as HTB counts them) never exceeds the download rate in force (+3 % and a
-    frame of HTB's burst), and shows each change at its time: before the fall to 2 the
-    link carried more than 2 (and more than the 4 of the upload direction), after it no
-    half second exceeds 2, after the rise to 4 some half second exceeds 2 again. tc's own
+    frames, as HTB counts them) never exceeds the download rate in force, +3 %, a frame
+    of HTB's burst and 20 ms of arrivals bunched at a bin's edge (without these 20 ms the
+    bound was once 17 ms from failing); and it shows each change at its time: before the
+    fall to 2 the link carried more than 2 (and more than the 4 of the upload direction),
+    after it no half second exceeds 2, after the rise to 4 some half second exceeds 2
+    again. tc's own
     report of the classes: 4 and 6 Mbit/s when set up, 5 and 4 at the end; the schedule's
     log on the middlebox names both steps at their planned times."""
     rec, data, d = find(run, PATHS, test="tcp_1down")
     assert rec["status"] == "ok", rec["reason"]
     t0 = flent_t0(data)
     pkts = read_pcap(d / "cli.pcap.xz")
-    cap = lambda rate: rate * 1.03 + 1514 * 8 / 0.5 / 1e6  # noqa: E731
+    cap = lambda rate: rate * (1.03 + 0.020 / 0.5) + 1514 * 8 / 0.5 / 1e6  # noqa: E731
     first, second, third = arrival_bins(pkts, SRV, t0, 5.5, 10), arrival_bins(pkts, SRV, t0, 10.25, 11.75), arrival_bins(pkts, SRV, t0, 12.25, 14)
     assert max(first) <= cap(6) and max(first) > 1.1 * 4, first  # the download's own rate, above the upload's
     assert max(second) <= cap(2), second
@@ -160,14 +162,17 @@ def test_asymmetric_rates_and_a_two_step_schedule(run):
 
 
 def test_the_second_flow_starts_at_its_delay(run):
-    """`start: [0s, 2s]`: the server's capture shows netperf's second control connection 2 s
+    """`start: [0s, 2s]`: the client's capture shows netperf's second control connection 2 s
     after the first (±0.2 s: Flent's start of a program), its data connection opening after
     it, and no data of the second flow before then; the first starts with the test, after
-    Flent's 5 s lead-in."""
+    Flent's 5 s lead-in. The client's, not the server's: there the second SYN arrives up to
+    a full FIFO later (100 frames at 8 Mbit/s, 151 ms; seen 2.14 s apart, 2.008 s at the
+    client). The second flow, 2 s against an established cubic flow, sent over 50 full
+    segments (seen 135)."""
     rec, data, d = find(run, PATHS, test="tcp_2up")
     assert rec["status"] == "ok", rec["reason"]
     t0 = flent_t0(data)
-    pkts = read_pcap(d / "srv.pcap.xz")
+    pkts = read_pcap(d / "cli.pcap.xz")
     control = sorted(p.ts - t0 for p in pkts if p.proto == 6 and p.flags & SYN and not p.flags & ACK and p.dport == 12865)
     flows = sorted(connections(pkts).values(), key=lambda pk: pk[0].ts)
     assert len(control) == 2 and len(flows) == 2, (control, len(flows))
@@ -176,7 +181,7 @@ def test_the_second_flow_starts_at_its_delay(run):
     data_from = [min(p.ts for p in pk if p.payload > 0) - t0 for pk in flows]
     assert control[0] < opened[0] < control[1] < opened[1], (control, opened)
     assert data_from[1] > control[1] and data_from[1] - data_from[0] >= 2.0, data_from
-    assert sum(1 for p in flows[1] if p.payload > 0) > 100
+    assert sum(1 for p in flows[1] if p.payload > 0) > 50
 
 
 def test_bidirectional_test_sends_one_flow_each_way(run):
@@ -304,9 +309,9 @@ def test_download_flows_are_analysed_from_the_senders_samples(behaviours_report)
     samples only the client's sockets, so a download flow's D_SS and TCP RTT come from
     the server's ss samples of its connection (srv.ss.log). tcp_bidirectional's download:
     D_SS is the mean delivery rate of those samples (by the server's port in the
-    client's capture) over the 2 s window ending 1 s before the last, none above the
-    link's 8 Mbit/s; its RTT median the samples' while the flow runs; within the payload
-    capacity."""
+    client's capture) over the 2 s window ending 1 s before the last, without those
+    above the link's 8 Mbit/s (counted as excluded; seen: none, 7.52 at most); its RTT
+    median the samples' while the flow runs; within the payload capacity."""
     _, run = behaviours_report
     for test in ("tcp_1down", "tcp_bidirectional", "rrul"):
         _, _, d = find(run, PATHS, test=test)
@@ -321,10 +326,12 @@ def test_download_flows_are_analysed_from_the_senders_samples(behaviours_report)
     rates = [(t, v) for t, v, _ in samples if v]
     end = rates[-1][0] - 1
     window = [v for t, v in rates if end - 2 < t < end]
-    assert window and max(window) <= 8, samples
+    possible = [v for v in window if v <= 8]
+    assert possible, samples
     rtts = [r for t, _, r in samples if r and LEAD_IN <= t - t0 <= LEAD_IN + length]
     (down,) = [f for f in json.loads((d / "metrics.json").read_text())["flows"] if f["direction"] == "down"]
-    assert down["steady_mbit"] == pytest.approx(statistics.fmean(window), rel=1e-9)
+    assert down["steady_mbit"] == pytest.approx(statistics.fmean(possible), rel=1e-9)
+    assert down["steady_excluded"] == len(window) - len(possible), (down, window)
     assert down["tcp_rtt_ms"]["median"] == pytest.approx(statistics.median(rtts))
     assert down["steady_mbit"] <= 1.01 * rec["config"]["bottleneck"]["down"]["rate_bps"] * PAYLOAD_SHARE / 1e6
 

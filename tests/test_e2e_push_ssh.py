@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import needs_root_tools, run_fl
+from conftest import listening, needs_root_tools, run_fl, wait_for
 from test_e2e_report import start_nginx, stop_nginx
 
 pytestmark = [pytest.mark.e2e, needs_root_tools(),
@@ -55,6 +55,7 @@ def web_host(tmp_path):
         sh("ip", "-n", ns, "link", "set", "mgmt", "up")
         sshd = subprocess.Popen(["ip", "netns", "exec", ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(cfg)],
                                 stderr=subprocess.DEVNULL)
+        wait_for(lambda: listening("10.75.1.2", 22), "sshd on 10.75.1.2 listens")
         rsh = (f"ssh -i {key} -o BatchMode=yes -o StrictHostKeyChecking=no "
                f"-o UserKnownHostsFile=/dev/null -o ConnectTimeout=10")
         yield rsh

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, needs_root_tools, run_fl, wait_for
+from conftest import REPO, listening, needs_root_tools, run_fl, wait_for
 from resultlib import LEAD_IN, payload_received_mbit
 
 from flharness.run.flent_data import load as load_flent
@@ -149,11 +149,8 @@ http {{ include /etc/nginx/mime.types; access_log {tmp_path}/access.log;
 """)
     proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-c", str(conf), "-p", str(tmp_path)])
 
-    def listening() -> bool:
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", port)) == 0
     try:
-        wait_for(listening, f"nginx listens on port {port}", timeout=10)
+        wait_for(lambda: listening("127.0.0.1", port), f"nginx listens on port {port}", timeout=10)
     except AssertionError:
         stop_nginx(proc)
         raise

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-import socket
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO, needs_root_tools, run_fl, wait_for
+from conftest import REPO, listening, needs_root_tools, run_fl, wait_for
 
 from flharness.run.flent_data import load as load_flent
 
@@ -76,12 +75,6 @@ def host_line(name: str, role: str, mgmt: str, index: int) -> str:
              "mid": f"fl_if_cli=e0 fl_addr_cli={a}.2/24 fl_if_srv=e1 fl_addr_srv={b}.2/24",
              "srv": f"fl_if=e0 fl_addr={b}.1/24 fl_route_to={a}.0/24 fl_gateway={b}.2"}
     return f"{name} ansible_host={mgmt} {links[role]}" + (f" fl_role={role}" if name != role else "")
-
-
-def listening(addr: str, port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex((addr, port)) == 0
 
 
 def common_vars(key: Path) -> str:
