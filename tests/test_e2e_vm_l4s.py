@@ -24,7 +24,7 @@ from pathlib import Path
 import dpkt
 import pytest
 from conftest import needs_vm, run_fl
-from resultlib import LEAD_IN, find, packets, series
+from resultlib import LEAD_IN, find, packets, read_pcap, series
 
 from flharness.image.store import load_image
 
@@ -156,11 +156,32 @@ def test_classic_ecn_flows_use_dualpi2s_classic_queue(lab):
     assert packets(d / "srv.pcap.xz", f"{data} and ip[1] & 3 == 1") == 0  # no ECT(1)
 
 
+def one_way_delays(cell_dir: Path, tos: int) -> list[float]:
+    """Each data packet of the flow marked TOS: from the client's capture to the server's
+    (ms), matched by sequence number and IP id (the tests' own reader, not fl's)."""
+    sent: dict[tuple[int, int], float] = {}
+    for p in read_pcap(cell_dir / "cli.pcap.xz"):
+        if p.proto == 6 and p.payload > 0 and p.tos & 0xfc == tos:
+            sent.setdefault((p.seq, p.ipid), p.ts)
+    return [(p.ts - sent[p.seq, p.ipid]) * 1000 for p in read_pcap(cell_dir / "srv.pcap.xz")
+            if p.proto == 6 and p.payload > 0 and p.tos & 0xfc == tos and (p.seq, p.ipid) in sent]
+
+
 def test_dctcp_with_ect1_is_a_scalable_sender_in_the_l_queue(lab):
     """The middlebox rewrites dctcp's ECT(0) to ECT(1) (ecn: ect1) before dualpi2: its
     packets take the L queue and its step marks; the server receives them ECT(1) (or CE),
-    cubic's ECT(0). dctcp's RTT stays within 5 ms of the base (the L queue's 1 ms step),
-    while cubic's sits at the classic queue's target (15 ms; this test: 5 to 25 ms)."""
+    cubic's ECT(0).
+
+    Queueing delay, from the captures: each data packet's one-way delay above the path's
+    (the least of either flow's). dctcp's p95 stays under 5 ms (the L queue's 1 ms step;
+    seen 1.75 ms), cubic's median sits at the classic queue's target (15 ms; this test: 5
+    to 25 ms; seen 13.3-13.9). The TCP RTT above the base RTT says the same at its median
+    (dctcp under 5 ms, seen 1.6-2.4; cubic 5 to 25, seen 14), but its p95 is no measure
+    of the queue: it adds the receiver's delayed ACKs, which hold every other segment's
+    ACK until the next one arrives, and unpaced dctcp gets a tenth of the link (1.9
+    Mbit/s: a segment every 6 ms). Seen: ACK delay p95 6.1 ms at the server; TCP RTT p95
+    above base 4.9-5.1 ms in the 1 s socket samples (4.5-4.8 in Flent's 0.2 s ones),
+    while the L queue's part was 1.75."""
     _, data, d = cell(lab, cc="dctcp-vs-cubic", sysctls="tcp_ecn1", qdisc="dualpi2")
     stats = teardown_dualpi2(d)
     assert stats["pkts_in_l"] > 100 and stats["step_mark"] > 0, stats
@@ -169,12 +190,17 @@ def test_dctcp_with_ect1_is_a_scalable_sender_in_the_l_queue(lab):
         flow = f"tcp and greater 1000 and ip[1] & 0xfc == {tos:#x}"
         assert packets(pcap, f"{flow} and ip[1] & 3 == {wanted}") > 100
         assert packets(pcap, f"{flow} and ip[1] & 3 == {other}") == 0
+    owd = {tos: one_way_delays(d, tos) for tos in (DCTCP_TOS, CUBIC_TOS)}
+    assert len(owd[DCTCP_TOS]) > 1000 and len(owd[CUBIC_TOS]) > 1000, {k: len(v) for k, v in owd.items()}
+    path = min(min(v) for v in owd.values())
+    assert statistics.quantiles(owd[DCTCP_TOS], n=20)[-1] - path < 5.0, path
+    assert 5.0 < statistics.median(owd[CUBIC_TOS]) - path < 25.0, path
     base = min(v for _, v in series(data, "Ping (ms) ICMP", 0, LEAD_IN - 0.5))
     # after slow start, before the flows stop (as fl's steady window: the last sample is
     # taken while netperf ends its test; one at 25.3 ms after 17 at 21.1-23.8 was seen)
     dctcp, cubic = socket_rtts(d, "dctcp")[2:-1], socket_rtts(d, "cubic")[2:-1]
     assert len(dctcp) >= 10 and len(cubic) >= 10
-    assert statistics.quantiles(dctcp, n=20)[-1] - base < 5.0, (base, dctcp)
+    assert statistics.median(dctcp) - base < 5.0, (base, dctcp)
     assert 5.0 < statistics.median(cubic) - base < 25.0, (base, cubic)
 
 
