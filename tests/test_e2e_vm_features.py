@@ -121,8 +121,9 @@ def test_pantheon_schemes_at_1mbit_200ms(run):
     its ping under load grows by seconds. fl's goodput is what the server's capture
     received (±2 %), never netperf's sender-side count (1.29 for CUBIC in seed 003), and
     for CUBIC and BBR it is 0.90-0.96 Mbit/s (the payload capacity is 0.956); BBR's queue
-    is steady, so its p95 TCP RTT exceeds its p95 one-way delay by the return path's
-    100 ms."""
+    is steady, so its p95 TCP RTT exceeds its p95 one-way delay by about the return
+    path's 100 ms: ±30, since the one is the kernel's smoothed RTT (some 100 samples),
+    which flattens peaks, the other every packet's own delay (seen 84.7 and 94.8)."""
     for cc in ("cubic", "bbr", "reno"):
         rec, data, d = find(run, "pantheon-seed", cc=cc)
         flow = json.loads((d / "metrics.json").read_text())["flows"][0]
@@ -136,7 +137,7 @@ def test_pantheon_schemes_at_1mbit_200ms(run):
             assert 0.90 <= flow["mean_mbit"] <= 0.96, (cc, flow)
             assert flow["goodput_source"].startswith("receiver"), (cc, flow)
         if cc == "bbr":
-            assert abs(flow["tcp_rtt_ms"]["p95"] - flow["owd_ms"]["p95"] - 100) <= 20, flow
+            assert abs(flow["tcp_rtt_ms"]["p95"] - flow["owd_ms"]["p95"] - 100) <= 30, flow
         base = statistics.median(v for _, v in series(data, "Ping (ms) ICMP", 0.5, LEAD_IN - 0.5))
         assert abs(base - 200) <= 2, (cc, base)
         assert rec["config"]["bottleneck"]["up"]["qdisc"] == "bfifo limit 625000"
