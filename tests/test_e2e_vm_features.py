@@ -68,7 +68,9 @@ def test_per_flow_rtt_from_socket_stats(run):
 def test_rate_step_shows_at_its_time(run):
     """10 → 2 Mbit/s declared at t = 10 s of the test: what reaches the server per half
     second (whole frames, as HTB counts them) is near 10 Mbit/s before and at most 2 (+3 %
-    and one frame of HTB's burst) from 10.5 s on; the middlebox applied the step at 10 ± 0.1 s.
+    and one frame of HTB's burst) from 10.5 s on; the middlebox applied the step at 10 s,
+    +0.2 s: its log's time is taken once tc has run, and in an emulated guest starting tc
+    costs virtual time (seen 27-73 ms late; on namespaces 3-11 ms, test_e2e_behaviours).
     (Not netperf's samples: they count what the sender wrote, 8.7 Mbit/s in the last second
     of a 2 Mbit/s link was seen.)"""
     _, data, d = find(run, "vm-features", rate_schedule="2mbit@10s")
@@ -78,7 +80,7 @@ def test_rate_step_shows_at_its_time(run):
     assert min(before) > 0.9 * 10, before
     assert max(after) <= 2 * 1.03 + 1514 * 8 / 0.5 / 1e6, after
     applied = re.search(r"t=([\d.]+): up 2mbit .*\(planned t=10.0\)", (d / "teardown.log").read_text())
-    assert applied and abs(float(applied.group(1)) - 10) <= 0.1, applied
+    assert applied and 10 <= float(applied.group(1)) <= 10.2, applied
 
 
 def test_slotting_changes_the_delay_distribution(run):
@@ -223,8 +225,9 @@ def test_netem_duplicates_and_corrupts_on_the_way_to_the_server(run):
     sent once (sequence number and IP id) that arrive twice, about 5 % of them (2.5-7.5 %).
     Corruption: segments whose TCP header arrived with other bytes than the client sent:
     some, but at most the 2 % declared (netem flips a bit anywhere in the packet's linear
-    part, the Ethernet and IP headers too, and a flipped IP header is dropped on the way);
-    on the reordering cell's path (no corruption) not one."""
+    part, the Ethernet and IP headers too, and a flipped IP header is dropped on the way;
+    seen 6 and 15 of some 2100 segments, so "some" is one or more); on the reordering
+    cell's path (no corruption) not one."""
     rec, _, d = find(run, "vm-features", netem="up_duplicate_5%_corrupt_2%_down_none")
     assert rec["status"] == "ok", rec["reason"]
     sent, received = _upload(d)
@@ -233,7 +236,7 @@ def test_netem_duplicates_and_corrupts_on_the_way_to_the_server(run):
     twice = len(keys) - len(set(keys))
     assert 0.025 <= twice / len(set(keys)) <= 0.075, (twice, len(set(keys)))
     altered = _altered(sent, received)
-    assert 0.001 <= altered <= 0.02, altered
+    assert 0 < altered <= 0.02, altered
     _, _, clean = find(run, "vm-features", netem="up_reorder_25%_50%_down_none")
     assert _altered(*_upload(clean)) == 0
 
@@ -264,7 +267,8 @@ def test_a_client_qdisc_marks_and_ce_bleach_unmarks_one_flow(run):
     the upload (what reaches the server stays within 8 Mbit/s' payload capacity) and marks
     CE, which the client's capture (after its qdisc) shows for both ECN flows; the
     middlebox turns flow 1's CE into ECT(0) (ce-bleach: nft's counter is exactly flow 1's
-    CE packets at the client), so at the server flow 1 has no CE and flow 2 all of its."""
+    CE packets at the client), so at the server flow 1 has no CE and flow 2 all of its.
+    Each flow has a few CE marks at the client at least (seen 13-14 on the less marked)."""
     rec, data, d = find(run, "vm-features", ecn="ce-bleach-none")
     assert rec["status"] == "ok", rec["reason"]
     cli, srv = (read_pcap(d / f"{h}.pcap.xz") for h in ("cli", "srv"))
@@ -272,7 +276,7 @@ def test_a_client_qdisc_marks_and_ce_bleach_unmarks_one_flow(run):
     def ce(pkts, tos: int) -> int:
         return sum(1 for p in pkts if p.proto == 6 and p.src == CLI and p.dscp == tos >> 2 and p.ecn == CE)
     tos1, tos2 = (f["tos"] for f in rec["config"]["flows"])
-    assert ce(cli, tos1) > 10 and ce(cli, tos2) > 10, (ce(cli, tos1), ce(cli, tos2))
+    assert ce(cli, tos1) >= 3 and ce(cli, tos2) >= 3, (ce(cli, tos1), ce(cli, tos2))
     assert ce(srv, tos1) == 0 and ce(srv, tos2) == ce(cli, tos2), (ce(srv, tos1), ce(srv, tos2), ce(cli, tos2))
     rule = re.search(r'counter packets (\d+) bytes \d+ comment "flow 1: ce-bleach"', (d / "teardown.log").read_text())
     assert rule and int(rule.group(1)) == ce(cli, tos1), (rule, ce(cli, tos1))
