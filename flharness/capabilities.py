@@ -9,7 +9,7 @@ from typing import Any
 from .cells import Cell
 from .errors import FlError, ScenarioError
 from .qdisc import kernel_module
-from .testbed import probe
+from .testbed import ecn_rules, probe
 from .testbed.ansible import run_playbook
 from .testbed.plan import delay_plan, header_hash_queues
 
@@ -43,6 +43,14 @@ class Capabilities:
     def feature(self, name: str) -> bool:
         return bool(self.data.get("features", {}).get(name))
 
+    @property
+    def tcp_rewrite(self) -> ecn_rules.TcpRewrite | None:
+        """How this testbed clears a SYN's ECN flags (strip-negotiation): a tc filter
+        where the kernel has pedit and csum, else nftables where its writes to the TCP
+        header take effect (ecn_rules.py), else not at all."""
+        works = self.data.get("tcp_rewrite", {})
+        return "tc" if works.get("tc") else "nft" if works.get("nft") else None
+
     def missing_tools(self) -> list[str]:
         return [t for t in REQUIRED_TOOLS if not self.tools.get(t)]
 
@@ -72,6 +80,9 @@ class Capabilities:
                     return f"kernel lacks {what} (needed for {need})"
         if any(f.ecn != "none" for f in cell.flows) and not self.feature("nftables"):
             return "no nftables (nft) on the middlebox: needed for the per-flow ECN rewrites"
+        if self.tcp_rewrite is None and any("strip-negotiation" in f.ecn for f in cell.flows):
+            return ("kernel cannot rewrite TCP flags (strip-negotiation): it lacks act_pedit/act_csum "
+                    "and refuses nftables writes to the TCP header")
         return self._tunnel_gap(cell)
 
     def _tunnel_gap(self, cell: Cell) -> str | None:
@@ -147,6 +158,8 @@ def probe_request(cells: list[Cell]) -> dict[str, Any]:
         "ccs": sorted({f.cc for c in cells for f in c.flows}),
         "sysctls": sorted({k for c in cells for settings in c.sysctls.values() for k in settings}),
         "sysctl_sets": [list(map(list, s)) for s in sorted({_pairs(st) for c in cells for st in c.sysctls.values()})],
+        "tcp_rewrite": {"nft": ecn_rules.NFT_STRIP, "tc": ecn_rules.commands(
+            [ecn_rules.FlowRule(1, 0, ("strip-negotiation",))], "{dev}", "mid", "tc", ingress_exists=True).tc},
     }
 
 

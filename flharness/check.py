@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .capabilities import OPTIONAL_TOOLS, REQUIRED_TOOLS, Capabilities
+from .capabilities import OPTIONAL_TOOLS, REQUIRED_TOOLS, Capabilities, probe_request
 from .testbed import probe
 from .testbed.ansible import ansible_playbook
 
@@ -14,15 +14,17 @@ if TYPE_CHECKING:
 
 #: Features named more plainly than the probe's keys.
 FEATURE_NAMES = {"accecn": "accecn (tcp_ecn=3 accepted)"}
+TCP_REWRITE = {"tc": "tc filter (u32, pedit, csum)", "nft": "nftables (this kernel applies its TCP header writes)",
+               None: "NOT POSSIBLE here (no act_pedit/act_csum, and nftables' TCP header writes refused)"}
 
 
 def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     """This machine's kernel and tools, or (VM) the guest's, probed for real."""
     if vm is not None and inventory is not None:
         from .run.vm_probe import probe_in_vm
-        caps = probe_in_vm(vm, inventory, {})
+        caps = probe_in_vm(vm, inventory, probe_request([]))
     else:
-        caps = Capabilities(probe.probe({}))
+        caps = Capabilities(probe.probe(probe_request([])))
     ok = True
     print(f"kernel {caps.kernel}; running as {'root' if caps.data.get('root') else 'a regular user'}")
     print("\ntools:")
@@ -47,6 +49,7 @@ def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     print("  unavailable: " + (" ".join(c for c, v in ccs.items() if not v) or "none"))
     features = caps.data.get("features", {}).items()
     print("\nfeatures: " + ", ".join(f"{FEATURE_NAMES.get(k, k)} {'yes' if v else 'NO'}" for k, v in features))
+    print(f"ECN strip-negotiation (a SYN's AE, CWR, ECE cleared): {TCP_REWRITE[caps.tcp_rewrite]}")
     for line in hints(caps):
         print("  " + line)
     return 0 if ok and caps.data.get("root") else 1

@@ -76,7 +76,7 @@ def test_bottleneck_script_shapes(scenario_file, inv):
           qdisc: ["pfifo limit {{ packets('250ms') }}", cake bandwidth 50mbit]
     """)
     rv = run_vars(cells, ifb=True, nft=True)
-    fifo, cake = setup_scripts([cell_vars(c, inv, Path("/tmp/x")) for c in cells], rv, inv)
+    fifo, cake = setup_scripts([cell_vars(c, inv, Path("/tmp/x"), tcp_rewrite="tc") for c in cells], rv, inv)
     assert "'class add dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit'" in fifo
     assert "'qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 103'" in fifo
     assert "'class add dev mid.l parent 1: classid 1:1 htb rate 100mbit ceil 100mbit'" in fifo
@@ -103,7 +103,7 @@ def test_path_features_render(scenario_file, inv, tmp_path):
         udp: 5mbit
         rate_schedule: [{at: 10s, rate: 5mbit}]
     """)
-    cv = cell_vars(cell, inv, tmp_path)
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc")
     script, = setup_scripts([cv], run_vars([cell], True, True), inv)
     assert "root handle 1: netem delay 50ms 75ms distribution normal loss 5% limit 100000" in script
     assert "root handle 1: netem delay 50ms duplicate 1% limit 100000" in script
@@ -121,7 +121,7 @@ def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
     tc batch line is quoted whole: no shell sees its words)."""
     cell = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\ncc: reno\n"
                                    "qdisc: {value: 'pfifo limit 10', label: \"x y (z)\"}\n")[0]
-    cv = cell_vars(cell, inv, tmp_path)
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc")
     cv["bottleneck"]["up"]["rate"] = "5mbit; reboot"  # as if validation were bypassed
     script, = setup_scripts([cv], run_vars([cell], False, False), inv)
     assert "'class add dev mid.r parent 1: classid 1:1 htb rate 5mbit; reboot ceil 5mbit; reboot'" in script
@@ -161,9 +161,9 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
         tunnel: ipsec
         matrix: {replay_window: [0, 256]}
     """)
-    cv0, cv = (cell_vars(c, inv, tmp_path) for c in cells)
+    cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc") for c in cells)
     assert cv["target"] == "10.71.9.2" and cv["flent"][cv["flent"].index("-H") + 1] == "10.71.9.2"
-    assert cv["tunnel"]["replay_window"] == 256 and cv["ecn_at"] == "cli"
+    assert cv["tunnel"]["replay_window"] == 256 and cv["ecn"]["at"] == "cli"
     keys = [cv0["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["srv"]["auth"]]
     assert len(set(keys)) == 3 and all(len(k) == 66 for k in keys)
     rv = run_vars(cells, True, True)
@@ -187,7 +187,7 @@ def test_tunnel_needs_inner_addresses(scenario_file, tmp_path):
     ini.write_text((REPO / "inventory.ini").read_text().replace(" fl_tunnel_addr=10.71.9.2/24", ""))
     cell, = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\nqdisc: pfifo\ncc: reno\ntunnel: fou\n")
     with pytest.raises(FlError, match="srv: fl_tunnel_addr is missing"):
-        cell_vars(cell, load_inventory(ini), tmp_path)
+        cell_vars(cell, load_inventory(ini), tmp_path, tcp_rewrite="tc")
 
 
 def test_tunnel_capabilities(scenario_file):
@@ -225,7 +225,7 @@ def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
           - {tunnel: [fou], qdisc: [fq_codel flows 256, {value: fq_pie, shaper: self}, cake bandwidth 10mbit]}
           - {tunnel: [none], qdisc: [fq_codel]}
     """)
-    scripts = setup_scripts([cell_vars(c, inv, tmp_path / c.name) for c in cells], run_vars(cells, True, True), inv)
+    scripts = setup_scripts([cell_vars(c, inv, tmp_path / c.name, tcp_rewrite="tc") for c in cells], run_vars(cells, True, True), inv)
     flt = "handle 1 protocol all prio 1 flow hash keys src,dst,proto,proto-src,proto-dst divisor"
     assert f"'filter add dev mid.r parent 10: {flt} 256'" in scripts[0]
     assert f"'filter add dev mid.l parent 10: {flt} 256'" in scripts[0]

@@ -35,6 +35,7 @@ class Packets:
     seq: np.ndarray  # int64, raw 32-bit sequence numbers
     ack: np.ndarray
     flags: np.ndarray  # uint8 TCP flags
+    ae: np.ndarray  # uint8 TCP AE bit (AccECN, RFC 9768: byte 12, bit 0)
     payload: np.ndarray  # int64 TCP payload bytes (from the IP total length)
     tos: np.ndarray  # uint8 (DSCP << 2 | ECN)
     ipid: np.ndarray  # int64 IP identification
@@ -115,5 +116,21 @@ def _parse(d: np.ndarray, records: np.ndarray, lengths: np.ndarray, order: str, 
     return Packets(
         ts=ts.astype(np.float64), src=_be(d, ip + 12, 4).astype(np.uint32), dst=_be(d, ip + 16, 4).astype(np.uint32),
         sport=_be(d, tcp, 2).astype(np.uint32), dport=_be(d, tcp + 2, 2).astype(np.uint32),
-        seq=_be(d, tcp + 4, 4), ack=_be(d, tcp + 8, 4), flags=d[tcp + 13].copy(),
+        seq=_be(d, tcp + 4, 4), ack=_be(d, tcp + 8, 4), flags=d[tcp + 13].copy(), ae=d[tcp + 12] & 1,
         payload=_be(d, ip + 2, 2) - ihl - doff, tos=d[ip + 1].copy(), ipid=_be(d, ip + 4, 2))
+
+
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
+
+
+def identity(pk: Packets, idx: np.ndarray | None = None) -> np.ndarray:
+    """One number per packet (at IDX, default all) that the same packet carries in every
+    capture along its path: its source address and port, sequence and ACK numbers and IP
+    id, hashed into 64 bits (ECN bits, flags and TTL, which the path may change, left out)."""
+    sel = slice(None) if idx is None else idx
+    with np.errstate(over="ignore"):
+        key = (pk.seq[sel].astype(np.uint64) | (pk.ipid[sel].astype(np.uint64) << np.uint64(32))
+               | (pk.sport[sel].astype(np.uint64) << np.uint64(48)))
+        key ^= pk.ack[sel].astype(np.uint64) * _MIX[0]
+        key ^= pk.src[sel].astype(np.uint64) * _MIX[1]
+    return key

@@ -18,3 +18,36 @@ def device_blocks(section: str) -> dict[str, str]:
     """Each device's `tc -s -d qdisc show; tc -s -d class show` output in a host's part."""
     parts = _TC_RE.split(section)
     return {parts[i]: parts[i + 1].split("\n$ ", 1)[0] for i in range(1, len(parts) - 1, 2)}
+
+
+_NFT_COUNTER_RE = re.compile(r'counter packets (\d+) bytes \d+ comment "(flow \d+: [\w-]+)"')
+_TC_COOKIE_RE = re.compile(r"\bcookie ([0-9a-f]+)")
+_TC_SENT_RE = re.compile(r"Sent \d+ bytes (\d+) pkt")
+_SYSCTL_RE = re.compile(r"^([\w.]+) = (.*)$", re.M)
+
+
+def command_output(section: str, command: str) -> str | None:
+    """What COMMAND (the text after "$ ", up to its end of line) printed in a host's part."""
+    start = section.find(f"$ {command}")
+    if start < 0:
+        return None
+    body = section[start:].split("\n", 1)[1] if "\n" in section[start:] else ""
+    return body.split("\n$ ", 1)[0]
+
+
+def rule_counters(section: str) -> dict[str, int]:
+    """The per-flow ECN rules' counters in a host's part: "flow N: ACTION" → packets
+    matched; nftables rules carry the name as their comment, tc filters (strip-negotiation)
+    their flow in their actions' cookie (testbed/ecn_rules.py)."""
+    from ..testbed.ecn_rules import cookie_flow, rule_comment
+    out = {name: int(n) for n, name in _NFT_COUNTER_RE.findall(section)}
+    for chunk in re.split(r"^filter ", section, flags=re.M):
+        cookie, sent = _TC_COOKIE_RE.search(chunk), _TC_SENT_RE.search(chunk)
+        if cookie and sent and (flow := cookie_flow(cookie.group(1))) is not None:
+            out[rule_comment(flow, "strip-negotiation")] = int(sent.group(1))
+    return out
+
+
+def sysctl_values(section: str) -> dict[str, str]:
+    """Sysctls the host read back after the test ("key = value" lines), whitespace folded."""
+    return {k: " ".join(v.split()) for k, v in _SYSCTL_RE.findall(section)}

@@ -133,6 +133,16 @@ class CcCheck(Contract):
     ok: bool
 
 
+class Effect(Contract):
+    """A declared feature seen (or not) to take effect in the cell (run/effects/): what
+    was checked against what fl did not configure itself (captures, the kernel's counters,
+    the schedule's log, values read back after the test)."""
+
+    feature: str  # e.g. "flow 2: strip-negotiation", "netem loss up", "rate schedule"
+    evidence: str  # what was seen, with numbers
+    ok: bool
+
+
 class Calibration(Contract):
     """Did the path behave as declared? (run/calibration.py)"""
 
@@ -141,6 +151,7 @@ class Calibration(Contract):
     capture_drops: dict[str, int]  # per host
     cpu_saturated: dict[str, float]  # "host cpuN" → share of the test it was saturated
     offloads_on: list[str]
+    effects: list[Effect] = []  # every declared feature's effect (run/effects/)
     reasons: list[str]
     ok: bool
 

@@ -11,7 +11,10 @@ checks.calibration, shown in the index with ⚑): each check that failed is a re
 * netem's limit holds the delay line (rate × the longest one-way delay, in packets);
 * offloads: TSO, GSO and GRO read back as off on every fl interface after the test
   (the teardown log), so the bottleneck and the captures saw wire-size packets;
-* every host's state was recorded after the test (else the checks above are blind there).
+* every host's state was recorded after the test (else the checks above are blind there);
+* every declared path feature took effect (effects/: ECN rewrites, netem loss, the rate
+  schedule, the tunnel, sysctls, the client's qdisc), each seen in the captures or the
+  kernel's own counters.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from ..results.cell_record import Calibration
 from ..testbed.plan import NETEM_LIMIT
 from . import flent_data
 from .cell_logs import HOSTS
+from .effects import effects
 
 BASE_RTT_TOLERANCE = (1.0, 0.02)  # ms, share of the declared RTT
 CPU_BUSY, CPU_BUSY_SHARE = 0.95, 0.10
@@ -34,7 +38,9 @@ _DROPS_RE = re.compile(r"^(\d+) packets dropped by kernel$", re.M)
 _OFFLOAD_RE = re.compile(r"^(\S+) (tcp-segmentation|generic-segmentation|generic-receive)-offload: (on|off)", re.M)
 
 
-def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any]) -> Calibration:
+def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any], server: str) -> Calibration:
+    """The verdict on the cell in CELL_DIR (DATA: its Flent data; SERVER: the address
+    Flent talked to, which tells the captures' directions apart)."""
     reasons: list[str] = []
     base, declared = _base_rtt(data), cell.flows[0].rtt.seconds * 1e3
     if cell.path.netem is None and base is not None and abs(base - declared) > _rtt_tolerance(declared):
@@ -57,8 +63,10 @@ def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any]) -> Calibration
     in_flight = max(cell.up.rate.bps, cell.down.rate.bps) * max(f.rtt.seconds for f in cell.flows) / 8 / FRAME_BYTES
     if in_flight > NETEM_LIMIT:
         reasons.append(f"netem limit {NETEM_LIMIT} packets is below the delay line ({in_flight:.0f})")
+    seen = effects(cell, cell_dir, server)
+    reasons += [f"{e.feature}: {e.evidence}" for e in seen if not e.ok]
     return Calibration(base_rtt_ms=base, declared_rtt_ms=declared, capture_drops=drops, cpu_saturated=saturated,
-                       offloads_on=offloads, reasons=reasons, ok=not reasons)
+                       offloads_on=offloads, effects=seen, reasons=reasons, ok=not reasons)
 
 
 def _rtt_tolerance(declared_ms: float) -> float:

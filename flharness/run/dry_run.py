@@ -29,7 +29,8 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: dict[str, Any]) -> None:
           f"results into {sp.store.root}")
     print(f"run-wide: IFBs for path delay: {'yes' if run_vars['ifb'] else 'no'}; "
           f"firewall counters: {'yes' if run_vars['nft'] else 'no'}")
-    to_run = {p.cell.name: cell_vars(p.cell, inv, sp.store.root / p.cell.name, not run.virtual_clock)
+    to_run = {p.cell.name: cell_vars(p.cell, inv, sp.store.root / p.cell.name, not run.virtual_clock,
+                                     tcp_rewrite=run.caps.tcp_rewrite)
               for p in sp.planned if p.action == "run"}
     scripts = render_cells(inv, run_vars, list(to_run.values()),
                            {h: ["setup.sh.j2"] for h in ("cli", "mid", "srv")}) if to_run else {}

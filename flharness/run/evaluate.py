@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cells import Cell, Flow
-from ..results.cell_record import CcCheck, Checks
+from ..results.cell_record import CcCheck, Checks, Endpoints
 from ..testbed.ansible import PlaybookResult
 from . import flent_data, sockets
 from .calibration import calibration
@@ -34,7 +34,7 @@ class Verdict:
         return "; ".join(self.reasons)
 
 
-def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, control_port: int) -> Verdict:
+def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, ends: Endpoints) -> Verdict:
     v = Verdict()
     if not result.ok:
         v.fail(result.reason())
@@ -46,9 +46,9 @@ def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, control_port: i
     if missing:
         v.fail(f"missing or empty: {', '.join(missing)}")
     data = _check_flent_data(cell, cell_dir, v)
-    _check_ccs(cell, cell_dir, control_port, v)
+    _check_ccs(cell, cell_dir, ends.netperf_port, v)
     if data is not None:
-        v.checks.calibration = calibration(cell, cell_dir, data)
+        v.checks.calibration = calibration(cell, cell_dir, data, ends.server)
     return v
 
 

@@ -42,12 +42,13 @@ def compress_captures(cell_dir: Path) -> None:
 
 def finish(attempt: Attempt, result: PlaybookResult) -> tuple[CellRecord, Verdict]:
     """Compress, check and commit one cell; returns its record and the checks' verdict.
-    netperf's control connection is told apart by the port of the testbed that ran it."""
+    The testbed's endpoints tell netperf's control connection (by its port) and the
+    directions (by the server's address) apart."""
     t0 = time.time()
     write_cell_logs(attempt.cell, attempt.partial, result)
     compress_captures(attempt.partial)
     assert attempt.record.endpoints is not None  # recorded when the cell was handed out
-    verdict = evaluate(attempt.cell, attempt.partial, result, attempt.record.endpoints.netperf_port)
+    verdict = evaluate(attempt.cell, attempt.partial, result, attempt.record.endpoints)
     rec = attempt.record
     rec.status, rec.reason, rec.checks = verdict.status, verdict.reason, verdict.checks
     rec.phases = {**result.phases, "compress and check (during the next cell)": round(time.time() - t0, 3)}

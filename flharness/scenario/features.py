@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..ecn import DESCRIPTIONS as ECN_ACTIONS
 from ..qdisc import check_template, default_label
 from ..units import Duration, Rate
 
@@ -18,15 +19,6 @@ NETEM_WORDS = {"loss", "random", "state", "gemodel", "ecn", "corrupt", "duplicat
                "gap", "slot", "packets", "bytes", "distribution", "uniform", "normal", "pareto",
                "paretonormal", "jitter"}
 NETEM_NUMBER_RE = re.compile(r"^\d+(\.\d+)?(%|us|ms|s)?$")
-ECN_ACTIONS = {
-    "none": "leave ECN alone",
-    "bleach": "every packet Not-ECT",
-    "ect1": "ECT(0) becomes ECT(1)",
-    "ect0": "ECT(1) becomes ECT(0)",
-    "force-ect1": "every packet but SYNs ECT(1) (CE kept)",
-    "ce-bleach": "CE becomes ECT(0)",
-    "strip-negotiation": "ECE/CWR removed from the SYN: the flow does not negotiate ECN",
-}
 TUNNELS = ("none", "wireguard", "ipsec", "fou")
 #: Where the path delay goes: share of the RTT added on the way up (cli → srv) and down.
 RTT_SPLITS = {"even": (0.5, 0.5), "up": (1.0, 0.0), "down": (0.0, 1.0)}

@@ -9,6 +9,7 @@ from typing import Any
 from ..cells import Cell
 from ..scenario.features import RTT_SPLITS
 from ..units import Duration
+from . import ecn_rules
 from .inventory import Inventory
 
 NETEM_LIMIT = 100000  # packets: netem delay lines never drop
@@ -18,6 +19,7 @@ TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is kill
 #: The shortest interval between samples of the middlebox's queues (fl-qdisc-sample):
 #: each sample starts a tc, which costs most in an emulated VM guest.
 QUEUE_INTERVAL_MIN = {"host": 0.1, "vm": 1.0}
+TUNNEL_DEV = "fl-tun"  # the tunnel device on cli and srv in tunnelled cells
 
 
 def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None = None,
@@ -34,7 +36,8 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
             "udp": any(c.ends.udp for c in cells), "tunnels": sorted({c.path.tunnel for c in cells} - {"none"}),
             "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
             "wait_timeout": int(15 * dilation), "dilation": dilation, "shared_fs": shared_fs,
-            "xz_level": XZ_LEVEL, "queue_interval_min": QUEUE_INTERVAL_MIN["vm" if vm else "host"]}
+            "xz_level": XZ_LEVEL, "queue_interval_min": QUEUE_INTERVAL_MIN["vm" if vm else "host"],
+            "tunnel_dev": TUNNEL_DEV}
 
 
 def delay_plan(cell: Cell) -> dict[str, Any] | None:
@@ -64,12 +67,16 @@ def delay_plan(cell: Cell) -> dict[str, Any] | None:
         "filters": filters, "default": rtts.index(cell.flows[0].rtt), "shared": len(rtts) == 1}
 
 
-def ecn_rules(cell: Cell) -> list[dict[str, Any]]:
-    """Per-flow ECN rewrites on packets from cli, flows told apart by DSCP: at the
-    middlebox, or for tunnelled cells at the client's tunnel entrance (a tunnel need not
-    copy the DSCP to its outer header; the ECN field it does copy, RFC 6040)."""
-    return [{"flow": f.index, "dscp": f.dscp, "actions": f.ecn.split("+")}
-            for f in cell.flows if f.ecn != "none" and f.dscp is not None]
+def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> dict[str, Any] | None:
+    """The cell's per-flow ECN rewrites as commands (ecn_rules.py): at the middlebox on
+    packets from cli, or in tunnelled cells at the client's tunnel entrance."""
+    rules = ecn_rules.flow_rules([(f.index, f.dscp, f.ecn) for f in cell.flows])
+    if not rules:
+        return None
+    at = "cli" if cell.path.tunnel != "none" else "mid"
+    dev = TUNNEL_DEV if at == "cli" else str(inv.hostvars["mid"]["fl_if_cli"])
+    made = ecn_rules.commands(rules, dev, at, tcp_rewrite, ingress_exists=delay_plan(cell) is not None)
+    return {"at": at, "dev": dev} | made.as_vars()
 
 
 def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
@@ -144,16 +151,18 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool
     return argv
 
 
-def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = True) -> dict[str, Any]:
-    """fl_cell: everything the roles need for one cell (passed as Ansible extra vars)."""
+def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = True, *,
+              tcp_rewrite: ecn_rules.TcpRewrite | None) -> dict[str, Any]:
+    """fl_cell: everything the roles need for one cell (passed as Ansible extra vars).
+    TCP_REWRITE: how the testbed clears a SYN's ECN flags (Capabilities.tcp_rewrite)."""
     tunnel = tunnel_vars(cell, inv)
     return {
         "name": cell.name, "scenario": cell.scenario, "config_hash": cell.config_hash,
         "dir": str(cell_dir), "sysctls": cell.sysctls,
         "bottleneck": {d: _link_vars(link) | {"hash_queues": header_hash_queues(cell, link)}
                        for d, link in (("up", cell.up), ("down", cell.down))},
-        "delay": delay_plan(cell), "ecn": ecn_rules(cell), "tunnel": tunnel,
-        "ecn_at": "cli" if tunnel else "mid", "schedule": schedule_plan(cell),
+        "delay": delay_plan(cell), "ecn": ecn_plan(cell, inv, tcp_rewrite), "tunnel": tunnel,
+        "schedule": schedule_plan(cell),
         "client_qdisc": list(cell.ends.client_qdisc) if cell.ends.client_qdisc else None,
         "udp": cell.ends.udp.text if cell.ends.udp else None,
         "udp_bps": cell.ends.udp.bps if cell.ends.udp else 0, "flent_delay": FLENT_DELAY,

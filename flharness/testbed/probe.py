@@ -4,8 +4,10 @@
 Standard library only: fl runs it in-process on the controller and ships it as a
 script to ssh hosts. Input (JSON, argv[1] or stdin): optional lists ``qdiscs``
 (``[tokens, self_shaping]``), ``ccs``, ``sysctls`` (keys) and ``sysctl_sets`` (one host's
-``[key, value]`` settings of one cell, tried in order). Output (stdout): JSON with the
-kernel release, tool versions, features, qdisc/CC/sysctl verdicts.
+``[key, value]`` settings of one cell, tried in order) and ``tcp_rewrite`` (the ways fl
+rewrites a SYN's TCP flags: tc batch lines for a device ``{dev}`` whose ingress qdisc
+exists, and an nftables statement). Output (stdout): JSON with the kernel release, tool
+versions, features, qdisc/CC/sysctl verdicts and which TCP rewrites work.
 
 A qdisc spec is tried in the exact position fl uses (an htb class child, or the root
 for self-shaping qdiscs): "unsupported" means the kernel lacks the qdisc kind,
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 #: Kinds `fl check` reports on, with the smallest arguments each accepts.
 KINDS = {
@@ -174,6 +177,30 @@ class Probe:
         f.update(self.tunnels())
         return f
 
+    def tcp_rewrite(self, trials: dict[str, Any]) -> dict[str, bool]:
+        """Which ways of clearing a SYN's flags work here, tried for real. tc: the filter
+        (u32, pedit, csum) is accepted on the ingress. nftables: a SYN sent over lo
+        leaves the rule's counter at 1 only if the write happened (Linux 7.x loads such a
+        rule, then refuses the write to the TCP header's data-offset byte packet by packet)."""
+        tc = [line.replace("{dev}", self.dev) for line in trials.get("tc", [])]
+        out = {"tc": bool(tc) and not batch_errors(sh("tc", "-n", self.ns, "-force", "-batch", "-",
+                                                       stdin="\n".join(tc) + "\n")[1])}
+        statement = trials.get("nft")
+        out["nft"] = bool(statement) and shutil.which("nft") is not None and self._nft_write(statement)
+        return out
+
+    def _nft_write(self, statement: str) -> bool:
+        sh("ip", "-n", self.ns, "link", "set", "lo", "up")
+        rules = ("table inet flprobe_tcp {\n chain out {\n  type filter hook output priority mangle; policy accept;\n"
+                 f"  oif lo tcp dport 9 {statement} counter\n }}\n}}\n")
+        if sh("nft", "-f", "-", ns=self.ns, stdin=rules)[0] != 0:
+            return False
+        connect = ("import socket\ns = socket.socket()\ns.settimeout(2)\n"
+                   "try:\n    s.connect(('127.0.0.1', 9))\nexcept OSError:\n    pass\n")
+        sh(sys.executable, "-c", connect, ns=self.ns, timeout=30)
+        listed = sh("nft", "list", "chain", "inet", "flprobe_tcp", "out", ns=self.ns)[1]
+        return re.search(r"counter packets [1-9]", listed) is not None
+
     def tunnels(self) -> dict[str, bool]:
         """Can this kernel build each kind of tunnel fl offers (scenario key tunnel)?"""
         ip = ("ip", "-n", self.ns)
@@ -243,6 +270,7 @@ def probe(request: dict) -> dict:
             result["sysctl_defaults"] = defaults = p.sysctl_defaults(keys)
             sets = [[[str(k), str(v)] for k, v in pairs] for pairs in request.get("sysctl_sets", [])]
             result["sysctl_sets"] = {sysctl_set_key(pairs): p.sysctl_set(pairs, defaults) for pairs in sets}
+            result["tcp_rewrite"] = p.tcp_rewrite(request.get("tcp_rewrite", {}))
     except RuntimeError as e:
         result["error"] = str(e)
     return result

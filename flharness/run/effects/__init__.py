@@ -1,0 +1,29 @@
+"""Did every declared path feature take effect? One check per feature, each against
+something fl did not configure itself:
+
+* per-flow ECN rewrites (ecn.py): the client's capture replayed through the declared
+  actions against the server's capture, packet by packet, and each rule's own counter;
+* netem loss (netem_loss.py): the packets lost between the two captures against the
+  declared rate's binomial bounds;
+* rate schedule, tunnel, sysctls and the client's qdisc (state.py): the schedule's own
+  log and the bottleneck class after the test, the tunnel device's counters, the values
+  read back after the test, the client qdisc's counters.
+
+Every check yields an Effect (cell.json, checks.calibration.effects); one that failed
+is a reason of the cell's calibration verdict, so a declared feature that silently did
+nothing never passes unnoticed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...cells import Cell
+from ...results.cell_record import Effect
+from . import ecn, netem_loss, state
+from .cell_files import CellFiles
+
+
+def effects(cell: Cell, cell_dir: Path, server: str) -> list[Effect]:
+    """Every declared path feature's effect in the finished cell in CELL_DIR."""
+    files = CellFiles(cell, cell_dir, server)
+    return [*ecn.check(files), *netem_loss.check(files), *state.check(files)]

@@ -1,0 +1,93 @@
+"""Features the hosts' state after the test shows (the teardown log): the rate schedule
+(its own log of each step, what tc printed, the bottleneck class's rate at the end), the
+tunnel (its device's packet counters on both ends), the sysctls (read back) and the
+client's qdisc (its counters)."""
+from __future__ import annotations
+
+import re
+
+from ...analysis.qdisc_stats import ports, qdiscs
+from ...analysis.teardown_log import command_output, device_blocks, sysctl_values
+from ...results.cell_record import Effect
+from ...testbed.plan import FLENT_DELAY, TUNNEL_DEV
+from ...units import Rate
+from .cell_files import CellFiles
+
+STEP_LATE_S = 0.5  # a step logged this much after its planned time did not come at its time
+_STEP_RE = re.compile(r"^t=([\d.]+): up (\S+) .*\(planned t=([\d.]+)\)$", re.M)
+_CLASS_RATE_RE = re.compile(r"^class htb 1:1 .*? rate (\S+) ", re.M)
+_LINK_RE = r"^\d+: {dev}[:@].*\n(?:.*\n)*?\s+RX:.*\n\s+\d+\s+(\d+).*\n\s+TX:.*\n\s+\d+\s+(\d+)"
+
+
+def check(files: CellFiles) -> list[Effect]:
+    cell, sections = files.cell, files.sections
+    out = []
+    if cell.path.schedule:
+        out.append(_schedule(files))
+    if cell.path.tunnel != "none":
+        out.append(_tunnel(cell.path.tunnel, sections))
+    out += [_sysctls(host, settings, sections.get(host, "")) for host, settings in cell.sysctls.items() if settings]
+    if cell.ends.client_qdisc:
+        out.append(_client_qdisc(cell.ends.client_qdisc, sections.get("cli", "")))
+    return out
+
+
+def _schedule(files: CellFiles) -> Effect:
+    """Every step planned within Flent's run is in the schedule's log, at its time; tc
+    complained of nothing; the upload class ends at the last step's rate."""
+    cell, mid = files.cell, files.sections.get("mid", "")
+    logged = _STEP_RE.findall(command_output(mid, "cat schedule.log") or "")
+    due = [s for s in cell.path.schedule if s.at.seconds <= cell.length + 2 * FLENT_DELAY - STEP_LATE_S]
+    problems = []
+    if len(logged) < len(due):
+        problems.append(f"{len(due) - len(logged)} of {len(due)} steps missing from the schedule's log")
+    late = [f"t={at} planned {planned}" for at, _, planned in logged if float(at) - float(planned) > STEP_LATE_S]
+    problems += [f"late: {', '.join(late)}"] if late else []
+    if said := (command_output(mid, "cat schedule.out") or "").strip():
+        problems.append(f"the schedule printed: {said.splitlines()[-1][:120]}")
+    final, last = _final_rate(files), due[-1].up if due else None
+    if last is not None and final is not None and not last.self_shaping and abs(final - last.rate.bps) > 0.01 * last.rate.bps:
+        problems.append(f"the upload class ended at {final / 1e6:g} Mbit/s, not the last step's {last.rate.text}")
+    steps = ", ".join(f"t={at} for {planned}" for at, _, planned in logged)
+    evidence = f"{len(logged)} of {len(due)} steps logged" + (f" ({steps})" if steps else "")
+    return Effect(feature="rate schedule", evidence="; ".join([evidence, *problems]), ok=not problems)
+
+
+def _final_rate(files: CellFiles) -> float | None:
+    """The upload port's HTB class rate after the test (bits/s), from tc's own report."""
+    port = ports(files.dir / "mid.qdisc.log").get("up")
+    m = _CLASS_RATE_RE.search(device_blocks(files.sections.get("mid", "")).get(port or "", ""))
+    try:
+        return Rate.parse(m.group(1)).bps if m else None
+    except ValueError:
+        return None
+
+
+def _tunnel(kind: str, sections: dict[str, str]) -> Effect:
+    """The tunnel device carried packets both ways on both ends (ip -s link)."""
+    counts = {}
+    for host in ("cli", "srv"):
+        m = re.search(_LINK_RE.format(dev=re.escape(TUNNEL_DEV)), sections.get(host, ""), re.M)
+        counts[host] = (int(m.group(1)), int(m.group(2))) if m else None
+    ok = all(c is not None and min(c) > 0 for c in counts.values())
+    evidence = "; ".join(f"{h} {TUNNEL_DEV}: " + (f"{c[0]} packets received, {c[1]} sent" if c else "no counters")
+                         for h, c in counts.items())
+    return Effect(feature=f"tunnel {kind}", evidence=evidence, ok=ok)
+
+
+def _sysctls(host: str, settings: dict[str, str], section: str) -> Effect:
+    """The declared values, read back after the test."""
+    read = sysctl_values(section)
+    wrong = [f"{k} = {read.get(k, 'missing')} (declared {v})" for k, v in settings.items()
+             if read.get(k) != " ".join(str(v).split())]
+    declared = "; ".join(f"{k} = {v}" for k, v in settings.items())
+    return Effect(feature=f"sysctls {host}", ok=not wrong,
+                  evidence="read back after the test: " + ("; ".join(wrong) if wrong else f"{declared}, as declared"))
+
+
+def _client_qdisc(tokens: tuple[str, ...], cli: str) -> Effect:
+    """The client's root qdisc is the declared kind, and packets went through it."""
+    roots = [q for text in device_blocks(cli).values() for q in qdiscs(text) if q["kind"] == tokens[0]]
+    sent = sum(q.get("sent_pkts", 0) for q in roots)
+    return Effect(feature="client qdisc", ok=sent > 0,
+                  evidence=f"{tokens[0]} on the client sent {sent} packets" if roots else f"no {tokens[0]} on the client")
