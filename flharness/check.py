@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 #: Features named more plainly than the probe's keys.
 FEATURE_NAMES = {"accecn": "accecn (tcp_ecn=3 accepted)"}
-TCP_REWRITE = {"tc": "tc filter (u32, pedit, csum)", "nft": "nftables (this kernel applies its TCP header writes)",
+TCP_REWRITE = {"tc": "tc filter (u32, pedit, csum)",
+               "nft": "nftables (no act_pedit/act_csum here; this kernel applies nftables' TCP header writes)",
                None: "NOT POSSIBLE here (no act_pedit/act_csum, and nftables' TCP header writes refused)"}
 
 
@@ -49,7 +50,9 @@ def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     print("  unavailable: " + (" ".join(c for c, v in ccs.items() if not v) or "none"))
     features = caps.data.get("features", {}).items()
     print("\nfeatures: " + ", ".join(f"{FEATURE_NAMES.get(k, k)} {'yes' if v else 'NO'}" for k, v in features))
-    print(f"ECN strip-negotiation (a SYN's AE, CWR, ECE cleared): {TCP_REWRITE[caps.tcp_rewrite]}")
+    nft_writes = "take effect" if caps.data.get("tcp_rewrite", {}).get("nft") else "are refused by this kernel"
+    print(f"ECN strip-negotiation (a SYN's AE, CWR, ECE cleared): {TCP_REWRITE[caps.tcp_rewrite]}"
+          + (f"; nftables' TCP header writes {nft_writes}" if caps.tcp_rewrite == "tc" else ""))
     for line in hints(caps):
         print("  " + line)
     return 0 if ok and caps.data.get("root") else 1

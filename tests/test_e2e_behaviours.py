@@ -128,6 +128,11 @@ def test_ecn_actions_and_their_combinations_rewrite_each_flow_at_the_middlebox(r
         "flow 2: strip-negotiation": len(f2["cli"]["syn"]), "flow 2: force-ect1": non_syn[2],
         "flow 3: strip-negotiation": len(f3["cli"]["syn"]), "flow 3: force-ect1": non_syn[3], "flow 3: ect0": non_syn[3],
         "flow 4: strip-negotiation": len(f4["cli"]["syn"])}, counters
+    # fl's own verdict saw every rule and flow take effect (its evidence: the same captures)
+    effects = {e["feature"]: e for e in rec["checks"]["calibration"]["effects"]}
+    assert {f"{name} (rule)" for name in counters} | {"flow 2: no ECN negotiated", "flow 4: no ECN negotiated",
+                                                        "flow 1: ect1", "flow 4: strip-negotiation"} <= effects.keys()
+    assert all(e["ok"] for e in effects.values()) and rec["checks"]["calibration"]["ok"], effects
 
 
 def test_asymmetric_rates_and_a_two_step_schedule(run):
@@ -159,6 +164,8 @@ def test_asymmetric_rates_and_a_two_step_schedule(run):
     steps = re.findall(r"t=([\d.]+): up (\S+) .*, down (\S+) .*\(planned t=([\d.]+)\)", teardown)
     assert [(up, down, float(planned)) for _, up, down, planned in steps] == [("3mbit", "2mbit", 10.0), ("5mbit", "4mbit", 12.0)]
     assert all(abs(float(at) - float(planned)) <= 0.1 for at, _, _, planned in steps), steps
+    (effect,) = [e for e in rec["checks"]["calibration"]["effects"] if e["feature"] == "rate schedule"]
+    assert effect["ok"] and effect["evidence"].startswith("2 of 2 steps logged"), effect  # fl's own verdict
 
 
 def test_the_second_flow_starts_at_its_delay(run):

@@ -6,9 +6,11 @@ One module fixture builds (or reuses) the image, asks `fl check` and `fl list` a
 tests/scenarios/vm-l4s.yml in it on the virtual clock: two cubic flows with classic ECN in
 dualpi2, dctcp whose packets the middlebox rewrites to ECT(1) beside cubic (a scalable
 sender in the L queue without TCP Prague), that pair again with AccECN, and with dctcp
-paced and dualpi2 not step-marking a lone packet (min_qlen_step 2). Every check
-reads what the run left: dualpi2's own counters in the teardown log (parsed here, not by
-fl), the server's capture (codepoints, SYN flags), the client's socket samples.
+paced and dualpi2 not step-marking a lone packet (min_qlen_step 2); every ECN action
+with classic ECN and with AccECN, and ce-bleach after a client's CE-marking cake. Every
+check reads what the run left: dualpi2's own counters and the rewrite rules' counters in
+the teardown log (parsed here, not by fl), both captures (codepoints, SYN and ACK flags),
+the client's socket samples.
 Selected with `pytest -m vm`.
 """
 from __future__ import annotations
@@ -18,13 +20,14 @@ import hashlib
 import json
 import lzma
 import re
+import socket
 import statistics
 from pathlib import Path
 
 import dpkt
 import pytest
 from conftest import needs_vm, run_fl
-from resultlib import LEAD_IN, find, packets, read_pcap, series
+from resultlib import CLI, LEAD_IN, find, packets, read_pcap, series
 
 from flharness.image.store import load_image
 
@@ -120,6 +123,9 @@ def test_fl_check_reports_the_l4s_kernel_and_what_it_lacks(lab):
     usable = out.split("usable:")[1].split("\n")[0].split()
     assert "dctcp" in usable and "prague" not in usable
     assert "accecn (tcp_ecn=3 accepted) yes" in out
+    # Linux 7.x refuses nftables writes to the TCP header's data-offset byte: tc clears a SYN's flags
+    assert "strip-negotiation (a SYN's AE, CWR, ECE cleared): tc filter (u32, pedit, csum); " \
+           "nftables' TCP header writes are refused by this kernel" in out
     assert "prague missing" in out and "extra module" in out and "--vm /path/to/a/kernel" in out
 
 
@@ -148,7 +154,7 @@ def test_every_cell_ran_in_the_l4s_vm(lab):
 
 
 def test_classic_ecn_flows_use_dualpi2s_classic_queue(lab):
-    _, _, d = cell(lab, cc="cubic-vs-cubic")
+    _, _, d = cell(lab, cc="cubic-vs-cubic", qdisc="dualpi2")
     stats = teardown_dualpi2(d)
     assert stats["pkts_in_c"] > 1000 and stats["ecn_mark"] > 0 and stats["pkts_in_l"] == 0, stats
     data = "tcp and greater 1000"
@@ -251,9 +257,96 @@ def test_dualpi2s_counters_reach_the_metrics_and_the_dataset(lab):
     assert p.returncode == 0, p.stdout + p.stderr
     with (lab["root"] / "dataset.csv").open() as f:
         rows = [r for r in csv.DictReader(f) if r["scenario"] == "vm-l4s"]
-    assert len(rows) == 8  # four cells of two flows
-    for row in rows:
+    assert len(rows) == 22  # five cells of two flows, two of six
+    for row in (r for r in rows if "dualpi2" in r["cell"]):
         stats = teardown_dualpi2(lab["root"] / "vm-l4s" / row["cell"])
         assert int(row["dualpi2_pkts_in_c"]) == stats["pkts_in_c"], row["cell"]
         assert int(row["dualpi2_pkts_in_l"]) == stats["pkts_in_l"], row["cell"]
         assert int(row["dualpi2_step_marks"]) == stats["step_mark"], row["cell"]
+
+
+def flow_packets(cell_dir: Path, host: str) -> dict[int, dict[str, list]]:
+    """Per DSCP (a flow's mark), the TCP packets of HOST's capture, each way: "syn" and
+    "synack" as (AE, CWR, ECE), the ECN field of "data" (payload) sent by the client, and
+    the (AE, CWR, ECE) of "acks" from the server (the tests' own reader)."""
+    out: dict[int, dict[str, list]] = {}
+    with lzma.open(cell_dir / f"{host}.pcap.xz") as f:
+        for _, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
+                continue
+            raw = bytes(ip)[ip.hl * 4:]
+            bits, flags = (raw[12] & 1, int(bool(raw[13] & 0x80)), int(bool(raw[13] & 0x40))), raw[13]
+            flow = out.setdefault(ip.tos >> 2, {"syn": [], "synack": [], "data": [], "acks": []})
+            from_client = socket.inet_ntoa(ip.src) == CLI
+            if flags & 0x02:
+                flow["syn" if from_client else "synack"].append(bits)
+            elif from_client and ip.len - ip.hl * 4 - ip.data.off * 4 > 0:
+                flow["data"].append(ip.tos & 3)
+            elif not from_client:
+                flow["acks"].append(bits)
+    return out
+
+
+def rule_counts(cell_dir: Path) -> dict[str, int]:
+    """The middlebox's rewrite counters, as printed: nftables rules by their comment, tc
+    filters (a SYN's flags) by the flow their cookie names."""
+    mid = (cell_dir / "teardown.log").read_text().split("======== mid ========")[1].split("======== srv")[0]
+    out = {name: int(n) for n, name in re.findall(r'counter packets (\d+) bytes \d+ comment "(flow \d: [\w-]+)"', mid)}
+    for chunk in mid.split("\nfilter ")[1:]:
+        if cookie := re.search(r"cookie ([0-9a-f]+)", chunk):
+            name = bytes.fromhex(cookie.group(1)).decode().replace("fl-flow-", "flow ") + ": strip-negotiation"
+            out[name] = int(re.search(r"Sent \d+ bytes (\d+) pkt", chunk).group(1))
+    return out
+
+
+@pytest.mark.parametrize(("negotiation", "asked"), [("actions_classic", (0, 1, 1)), ("actions_accecn", (1, 1, 1))])
+def test_every_ecn_action_takes_effect_in_the_image(lab, negotiation, asked):
+    """Six cubic flows through dualpi2, both ends asking for classic ECN (tcp_ecn=1) or
+    AccECN (3): none; strip-negotiation; strip-negotiation+force-ect1; bleach; ect1;
+    force-ect1+ect0. The client's capture shows what it sent, the server's what the
+    middlebox forwarded. A stripped flow's SYN arrives with AE = CWR = ECE = 0 and the
+    server's SYN-ACK negotiates nothing; its data leaves Not-ECT, and forced to ECT(1) it
+    is CE-marked in dualpi2's L queue yet the server echoes nothing (it ignores CE). The
+    untouched flow negotiates what its sysctl asks. The rewrite rules' counters (tc's for
+    the SYNs, on Linux 7.3) say one SYN each; fl's own verdict agrees."""
+    rec, _, d = cell(lab, test="tcp_6up", sysctls=negotiation)
+    assert rec["status"] == "ok", rec["reason"]
+    cli, srv = flow_packets(d, "cli"), flow_packets(d, "srv")
+    none, strip, forced, bleach, ect1, ect0 = (f["tos"] >> 2 for f in rec["config"]["flows"])
+    for flow in (none, strip, forced, bleach, ect1, ect0):
+        assert cli[flow]["syn"] and set(cli[flow]["syn"]) == {asked}, (flow, cli[flow]["syn"])
+        assert len(srv[flow]["data"]) > 100, flow
+    assert set(srv[none]["syn"]) == {asked}
+    assert all(f == (0, 0, 1) if asked == (0, 1, 1) else f in ACCECN_SYNACK for f in srv[none]["synack"]), srv[none]
+    for flow in (strip, forced):
+        assert srv[flow]["syn"] and set(srv[flow]["syn"]) == {(0, 0, 0)}, srv[flow]["syn"]
+        assert srv[flow]["synack"] and set(srv[flow]["synack"]) == {(0, 0, 0)}, srv[flow]["synack"]
+        assert set(cli[flow]["data"]) == {0}  # the client negotiated nothing: Not-ECT
+    assert set(srv[strip]["data"]) == {0}
+    assert set(srv[forced]["data"]) <= {1, 3} and srv[forced]["data"].count(3) > 0  # ECT(1), CE-marked
+    assert set(srv[forced]["acks"]) == {(0, 0, 0)}  # ... and ignored: no ECE, no AccECN counter
+    assert set(srv[bleach]["data"]) == {0} and cli[bleach]["data"].count(2) > 100  # it left ECT(0)
+    # ECT(0) became ECT(1), most then CE in the L queue (RFC 3168 retransmissions leave Not-ECT, and stay so)
+    assert 2 not in srv[ect1]["data"] and srv[ect1]["data"].count(1) > 10 and cli[ect1]["data"].count(2) > 100
+    assert set(srv[ect0]["data"]) <= {2, 3}
+    counts = rule_counts(d)
+    assert counts["flow 2: strip-negotiation"] == counts["flow 3: strip-negotiation"] == 1, counts
+    assert "tc -s filter show dev mid.l ingress" in (d / "teardown.log").read_text()  # tc did it, not nftables
+    assert counts["flow 4: bleach"] >= len(srv[bleach]["data"]) and counts["flow 5: ect1"] > 100, counts
+    effects = rec["checks"]["calibration"]["effects"]
+    assert len(effects) >= 14 and all(e["ok"] for e in effects), effects
+
+
+def test_ce_bleach_turns_a_client_qdiscs_ce_back_into_ect0_in_the_image(lab):
+    """The client's cake marks CE; the middlebox rewrites flow 1's CE to ECT(0) (its
+    counter: at least the CE packets the client's capture has) and leaves flow 2's (cake
+    queues the flows apart, so flow 2 may get few marks: each arrives CE)."""
+    rec, _, d = cell(lab, ecn="ce_bleach")
+    cli, srv = flow_packets(d, "cli"), flow_packets(d, "srv")
+    bleached, kept = (f["tos"] >> 2 for f in rec["config"]["flows"])
+    marked = cli[bleached]["data"].count(3)
+    assert marked > 10, marked
+    assert 3 not in srv[bleached]["data"] and srv[kept]["data"].count(3) == cli[kept]["data"].count(3)
+    assert rule_counts(d)["flow 1: ce-bleach"] >= marked
+    assert all(e["ok"] for e in rec["checks"]["calibration"]["effects"]), rec["checks"]["calibration"]

@@ -34,7 +34,7 @@ def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, A
         "run": run.name, "scenario": c.scenario, "cell": c.name, "config_hash": rec.config_hash,
         "status": c.status, "reason": rec.reason, "valid": c.valid, "invalid": "; ".join(c.invalid),
         "flags": "; ".join(c.flags), "backend": rec.backend.kind, "clock": rec.backend.clock,
-        "kernel": rec.kernel, "calibration": _calibration(c),
+        "kernel": rec.kernel, "calibration": _calibration(c), **_effects(c),
     }
     cols.update({f"axis_{a}": c.label(a) for a in axes})
     cols.update({"jain": m.jain, "ratio": m.ratio,
@@ -43,6 +43,13 @@ def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, A
                  "ping_median_ms": loaded.median if loaded else None, "ping_p95_ms": loaded.p95 if loaded else None,
                  "ping_p99_ms": loaded.p99 if loaded else None, "steady_window_s": m.steady_window_s})
     return cols
+
+
+def _effects(c: CellResult) -> dict[str, int | None]:
+    """How many declared path features were checked for their effect, and seen to take it."""
+    verdict = c.record.checks.calibration
+    seen = verdict.effects if verdict else []
+    return {"effects_checked": len(seen) if verdict else None, "effects_ok": sum(e.ok for e in seen) if verdict else None}
 
 
 def _calibration(c: CellResult) -> str | None:

@@ -70,8 +70,10 @@ def _cell(s: ScenarioResult, c: CellResult) -> dict[str, Any]:
         name = plot_path(c).name if pattern is None else pattern.format(cell=c.name)
         if (c.dir / name).is_file():
             links.append({"title": title, "href": _href(s, c, name)})
+    seen = c.record.checks.calibration.effects if c.record.checks.calibration else []
     return {"name": c.name, "status": c.status, "valid": c.valid, "flagged": bool(c.flags), "goodput": sum(means) if means else None,
-            "ping_p99": loaded.p99 if loaded else None, "links": links}
+            "ping_p99": loaded.p99 if loaded else None, "links": links,
+            "effects": f"{sum(e.ok for e in seen)} of {len(seen)}" if seen else "none declared"}
 
 
 def _href(s: ScenarioResult, c: CellResult, name: str) -> str:
