@@ -45,11 +45,11 @@ def list_cells(paths: list[Path], run: str, only: list[str], results: Path, vm: 
     for i, (path, scenario) in enumerate(scenarios):
         if len(scenarios) > 1:
             print(f"{'' if i == 0 else chr(10)}== {scenario.name or path.stem}")
-        _print_cells(scenario.name or path.stem, scenario.repetitions, cells[path], run, results, caps, vm)
+        _print_cells(scenario.name or path.stem, sorted(set(scenario.repetitions_list())), cells[path], run, results, caps, vm)
     return 0
 
 
-def _print_cells(name: str, repetitions: int, cells: list[Cell], run: str, results: Path,
+def _print_cells(name: str, repetitions: list[int], cells: list[Cell], run: str, results: Path,
                  caps: Capabilities | None, vm: VmConfig | None) -> None:
     store = ScenarioResults(results / run / name)
     pending = []
@@ -63,7 +63,7 @@ def _print_cells(name: str, repetitions: int, cells: list[Cell], run: str, resul
         print(f"{cell.name:<{width}}  {cell.config_hash}  {status:<7} {note}")
     kernel = f"kernel {caps.kernel}" if caps else "kernel support not probed (needs root)"
     where = f"this {kernel}" if vm is None else f"the VM's {kernel}"
-    print(f"\n{len(cells)} cells ({repetitions} repetition(s)), "
+    print(f"\n{len(cells)} cells ({' or '.join(map(str, repetitions))} repetition(s)), "
           f"~{estimate_total(cells, CELL_OVERHEAD)} for all; {len(pending)} to run on {where}, "
           f"~{estimate_total(pending, CELL_OVERHEAD)} (test length + 10 s Flent lead-in/out "
           f"+ ~{CELL_OVERHEAD:.0f} s setup per cell; a TCG VM takes ~4× as long)")

@@ -15,7 +15,7 @@ from ..results.store import CELL_FILE
 from .metrics import Settings, analyse
 
 METRICS_FILE = "metrics.json"
-INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log")
+INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log", "udp.log")
 
 
 def fingerprint(cell_dir: Path, settings: Settings) -> str:

@@ -36,9 +36,11 @@ import numpy as np
 from ..results.cell_metrics import CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary
 from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..run.flent_data import delivered_mbit, first_data_s
+from ..units import Rate
 from . import delivery, flentlib, pcap, qdisc_stats, queue, ss_samples
 from .flows import FlowInfo, declared_flows, match_connections
 from .link import capacity_bits, highest_rate, payload_capacity_bps, rate_at
+from .udp_flow import udp_flow
 
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
 OVER_CAPACITY = 1.01  # goodput above this × payload capacity is a measurement error
@@ -88,6 +90,9 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings) -> CellMetri
     _add_aggregates(out, record.config, lead, length)
     out.invalid += _problems(out, rs, record.config)
     out.flags = _flags(out, record, impossible)
+    if record.config.udp:
+        udp = udp_flow(cell_dir / "udp.log", Rate.parse(record.config.udp).bps)
+        out.udp, out.flags = (udp, out.flags) if not isinstance(udp, str) else (None, [*out.flags, f"udp flow: {udp}"])
     return out
 
 

@@ -18,7 +18,8 @@ from .model import FLOW_DSCPS, Cell, Endpoints, Flow, Link, PathSetup, Step, jso
 CONFIG_FORMAT = 1
 
 
-def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path) -> Cell:
+def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path, repeated: bool = False) -> Cell:
+    """The cell of COMBO, run REP (1-based; REPEATED: its sub-matrix runs it more than once)."""
     test: FlentTest = combo["test"].value
     flows = _flows(test, _flow_total(test, combo, path), combo, path)
     variables = {**scenario.vars, **{k: v for p in combo.values() for k, v in p.vars.items()}}
@@ -44,7 +45,7 @@ def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path)
     named = [a for a in AXES if a in swept and a in coords and a not in NAMED_AXES
              and not (a == "replay_window" and cpath.tunnel != "ipsec")]  # only IPsec has one
     parts = [coords[a].slug for a in NAMED_AXES] + [coords[a].slug for a in named]
-    if scenario.repetitions > 1:
+    if repeated:
         parts.append(f"r{rep}")
     return Cell(scenario.name or path.stem, "-".join(parts), rep, coords, swept, test,
                 combo["length"].value, scenario.step_size, flows, up, down, cpath, ends, config, digest)

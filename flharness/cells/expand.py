@@ -15,12 +15,13 @@ from .model import Cell
 def expand(scenario: Scenario, path: Path) -> list[Cell]:
     """All cells of a scenario, in matrix order; raises ScenarioError on inconsistent input."""
     axes_list = scenario.axes_list()
-    combos = [dict(zip(axes, values)) for axes in axes_list for values in itertools.product(*axes.values())]
+    combos = [(dict(zip(axes, values)), reps) for axes, reps in zip(axes_list, scenario.repetitions_list())
+              for values in itertools.product(*axes.values())]
     kept = _prune(combos, scenario, _union(axes_list), path)
     cells: dict[str, Cell] = {}
-    for combo in kept:
-        for rep in range(1, scenario.repetitions + 1):
-            cell = make_cell(scenario, combo, rep, path)
+    for combo, reps in kept:
+        for rep in range(1, reps + 1):
+            cell = make_cell(scenario, combo, rep, path, repeated=reps > 1)
             other = cells.get(cell.name)
             if other is not None and other.config_hash != cell.config_hash:
                 raise ScenarioError(path, cell.coords["qdisc"].key,
@@ -41,15 +42,15 @@ def _union(axes_list: list[dict[str, list[Point]]]) -> dict[str, list[Point]]:
     return union
 
 
-def _prune(combos: list[dict[str, Point]], scenario: Scenario, axes: dict[str, list[Point]],
-           path: Path) -> list[dict[str, Point]]:
+def _prune(combos: list[tuple[dict[str, Point], int]], scenario: Scenario, axes: dict[str, list[Point]],
+           path: Path) -> list[tuple[dict[str, Point], int]]:
     includes = [_check_rule(r, f"include[{i}]", axes, path) for i, r in enumerate(scenario.include)]
     excludes = [_check_rule(r, f"exclude[{i}]", axes, path) for i, r in enumerate(scenario.exclude)]
 
     def hit(rule: dict[str, list[Any]], combo: dict[str, Point]) -> bool:
         return all(any(combo[a].matches(v) for v in vals) for a, vals in rule.items())
 
-    kept = [c for c in combos if (not includes or any(hit(r, c) for r in includes))
+    kept = [(c, n) for c, n in combos if (not includes or any(hit(r, c) for r in includes))
             and not any(hit(r, c) for r in excludes)]
     if not kept:
         raise ScenarioError(path, "exclude" if excludes else "include",

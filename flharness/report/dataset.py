@@ -11,6 +11,8 @@ from ..results.cell_metrics import CellMetrics, FlowMetrics, QdiscTotals, QueueS
 from .collect import CellResult, RunResult
 
 ECN = ("not_ect", "ect0", "ect1", "ce")
+#: The competing UDP flow's figures (metrics' udp), as columns udp_<name> of its cell's rows.
+UDP = ("declared_mbit", "sent_mbit", "received_mbit", "sent", "lost", "loss_pct", "jitter_ms")
 
 
 def rows(run: RunResult) -> list[dict[str, Any]]:
@@ -42,6 +44,8 @@ def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, A
                  "ping_base_ms": m.ping_ms.base_median if m.ping_ms else None,
                  "ping_median_ms": loaded.median if loaded else None, "ping_p95_ms": loaded.p95 if loaded else None,
                  "ping_p99_ms": loaded.p99 if loaded else None, "steady_window_s": m.steady_window_s})
+    udp = m.udp
+    cols.update({f"udp_{k}": getattr(udp, k) if udp else None for k in UDP})
     return cols
 
 
@@ -77,7 +81,7 @@ def _flow_columns(f: FlowMetrics | None) -> dict[str, Any]:
             "tcp_rtt_median_ms": rtt.median if rtt else None, "tcp_rtt_p95_ms": rtt.p95 if rtt else None,
             "tcp_rtt_p99_ms": rtt.p99 if rtt else None, "packets_sent": pcap.sent if pcap else None,
             "packets_received": pcap.received if pcap else None, "retransmits": pcap.retrans if pcap else None,
-            "loss": pcap.loss if pcap else None,
+            "loss": pcap.loss if pcap else None, "loss_all_pct": 100 * pcap.loss if pcap and pcap.loss is not None else None,
             **{f"received_{k}": pcap.ecn_received.get(k, 0) if pcap else None for k in ECN}}
 
 

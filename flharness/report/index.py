@@ -14,7 +14,7 @@ from markupsafe import escape
 from .. import REPO
 from .collect import CellResult, RunResult, ScenarioResult
 from .plots import plot_path
-from .tables import fairness_table, per_cc_table
+from .tables import fairness_table, per_cc_table, udp_table
 
 CELL_FILES = (("plot", None), ("queue", "{cell}_queue.svg"), ("cli.pcap", "cli.pcap.xz"), ("srv.pcap", "srv.pcap.xz"),
               ("teardown", "teardown.log"), ("setup", "setup.log"), ("data", "{cell}.flent.gz"),
@@ -54,7 +54,8 @@ def _scenario(s: ScenarioResult, charts: list[dict[str, str]]) -> dict[str, Any]
     counts = s.status_counts()
     findings = {kind: list(by_cell.items()) for kind, by_cell in s.findings().items()}
     return {
-        "name": s.name, "description": s.scenario.description, "repetitions": s.scenario.repetitions, "fairness": fair, "per_cc": per_cc_table(s),
+        "name": s.name, "description": s.scenario.description, "repetitions": max(s.scenario.repetitions_list()),
+        "fairness": fair, "per_cc": per_cc_table(s), "udp": udp_table(s),
         "charts": charts, "cells": [_cell(s, c) for c in s.cells],
         "counts": f"{len(s.cells)} cells: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())),
         **findings,

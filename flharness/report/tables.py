@@ -122,8 +122,30 @@ def _per_run(runs: list[list[FlowMetrics]]) -> dict[str, Stat | None]:
         owd = [f.owd_ms for f in flows if f.owd_ms and f.owd_ms.sent]
         return 100 * sum(o.loss * o.sent for o in owd) / sum(o.sent for o in owd) if owd else None
 
+    def loss_all(flows: list[FlowMetrics]) -> float | None:
+        counts = [f.pcap for f in flows if f.pcap and f.pcap.sent]
+        return 100 * sum(c.sent - c.received for c in counts) / sum(c.sent for c in counts) if counts else None
+
     return {"throughput": each(lambda fs: sum(f.mean_mbit or 0 for f in fs)),
             "owd_p95": each(lambda fs: mean([f.owd_ms.p95 for f in fs if f.owd_ms and f.owd_ms.p95 is not None])),
-            "loss": each(pooled_loss),
+            "loss": each(pooled_loss), "loss_all": each(loss_all),
             "rtt_p95": each(lambda fs: mean([f.tcp_rtt_ms.p95 for f in fs if f.tcp_rtt_ms])),
             "retrans": each(lambda fs: sum(f.pcap.retrans for f in fs if f.pcap) if any(f.pcap for f in fs) else None)}
+
+
+def udp_table(s: ScenarioResult) -> dict[str, Any] | None:
+    """The competing UDP flow per cell (repetitions folded): what iperf sent and what
+    arrived, its loss and jitter, beside the TCP flows' aggregate goodput."""
+    cells = [c for c in s.cells if c.valid and _metrics(c).udp is not None]
+    if not cells:
+        return None
+    axes = [a for a in s.swept if a not in ("repetition", "udp")] or ["qdisc"]
+    rows = []
+    for group in _groups(cells, _without_repetition).values():
+        udp = [_metrics(g).udp for g in group]
+        rows.append({"axes": [group[0].label(a) or "" for a in axes], "declared": udp[0].declared_mbit,
+                     "sent": stat([u.sent_mbit for u in udp]), "received": stat([u.received_mbit for u in udp]),
+                     "loss": stat([u.loss_pct for u in udp]), "jitter": stat([u.jitter_ms for u in udp]),
+                     "tcp": stat([sum(f.mean_mbit or 0 for f in _metrics(g).flows) for g in group]),
+                     "n": len(group), "flagged": any(g.flags for g in group)})
+    return {"axes": axes, "rows": rows}

@@ -8,7 +8,7 @@ from .cell_record import Direction
 from .files import Contract, Sparse, Versioned
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 9
+METRICS_VERSION = 10
 
 
 class Percentiles(Contract):
@@ -118,6 +118,22 @@ class QdiscTotals(Contract):
     max_memory_used: int | None = None
 
 
+class UdpFlow(Contract):
+    """The competing UDP flow (scenario key udp), from iperf: its client's count of the
+    datagrams it sent, and its server's report of those that arrived (analysis/udp_flow.py)."""
+
+    declared_mbit: float  # the scenario's rate (iperf -b: UDP payload)
+    datagram_bytes: int  # UDP payload per datagram
+    sent: int  # datagrams
+    sent_mbit: float | None  # payload rate the client sent
+    received: int  # datagrams that arrived
+    lost: int  # datagrams that did not (by iperf's sequence numbers)
+    loss_pct: float
+    received_mbit: float  # payload rate that arrived, over the server's interval
+    jitter_ms: float  # iperf's smoothed interarrival jitter (RFC 3550)
+    duration_s: float  # the server's interval
+
+
 class CellMetrics(Versioned):
     WHAT = "metrics file"
     ADVICE = "it is recomputed"
@@ -137,3 +153,4 @@ class CellMetrics(Versioned):
     jain: float | None = None
     ratio: float | None = None
     utilisation: dict[Direction, float] = {}  # of the payload capacity
+    udp: UdpFlow | None = None  # the competing UDP flow, where the scenario has one

@@ -41,6 +41,8 @@ def _no_duplicates(cls: type, points: list[Point] | None) -> list[Point] | None:
 
 class _MatrixBase(BaseModel):
     model_config = _STRICT
+    #: runs of each of this sub-matrix's cells (a list of matrices only; default: the scenario's)
+    repetitions: int | None = Field(None, ge=1, le=1000)
 
     def declared(self) -> list[str]:
         return [a for a in AXES if getattr(self, a) is not None]
@@ -111,6 +113,8 @@ class Scenario(_Axes):
         for i, m in enumerate(self.matrices() or [None]):
             declared = m.declared() if m else []
             where = f"matrix[{i}]" if self.matrix_is_list else "matrix"
+            if m is not None and m.repetitions is not None and not self.matrix_is_list:
+                return "matrix.repetitions", "a single matrix repeats with the top-level 'repetitions:'"
             for axis in AXES:  # in a list of matrices, a sub-matrix may override a setting
                 if axis in declared and getattr(self, axis) is not None and not self.matrix_is_list:
                     return axis, f"set both here and under {where}: keep one"
@@ -118,6 +122,10 @@ class Scenario(_Axes):
                 if axis not in declared and getattr(self, axis) is None:
                     return axis, f"missing: give '{axis}:' or list values under '{where}.{axis}:'"
         return None
+
+    def repetitions_list(self) -> list[int]:
+        """Per sub-matrix, how many times each of its cells runs."""
+        return [(m.repetitions if m is not None else None) or self.repetitions for m in self.matrices() or [None]]
 
     def axes_list(self) -> list[dict[str, list[Point]]]:
         """Per sub-matrix, every axis with its values (one value for fixed settings)."""
