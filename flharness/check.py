@@ -69,10 +69,11 @@ def hints(caps: Capabilities) -> list[str]:
     if not caps.feature("accecn"):
         out.append("AccECN missing (tcp_ecn=3 refused): it needs Linux ≥ 6.18 (--vm l4s)")
     if not caps.cc_ok("prague"):
-        out.append("prague missing: TCP Prague is not in mainline Linux. Add it to an image as an extra "
-                   "module pointing at its source (images/NAME.yml: modules: [{name: tcp_prague, source: "
-                   "{local: path/to/its/source}}], or {url: …, sha256: …}; then ./fl image build NAME), "
-                   "or boot a kernel that has it: --vm /path/to/a/kernel")
+        out.append("prague missing: TCP Prague exists only in the L4STeam kernel fork (it cannot be built "
+                   "against a mainline kernel). Build an image from that kernel's .deb files (copy "
+                   "images/l4s-prague.example.yml to images/l4s-prague.yml, name the files; then ./fl image "
+                   "build l4s-prague and --vm l4s-prague), or boot a kernel that has it, its modules in "
+                   "/lib/modules/RELEASE: --vm /path/to/a/kernel")
     return out
 
 

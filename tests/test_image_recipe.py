@@ -74,7 +74,14 @@ def test_a_local_source_is_part_of_the_digest(tmp_path):
 
 @pytest.mark.parametrize(("text", "key", "says"), [
     (GOOD + "colour: blue\n", "colour", "unknown key 'colour'"),
-    (GOOD.replace("package: linux-image-amd64", "version: newest"), "kernel.package", "required key is missing"),
+    (GOOD.replace("package: linux-image-amd64", "version: newest"), "kernel", "give either package"),
+    (GOOD.replace("package: linux-image-amd64", "package: linux-image-amd64, debs: [k.deb]"), "kernel",
+     "give either package"),
+    (GOOD.replace("package: linux-image-amd64", "debs: [k.deb], version: '6.1'"), "kernel", "version belongs to package"),
+    (GOOD.replace("package: linux-image-amd64", "debs: ['k.deb; reboot']"), "kernel.debs[0]", "not the path of a .deb"),
+    (GOOD.replace("package: linux-image-amd64", "debs: [no/such.deb]").split("modules:")[0], "kernel.debs[0]",
+     "no such file"),
+    (GOOD.replace("package: linux-image-amd64", "debs: [k.deb]"), "(top level)", "kernel_source needs the suite's linux-source"),
     (GOOD.replace("kernel: {suite: trixie-backports, package: linux-image-amd64}\n", ""), "kernel",
      "required key is missing"),
     (GOOD.replace("net/sched/sch_dualpi2.c", "../../etc/shadow"), "modules[0].source.kernel_source",
@@ -105,6 +112,25 @@ def test_bad_recipes_are_refused_naming_file_and_key(tmp_path, text, key, says):
     message = error(tmp_path, text)
     assert message.startswith(f"{key}: "), message
     assert says in message, message
+
+
+def test_a_kernel_from_deb_files(tmp_path):
+    """debs name .deb files relative to the recipe; their content is part of the digest."""
+    deb = tmp_path / "debs" / "linux-image-6.1.0-9-amd64_6.1.1-1_amd64.deb"
+    deb.parent.mkdir()
+    deb.write_bytes(b"v1")
+    text = GOOD.replace("package: linux-image-amd64", "debs: [debs/linux-image-6.1.0-9-amd64_6.1.1-1_amd64.deb]")
+    text = text.replace("{kernel_source: net/sched/sch_dualpi2.c}", "{local: m.c}")
+    (tmp_path / "m.c").write_text("/* a module */\n")
+    first = load_recipe(str(write(tmp_path, text)))
+    assert first.recipe.kernel.describe() == "1 .deb file(s)" and first.recipe.kernel.package is None
+    deb.write_bytes(b"v2")
+    assert load_recipe(str(write(tmp_path, text))).digest != first.digest
+
+
+def test_an_example_recipe_is_no_recipe():
+    from flharness.image.recipe import recipe_names
+    assert "l4s-prague.example" not in recipe_names() and {"l4s", "geni"} <= set(recipe_names())
 
 
 def test_a_recipe_file_that_is_no_mapping(tmp_path):

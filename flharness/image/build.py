@@ -24,8 +24,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..provenance import fl_source
-from .debian import RETRIES, BuildError, KernelPackages, in_root, mmdebstrap, resolve_kernel, run_logged, source_lines
-from .recipe import ImageRecipe, load_recipe
+from .debian import (
+    RETRIES,
+    BuildError,
+    KernelPackages,
+    in_root,
+    kernel_from_debs,
+    mmdebstrap,
+    resolve_kernel,
+    run_logged,
+    source_lines,
+)
+from .recipe import ImageRecipe, deb_paths, file_sha256, load_recipe
 from .sources import gather
 from .store import (
     MANIFEST,
@@ -63,6 +73,7 @@ class Build:
         self.log = cache_root() / ".logs" / f"{image.name}.log"
         self.started = time.time()
         self.stage = 0
+        self.debs: dict[str, str] = {}  # a kernel given as .deb files: file name → sha256
 
     @contextmanager
     def step(self, what: str):
@@ -82,8 +93,8 @@ class Build:
             mmdebstrap(self.build_root, recipe.kernel.suite.removesuffix("-backports"),
                        source_lines(recipe.mirror, recipe.kernel.suite, ["main"]), list(BUILD_PACKAGES), self.log,
                        ["--skip=cleanup/apt/lists"])
-        with self.step(f"kernel: {recipe.kernel.package} ({recipe.kernel.version} in {recipe.kernel.suite})"):
-            kernel = self._kernel()
+        with self.step(f"kernel: {recipe.kernel.describe()}"):
+            kernel = self._kernel_from_debs() if recipe.kernel.debs else self._kernel()
         with self.step(f"sources of {len(recipe.modules)} extra module(s)"):
             folders = {m.name: gather(self.build_root, self.image, m, kernel, cache_root() / ".downloads", self.log)
                        for m in recipe.modules}
@@ -116,6 +127,28 @@ class Build:
         in_root(self.build_root, ["env", "-C", "/fl/kernel", "apt-get", "download", "-q", "-o", f"Acquire::Retries={RETRIES}",
                                   *(f"{p}={kernel.version}" for p in kernel.packages)], self.log, "downloading the kernel",
                 network=True)
+        return kernel
+
+    def _kernel_from_debs(self) -> KernelPackages:
+        """The recipe's .deb files: the image's and modules' go to the guest root (stage 5),
+        the headers are installed here with their dependencies from the suite."""
+        debs = deb_paths(self.image.path, self.image.recipe)
+        kernel, guest, headers = kernel_from_debs(debs, self.log)
+        print(f"image {self.image.name}:   {kernel.packages[0]} {kernel.version} (release {kernel.release}) "
+              f"from {len(debs)} .deb file(s)", flush=True)
+        (self.build_root / "fl" / "kernel").mkdir(parents=True, exist_ok=True)
+        for deb in guest:
+            shutil.copy(deb, self.build_root / "fl" / "kernel" / deb.name)
+        if self.image.recipe.modules:
+            if not headers:
+                raise BuildError(f"kernel debs: building modules needs the kernel's linux-headers package (release {kernel.release})")
+            (self.build_root / "fl" / "headers").mkdir(parents=True, exist_ok=True)
+            for deb in headers:
+                shutil.copy(deb, self.build_root / "fl" / "headers" / deb.name)
+            in_root(self.build_root, ["apt-get", "install", "-y", "-q", "-o", f"Acquire::Retries={RETRIES}",
+                                      "--no-install-recommends", *(f"/fl/headers/{d.name}" for d in headers)],
+                    self.log, "installing the kernel's headers", network=True)
+        self.debs = {deb.name: file_sha256(deb) for deb in debs}
         return kernel
 
     def _compile(self, name: str, folder: Path, kernel: KernelPackages) -> Path:
@@ -206,8 +239,9 @@ class Build:
         return Manifest(
             name=self.image.name, recipe=str(self.image.path), recipe_sha256=self.image.digest, built=time.time(),
             build_seconds=round(time.time() - self.started, 1),
-            kernel=KernelRecord(package=k.package, suite=k.suite, version=kernel.version, release=kernel.release,
-                                packages=list(kernel.packages), vmlinuz=str(vmlinuz)),
+            kernel=KernelRecord(package=k.package or kernel.packages[0], suite=k.suite, version=kernel.version,
+                                release=kernel.release, packages=list(kernel.packages), vmlinuz=str(vmlinuz),
+                                debs=self.debs),
             userland_suite=self.image.recipe.userland.suite, packages=packages_of(root), modules=modules,
             boot_modules=list(self.image.recipe.boot.modules),
             boot_sysctls={k: str(v) for k, v in self.image.recipe.boot.sysctls.items()},

@@ -131,3 +131,42 @@ def resolve_kernel(root: Path, package: str, version: str, suite: str, log: Path
             return KernelPackages(release, chosen, (package, *parts))
         package, version = image, deps[image] or "newest"
     raise BuildError(f"{package}: no kernel image package found through its dependencies")
+
+
+#: Package name prefixes of a kernel's build files: installed in the build root (modules
+#: are compiled against them), never unpacked into the guest.
+HEADER_PACKAGES = ("linux-headers-", "linux-kbuild-")
+_VMLINUZ = re.compile(r"^\./boot/vmlinuz-(\S+)$|^\./(?:usr/)?lib/modules/([^/]+)/vmlinuz$")
+
+
+def deb_fields(deb: Path, log: Path) -> dict[str, str]:
+    """The control fields of a .deb file that fl reads (dpkg-deb -f)."""
+    out = run_logged(["dpkg-deb", "-f", str(deb), "Package", "Version", "Architecture"], log, f"reading {deb.name}")
+    return dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+
+
+def kernel_from_debs(debs: list[Path], log: Path) -> tuple[KernelPackages, list[Path], list[Path]]:
+    """A kernel given as .deb files: (its release and version and the packages holding its
+    image and modules, those files, its header files). The release is the one the
+    files' vmlinuz (or module folder) names; exactly one linux-image package is needed."""
+    fields = {deb: deb_fields(deb, log) for deb in debs}
+    headers = [d for d in debs if fields[d].get("Package", "").startswith(HEADER_PACKAGES)]
+    guest = [d for d in debs if d not in headers]
+    images = [d for d in guest if fields[d].get("Package", "").startswith("linux-image-")
+              and not fields[d]["Package"].endswith("-dbg")]
+    if len(images) != 1:
+        raise BuildError(f"kernel debs: exactly one linux-image package is needed, found "
+                         f"{', '.join(fields[d].get('Package', d.name) for d in images) or 'none'}")
+    releases = {m.group(1) or m.group(2) for deb in guest for path in _listing(deb, log) if (m := _VMLINUZ.match(path))}
+    if len(releases) != 1:
+        raise BuildError(f"kernel debs: {'no vmlinuz' if not releases else 'several kernels: ' + ', '.join(sorted(releases))} "
+                         f"in {', '.join(d.name for d in guest)}")
+    image = fields[images[0]]
+    packages = tuple(fields[d]["Package"] for d in guest)
+    return KernelPackages(releases.pop(), image.get("Version", "?"), packages), guest, headers
+
+
+def _listing(deb: Path, log: Path) -> list[str]:
+    """The paths a .deb file installs (dpkg-deb -c), as ./path."""
+    out = run_logged(["dpkg-deb", "-c", str(deb)], log, f"listing {deb.name}")
+    return [line.split(" -> ")[0].split()[-1] for line in out.splitlines() if line.strip()]

@@ -1,7 +1,7 @@
 """Image recipes: images/NAME.yml, validated before anything is built.
 
-A recipe names the Debian suites, the kernel package (an exact version or the newest in
-its suite), the userland packages, extra kernel modules to build out of tree (from the
+A recipe names the Debian suites, the kernel (a package of its suite, an exact version or
+the newest, or local .deb files), the userland packages, extra kernel modules to build out of tree (from the
 kernel's own source package, another Debian package, a local file or folder, or a URL
 with its checksum) and what the guest loads and sets at boot. Every value that reaches a
 command line is checked here; a problem is one line naming the file and the key.
@@ -22,6 +22,16 @@ from ..scenario.load import SUFFIXES, _key_path, _message, read_yaml
 from ..scenario.values import check_name
 
 RECIPE_DIR = REPO / "images"
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 PACKAGE_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")
 VERSION_RE = re.compile(r"^[0-9A-Za-z.+~:-]+$")
 SUITE_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
@@ -60,12 +70,36 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _deb_path(value: str) -> str:
+    if not re.match(r"^[A-Za-z0-9_./+~:-]+\.deb$", value):
+        raise ValueError(f"{value!r} is not the path of a .deb file (letters, digits, _ . / + ~ : -)")
+    return value
+
+
+DebPath = Annotated[str, AfterValidator(_deb_path)]
+
+
 class Kernel(Strict):
-    """The kernel under test: a Debian package of SUITE (a meta package such as
-    linux-image-amd64 stands for the kernel it depends on)."""
+    """The kernel under test, from one of: a Debian package of SUITE (`package`, `version`;
+    a meta package such as linux-image-amd64 stands for the kernel it depends on), or
+    Debian package files on this machine (`debs`, relative to the recipe or absolute:
+    the kernel's image and modules, and its linux-headers when modules are to be built;
+    a kernel fork's packages, say), whose dependencies and compiler come from SUITE."""
     suite: Suite
-    package: Package
+    package: Package | None = None
     version: Annotated[str, _match(VERSION_RE, "Debian version or 'newest'")] = "newest"
+    debs: list[DebPath] = []
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Kernel:
+        if (self.package is None) == (not self.debs):
+            raise ValueError("give either package (a kernel package of the suite) or debs (.deb files)")
+        if self.debs and self.version != "newest":
+            raise ValueError("version belongs to package: .deb files carry their own")
+        return self
+
+    def describe(self) -> str:
+        return f"{len(self.debs)} .deb file(s)" if self.debs else f"{self.package} ({self.version} in {self.suite})"
 
 
 class Source(Strict):
@@ -167,6 +201,9 @@ class Recipe(Strict):
         names = [m.name for m in self.modules]
         if dup := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f"modules: {', '.join(dup)} built twice")
+        if self.kernel.debs and any(m.source.kernel_source for m in self.modules):
+            raise ValueError("modules: kernel_source needs the suite's linux-source of a kernel package; "
+                             "with kernel debs give the module's source as local or url")
         return self
 
 
@@ -190,7 +227,9 @@ def find_recipe(name: str, base: Path = RECIPE_DIR) -> Path | None:
 
 
 def recipe_names(base: Path = RECIPE_DIR) -> list[str]:
-    return sorted(p.stem for p in base.iterdir() if p.suffix in SUFFIXES) if base.is_dir() else []
+    """The recipes in BASE (NAME.example.yml files are templates to copy, not recipes)."""
+    return sorted(p.stem for p in base.iterdir() if p.suffix in SUFFIXES and not p.stem.endswith(".example")) \
+        if base.is_dir() else []
 
 
 def load_recipe(name: str, base: Path = RECIPE_DIR) -> ImageRecipe:
@@ -208,6 +247,7 @@ def load_recipe(name: str, base: Path = RECIPE_DIR) -> ImageRecipe:
         err = e.errors()[0]
         raise ScenarioError(path, _key_path(tuple(err["loc"])), _recipe_message(err)) from None
     _check_local_sources(path, recipe)
+    _check_debs(path, recipe)
     return ImageRecipe(name=image_name, path=path, recipe=recipe, digest=_digest(path, recipe))
 
 
@@ -230,10 +270,24 @@ def _check_local_sources(path: Path, recipe: Recipe) -> None:
             raise ScenarioError(path, key, f"no such file or folder {where}")
 
 
+def deb_paths(path: Path, recipe: Recipe) -> list[Path]:
+    """The kernel's .deb files, as the recipe at PATH names them."""
+    return [(path.parent / d).resolve() for d in recipe.kernel.debs]
+
+
+def _check_debs(path: Path, recipe: Recipe) -> None:
+    for i, deb in enumerate(deb_paths(path, recipe)):
+        if not deb.is_file():
+            raise ScenarioError(path, f"kernel.debs[{i}]", f"no such file: {deb}")
+
+
 def _digest(path: Path, recipe: Recipe) -> str:
     """What decides whether a built image is current: the validated recipe and the
-    content of its local sources (a URL's content is fixed by its checksum)."""
+    content of its local sources and kernel packages (a URL's content is fixed by its
+    checksum)."""
     h = hashlib.sha256(json.dumps(recipe.model_dump(), sort_keys=True).encode())
+    for deb in deb_paths(path, recipe):
+        h.update(file_sha256(deb).encode())
     for module in recipe.modules:
         if module.source.local is not None:
             where = (path.parent / module.source.local).resolve()

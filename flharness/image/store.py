@@ -32,6 +32,7 @@ class KernelRecord(BaseModel):
     release: str  # uname -r
     packages: list[str]  # the packages holding its image and modules (unpacked into the root)
     vmlinuz: str  # path inside the root
+    debs: dict[str, str] = {}  # a kernel given as .deb files: file name → sha256
 
 
 class ModuleRecord(BaseModel):

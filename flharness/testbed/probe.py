@@ -240,6 +240,15 @@ def sysctl_set_key(pairs: list[list[str]]) -> str:
     return " ".join(f"{k}={v}" for k, v in pairs)
 
 
+def available_ccs() -> set[str]:
+    """The congestion controls the kernel has loaded or built in (an image's extra module
+    among them, loaded at boot)."""
+    try:
+        return set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+    except OSError:
+        return set()
+
+
 def cc_usable(name: str) -> bool:
     """Can a socket use this congestion control? (What netperf -K does; loads the module.)"""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -263,7 +272,7 @@ def probe(request: dict) -> dict:
             # tokens as text: Ansible's to_json may turn a numeric string ("200") into a number
             specs = [([str(x) for x in t], bool(s)) for t, s in request.get("qdiscs", [])]
             result["qdiscs"] = {" ".join(t): v for (t, _), v in zip(specs, p.qdiscs(specs))}
-            ccs = sorted(set(CCS) | {str(c) for c in request.get("ccs", [])})
+            ccs = sorted(set(CCS) | {str(c) for c in request.get("ccs", [])} | available_ccs())
             result["ccs"] = {c: cc_usable(c) for c in ccs}
             keys = [str(k) for k in request.get("sysctls", [])]
             result["sysctls"] = {k: p.sysctl_exists(k) for k in keys}
