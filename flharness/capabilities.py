@@ -149,8 +149,10 @@ def _specs_of(cell: Cell) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
-def probe_request(cells: list[Cell]) -> dict[str, Any]:
-    """What to probe for the cells: every distinct qdisc spec, CC, sysctl and sysctl set."""
+def probe_request(cells: list[Cell], every_rewrite: bool = False) -> dict[str, Any]:
+    """What to probe for the cells: every distinct qdisc spec, CC, sysctl and sysctl set,
+    and how a SYN's flags can be rewritten (EVERY_REWRITE: each way, not only the first
+    that works: fl check reports them all)."""
     specs = {(link.qdisc, link.self_shaping) for c in cells for link in (c.up, c.down)}
     specs |= {(tokens, True) for c in cells for axis, tokens in _specs_of(c) if axis != "qdisc"}
     return {
@@ -158,7 +160,7 @@ def probe_request(cells: list[Cell]) -> dict[str, Any]:
         "ccs": sorted({f.cc for c in cells for f in c.flows}),
         "sysctls": sorted({k for c in cells for settings in c.sysctls.values() for k in settings}),
         "sysctl_sets": [list(map(list, s)) for s in sorted({_pairs(st) for c in cells for st in c.sysctls.values()})],
-        "tcp_rewrite": {"nft": ecn_rules.NFT_STRIP, "tc": ecn_rules.commands(
+        "tcp_rewrite": {"nft": ecn_rules.NFT_STRIP, "nft_always": every_rewrite, "tc": ecn_rules.commands(
             [ecn_rules.FlowRule(1, 0, ("strip-negotiation",))], "{dev}", "mid", "tc", ingress_exists=True).tc},
     }
 

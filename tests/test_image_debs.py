@@ -55,3 +55,17 @@ def test_no_image_or_two_kernels_are_errors(tmp_path):
     b = deb(tmp_path, "linux-modules-6.2.0-1-amd64", "6.2.0-1", ["lib/modules/6.2.0-1-amd64/vmlinuz"])
     with pytest.raises(BuildError, match=re.escape("several kernels: 6.1.0-9-amd64, 6.2.0-1-amd64")):
         kernel_from_debs([a, b], tmp_path / "log")
+
+
+def test_unpacking_keeps_a_merged_usr_root(tmp_path):
+    """Debian 12's kernel installs ./lib/modules: in a root whose /lib links to usr/lib
+    it lands in usr/lib, and the link stays (the root's libraries stay reachable)."""
+    from flharness.image.debian import unpack
+    root = tmp_path / "root"
+    (root / "usr" / "lib" / "x86_64-linux-gnu").mkdir(parents=True)
+    (root / "lib").symlink_to("usr/lib")
+    package = deb(tmp_path, "linux-image-6.1.0-9-amd64", "6.1.1-1",
+                  ["boot/vmlinuz-6.1.0-9-amd64", "lib/modules/6.1.0-9-amd64/kernel/x.ko"])
+    unpack(package, root, tmp_path / "log")
+    assert (root / "lib").is_symlink() and (root / "usr/lib/modules/6.1.0-9-amd64/kernel/x.ko").is_file()
+    assert (root / "usr/lib/x86_64-linux-gnu").is_dir() and (root / "boot/vmlinuz-6.1.0-9-amd64").is_file()

@@ -32,8 +32,8 @@ from .debian import (
     kernel_from_debs,
     mmdebstrap,
     resolve_kernel,
-    run_logged,
     source_lines,
+    unpack,
 )
 from .recipe import ImageRecipe, deb_paths, file_sha256, load_recipe
 from .sources import gather
@@ -169,7 +169,7 @@ class Build:
         sources = [line for suite in (u.suite, *u.also) for line in source_lines(self.image.recipe.mirror, suite, u.components)]
         mmdebstrap(self.guest, u.suite, sources, wanted, self.log)
         for deb in sorted((self.build_root / "fl" / "kernel").glob("*.deb")):
-            run_logged(["dpkg-deb", "-x", str(deb), str(self.guest)], self.log, f"unpacking {deb.name}")
+            unpack(deb, self.guest, self.log)
         extra = self.guest / "usr/lib/modules" / kernel.release / EXTRA_DIR
         extra.mkdir(parents=True, exist_ok=True)
         for ko in built.values():

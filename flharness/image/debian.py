@@ -3,9 +3,11 @@ configuration), commands run chrooted in a private mount namespace (so /proc, wh
 kernel's build tools need, is unmounted whatever happens), apt answers what a suite holds."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,13 +65,18 @@ def run_logged(argv: list[str], log: Path, what: str, timeout: float = 1800) -> 
     return p.stdout
 
 
+#: Commands in a root find their programs here, whatever this process's PATH (a suite whose
+#: root keeps /sbin apart from /usr/sbin has depmod only in /sbin).
+ROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
 def in_root(root: Path, argv: list[str], log: Path, what: str, network: bool = False) -> str:
     """ARGV chrooted into ROOT, with its own /proc in a private mount and PID namespace
     (NETWORK: apt inside fetches, so it gets this machine's resolver)."""
     if network:
         shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")
     return run_logged(["unshare", "--mount", "--pid", "--fork", f"--mount-proc={root / 'proc'}",
-                       "chroot", str(root), *argv], log, what)
+                       "chroot", str(root), "/usr/bin/env", f"PATH={ROOT_PATH}", *argv], log, what)
 
 
 @dataclass(frozen=True)
@@ -170,3 +177,20 @@ def _listing(deb: Path, log: Path) -> list[str]:
     """The paths a .deb file installs (dpkg-deb -c), as ./path."""
     out = run_logged(["dpkg-deb", "-c", str(deb)], log, f"listing {deb.name}")
     return [line.split(" -> ")[0].split()[-1] for line in out.splitlines() if line.strip()]
+
+
+def unpack(deb: Path, root: Path, log: Path) -> None:
+    """DEB's files into ROOT through ROOT's merged-/usr links: a package that installs
+    ./lib/modules (Debian 12's kernels, `make bindeb-pkg`'s) must land in usr/lib when
+    ROOT's /lib links there, not replace the link (dpkg-deb -x would)."""
+    with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
+        run_logged(["dpkg-deb", "-x", str(deb), tmp], log, f"unpacking {deb.name}")
+        for entry in sorted(Path(tmp).iterdir()):
+            target = root / entry.name
+            if target.is_symlink():
+                link = os.readlink(target)
+                target = root / link.lstrip("/") if os.path.isabs(link) else root / link
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.copytree(entry, target, symlinks=True, dirs_exist_ok=True)
+            else:
+                shutil.copy2(entry, target, follow_symlinks=False)

@@ -7,7 +7,8 @@ script to ssh hosts. Input (JSON, argv[1] or stdin): optional lists ``qdiscs``
 ``[key, value]`` settings of one cell, tried in order) and ``tcp_rewrite`` (the ways fl
 rewrites a SYN's TCP flags: tc batch lines for a device ``{dev}`` whose ingress qdisc
 exists, and an nftables statement). Output (stdout): JSON with the kernel release, tool
-versions, features, qdisc/CC/sysctl verdicts and which TCP rewrites work.
+versions, features, qdisc/CC/sysctl verdicts and which TCP rewrites work (nftables' only
+tried where tc's is not possible, or with ``nft_always``).
 
 A qdisc spec is tried in the exact position fl uses (an htb class child, or the root
 for self-shaping qdiscs): "unsupported" means the kernel lacks the qdisc kind,
@@ -186,6 +187,8 @@ class Probe:
         out = {"tc": bool(tc) and not batch_errors(sh("tc", "-n", self.ns, "-force", "-batch", "-",
                                                        stdin="\n".join(tc) + "\n")[1])}
         statement = trials.get("nft")
+        if out["tc"] and not trials.get("nft_always"):
+            return out  # fl uses tc then; the nftables trial starts a Python, seconds in an emulated guest
         out["nft"] = bool(statement) and shutil.which("nft") is not None and self._nft_write(statement)
         return out
 
