@@ -64,9 +64,15 @@ def test_geni_sub_matrices():
     cells = {c.name: c for c in cells_of("geni-tcp-lab")}
     udp = cells["cubic-sfq-100mbit-0ms-tcp_nup-10flows-udp20mbit"]
     assert len(udp.flows) == 10 and udp.ends.udp.bps == 20e6 and udp.up.qdisc == ("sfq",)
-    sack = cells["cubic-droptail-100mbit-0ms-tcp_1up-sack_off-loss_10-noudp"]
+    sacks = [cells[f"cubic-droptail-100mbit-0ms-tcp_1up-sack_off-loss_10pct-noudp-r{i}"] for i in range(1, 6)]
+    sack = sacks[0]  # five runs, as the lab's
     assert sack.sysctls == {"cli": {"net.ipv4.tcp_sack": "0"}, "srv": {"net.ipv4.tcp_sack": "0"}}
-    assert sack.path.netem.up == ("loss", "10%")
+    assert sack.path.netem.up == ("loss", "10%") and sack.path.netem.down == ()  # the data's way only
+    assert len({c.config_hash for c in sacks}) == 5 and [c.repetition for c in sacks] == [1, 2, 3, 4, 5]
+    assert "cubic-droptail-100mbit-0ms-tcp_1up-loss_10pct-noudp" in cells  # experiment 4 runs once
+    reno = [n for n in cells if n.startswith("reno-droptail-100mbit-100ms-tcp_1up-") and "jitter" in n]
+    assert sorted(reno) == sorted(f"reno-droptail-100mbit-100ms-tcp_1up-{r}_reordering{v}-delay_up-jitter_75ms-noudp"
+                                  for r in ("rack", "norack") for v in ("3", "_max"))
     jitter = cells["cubic-droptail-100mbit-100ms-tcp_1up-norack_reordering100000-delay_up-jitter_75ms-noudp"]
     assert jitter.path.rtt_split == "up" and jitter.path.netem.up == ("jitter", "75ms") and not jitter.path.netem.down
     assert list(jitter.sysctls["cli"]) == ["net.ipv4.tcp_recovery", "net.ipv4.tcp_max_reordering",

@@ -103,7 +103,10 @@ def peak_mbit(per_flow: list[np.ndarray], edges: np.ndarray) -> float | None:
 def one_way(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn,
             t_from: float, t_to: float) -> OneWayDelay | None:
     """One-way delay percentiles (ms) and loss of the data segments the sender sent in
-    [T_FROM, T_TO]; None when it sent none."""
+    [T_FROM, T_TO]; None when it sent none. Loss two ways: the segments that never
+    arrived, those sent after the last that did left out (they may still have been
+    queued when the captures stopped); and Pantheon's, the payload that had not arrived
+    by T_TO (what was queued then counts as lost)."""
     sent = s_conn.sent[(sender.ts[s_conn.sent] >= t_from) & (sender.ts[s_conn.sent] <= t_to)]
     if not len(sent):
         return None
@@ -113,11 +116,13 @@ def one_way(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn,
     _, i_out, i_in = np.intersect1d(out_keys, in_keys, return_indices=True)
     delays = (receiver.ts[r_conn.sent[i_in]] - sender.ts[sent[i_out]]) * 1e3
     if not len(delays):
-        return OneWayDelay(median=None, p95=None, p99=None, n=0, sent=len(sent), loss=1.0)
+        return OneWayDelay(median=None, p95=None, p99=None, n=0, sent=len(sent), loss=1.0, loss_by_end=1.0)
     p50, p95, p99 = np.percentile(delays, [50, 95, 99])
     settled = np.unique(out_keys[sender.ts[sent] <= sender.ts[sent[i_out]].max()])
+    in_time = sender.payload[sent[i_out]][receiver.ts[r_conn.sent[i_in]] <= t_to].sum()
     return OneWayDelay(median=float(p50), p95=float(p95), p99=float(p99), n=len(delays),
-                       sent=len(settled), loss=1 - len(i_out) / len(settled))
+                       sent=len(settled), loss=1 - len(i_out) / len(settled),
+                       loss_by_end=float(1 - in_time / sender.payload[sent].sum()) if sender.payload[sent].sum() else None)
 
 
 def _keys(pk: Packets, idx: np.ndarray, base: int) -> np.ndarray:

@@ -81,7 +81,8 @@ def _flow_columns(f: FlowMetrics | None) -> dict[str, Any]:
             "tcp_rtt_median_ms": rtt.median if rtt else None, "tcp_rtt_p95_ms": rtt.p95 if rtt else None,
             "tcp_rtt_p99_ms": rtt.p99 if rtt else None, "packets_sent": pcap.sent if pcap else None,
             "packets_received": pcap.received if pcap else None, "retransmits": pcap.retrans if pcap else None,
-            "loss": pcap.loss if pcap else None, "loss_all_pct": 100 * pcap.loss if pcap and pcap.loss is not None else None,
+            "loss": pcap.loss if pcap else None,
+            "loss_pantheon_pct": 100 * owd.loss_by_end if owd and owd.loss_by_end is not None else None,
             **{f"received_{k}": pcap.ecn_received.get(k, 0) if pcap else None for k in ECN}}
 
 

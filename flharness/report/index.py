@@ -54,12 +54,19 @@ def _scenario(s: ScenarioResult, charts: list[dict[str, str]]) -> dict[str, Any]
     counts = s.status_counts()
     findings = {kind: list(by_cell.items()) for kind, by_cell in s.findings().items()}
     return {
-        "name": s.name, "description": s.scenario.description, "repetitions": max(s.scenario.repetitions_list()),
+        "name": s.name, "description": s.scenario.description, "repetitions": _runs(s),
         "fairness": fair, "per_cc": per_cc_table(s), "udp": udp_table(s),
         "charts": charts, "cells": [_cell(s, c) for c in s.cells],
         "counts": f"{len(s.cells)} cells: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())),
         **findings,
     }
+
+
+def _runs(s: ScenarioResult) -> int:
+    """How many times each cell ran: the scenario's repetitions, or 0 where its
+    sub-matrices repeat their cells differently (each table row says its own n)."""
+    counts = set(s.scenario.repetitions_list())
+    return counts.pop() if len(counts) == 1 else 0
 
 
 def _cell(s: ScenarioResult, c: CellResult) -> dict[str, Any]:

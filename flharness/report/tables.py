@@ -122,13 +122,13 @@ def _per_run(runs: list[list[FlowMetrics]]) -> dict[str, Stat | None]:
         owd = [f.owd_ms for f in flows if f.owd_ms and f.owd_ms.sent]
         return 100 * sum(o.loss * o.sent for o in owd) / sum(o.sent for o in owd) if owd else None
 
-    def loss_all(flows: list[FlowMetrics]) -> float | None:
-        counts = [f.pcap for f in flows if f.pcap and f.pcap.sent]
-        return 100 * sum(c.sent - c.received for c in counts) / sum(c.sent for c in counts) if counts else None
+    def pantheon_loss(flows: list[FlowMetrics]) -> float | None:
+        owd = [f.owd_ms for f in flows if f.owd_ms and f.owd_ms.sent and f.owd_ms.loss_by_end is not None]
+        return 100 * sum(o.loss_by_end * o.sent for o in owd) / sum(o.sent for o in owd) if owd else None
 
     return {"throughput": each(lambda fs: sum(f.mean_mbit or 0 for f in fs)),
             "owd_p95": each(lambda fs: mean([f.owd_ms.p95 for f in fs if f.owd_ms and f.owd_ms.p95 is not None])),
-            "loss": each(pooled_loss), "loss_all": each(loss_all),
+            "loss": each(pooled_loss), "loss_pantheon": each(pantheon_loss),
             "rtt_p95": each(lambda fs: mean([f.tcp_rtt_ms.p95 for f in fs if f.tcp_rtt_ms])),
             "retrans": each(lambda fs: sum(f.pcap.retrans for f in fs if f.pcap) if any(f.pcap for f in fs) else None)}
 
@@ -139,7 +139,8 @@ def udp_table(s: ScenarioResult) -> dict[str, Any] | None:
     cells = [c for c in s.cells if c.valid and _metrics(c).udp is not None]
     if not cells:
         return None
-    axes = [a for a in s.swept if a not in ("repetition", "udp")] or ["qdisc"]
+    varying = [a for a in s.swept if a != "repetition" and len({c.label(a) for c in cells}) > 1]
+    axes = varying or ["qdisc"]  # the axes that tell these cells apart
     rows = []
     for group in _groups(cells, _without_repetition).values():
         udp = [_metrics(g).udp for g in group]

@@ -8,7 +8,7 @@ from .cell_record import Direction
 from .files import Contract, Sparse, Versioned
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 10
+METRICS_VERSION = 11
 
 
 class Percentiles(Contract):
@@ -33,6 +33,9 @@ class OneWayDelay(Contract):
     n: int  # segments that arrived
     sent: int  # segments sent that had time to arrive
     loss: float  # share of those that never did
+    #: Pantheon's loss: the share of the payload sent in the window that had not arrived
+    #: by its end (what was still queued when the test ended counts as lost)
+    loss_by_end: float | None = None
 
 
 class PcapCounts(Contract):

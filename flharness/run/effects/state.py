@@ -1,18 +1,20 @@
 """Features the hosts' state after the test shows (the teardown log): the rate schedule
 (its own log of each step, what tc printed, the bottleneck class's rate at the end), the
-tunnel (its device's packet counters on both ends), the sysctls (read back) and the
-client's qdisc (its counters)."""
+tunnel (its device's packet counters on both ends), the sysctls (read back), the
+client's qdisc (its counters) and the competing UDP flow (iperf's own counts)."""
 from __future__ import annotations
 
 import re
 
 from ...analysis.qdisc_stats import ports, qdiscs
 from ...analysis.teardown_log import command_output, device_blocks, sysctl_values
+from ...analysis.udp_flow import udp_flow
 from ...results.cell_record import Effect
 from ...testbed.plan import FLENT_DELAY, TUNNEL_DEV
 from ...units import Rate
 from .cell_files import CellFiles
 
+UDP_RATE_TOLERANCE = 0.05  # the UDP flow's sending rate against the declared one
 STEP_LATE_S = 0.5  # a step logged this much after its planned time did not come at its time
 _STEP_RE = re.compile(r"^t=([\d.]+): up (\S+) .*\(planned t=([\d.]+)\)$", re.M)
 _CLASS_RATE_RE = re.compile(r"^class htb 1:1 .*? rate (\S+) ", re.M)
@@ -29,6 +31,8 @@ def check(files: CellFiles) -> list[Effect]:
     out += [_sysctls(host, settings, sections.get(host, "")) for host, settings in cell.sysctls.items() if settings]
     if cell.ends.client_qdisc:
         out.append(_client_qdisc(cell.ends.client_qdisc, sections.get("cli", "")))
+    if cell.ends.udp:
+        out.append(_udp(files, cell.ends.udp.bps))
     return out
 
 
@@ -91,3 +95,16 @@ def _client_qdisc(tokens: tuple[str, ...], cli: str) -> Effect:
     sent = sum(q.get("sent_pkts", 0) for q in roots)
     return Effect(feature="client qdisc", ok=sent > 0,
                   evidence=f"{tokens[0]} on the client sent {sent} packets" if roots else f"no {tokens[0]} on the client")
+
+
+def _udp(files: CellFiles, declared_bps: float) -> Effect:
+    """The competing UDP flow ran at its rate: iperf's client sent the declared rate
+    (±5 %) and its server received datagrams (its report)."""
+    flow = udp_flow(files.dir / "udp.log", declared_bps)
+    if isinstance(flow, str):
+        return Effect(feature="udp flow", evidence=flow, ok=False)
+    sent = flow.sent_mbit or 0.0
+    ok = abs(sent - flow.declared_mbit) <= UDP_RATE_TOLERANCE * flow.declared_mbit and flow.received > 0
+    return Effect(feature="udp flow", ok=ok,
+                  evidence=f"iperf sent {sent:.2f} Mbit/s (declared {flow.declared_mbit:g}); its server received "
+                           f"{flow.received_mbit:.2f} ({flow.received} datagrams, {flow.loss_pct:.2f} % lost)")
