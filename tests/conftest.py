@@ -36,13 +36,6 @@ def scenario_file(tmp_path: Path):
     return write
 
 
-def netns_list() -> list[str]:
-    """Every named namespace on the machine (global state: tests of their own runs use
-    Seen and leftovers() instead)."""
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return sorted(line.split()[0] for line in out.splitlines() if line.strip())
-
-
 #: Where fl records its live testbeds (one state file each, naming the fl process), and
 #: where `ip netns` keeps named namespaces.
 STATE_DIR = Path("/run/fl/testbeds")

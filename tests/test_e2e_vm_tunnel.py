@@ -45,14 +45,16 @@ def rx_bytes(log: str, dev: str) -> int:
 
 def test_flows_run_through_each_tunnel(run):
     """Flent talked to the server's inner address, and the server's tunnel device
-    received most of what 10 Mbit/s carries in 10 s (12.5 MB), through the tunnel."""
+    received most of what the link carries over the test (72 %: 9 MB of 10 Mbit/s × 10 s),
+    through the tunnel."""
     for d in cells(run, "vm-tunnel").values():
         rec = json.loads((d / "cell.json").read_text())
         assert rec["status"] == "ok", (rec["cell"], rec["reason"])
         data = load_flent(d / f"{d.name}.flent.gz")
         assert data["metadata"]["HOST"] == INNER_SRV
-        assert rx_bytes(host_log(d, "srv"), "fl-tun") > 9_000_000, d.name
-        assert packets(d / "srv.pcap.xz", f"dst host {INNER_SRV} and greater 1000") > 5000, d.name
+        capacity = rec["config"]["bottleneck"]["up"]["rate_bps"] * rec["config"]["length"] / 8  # bytes
+        assert rx_bytes(host_log(d, "srv"), "fl-tun") > 0.72 * capacity, d.name
+        assert packets(d / "srv.pcap.xz", f"dst host {INNER_SRV} and greater 1000") > 0.6 * capacity / 1514, d.name
 
 
 def test_wireguard_counts_the_transfer_and_keeps_the_bleached_flow_not_ect(run):

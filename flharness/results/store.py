@@ -75,6 +75,13 @@ class ScenarioResults:
         partial.rename(target)
         return target
 
+    def set_aside(self, name: str, why: str) -> Path:
+        """Move the cell NAME's folder into .attempts/ (a failed attempt that is run again)."""
+        aside = self.root / ".attempts" / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-{why}"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        self.cell_dir(name).rename(aside)
+        return aside
+
     def _completed(self, name: str) -> bool:
         """Whether the cell in place completed, whatever fl version wrote it (--force over
         an older run's cells must not lose them to a failure)."""

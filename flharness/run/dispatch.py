@@ -43,6 +43,7 @@ class Slot:
     restarting: Future | None = None
     removing: Future | None = None  # the testbed removing itself after its last cell
     retired: str = ""  # why it takes no more cells
+    waiting: bool = False  # built or its cell collected, it waits for the next one
 
     @property
     def busy(self) -> bool:
@@ -59,6 +60,8 @@ class Dispatch:
     progress: Progress
     records: list[CellRecord] = field(default_factory=list)
     finishing: dict[Future, Attempt] = field(default_factory=dict)
+    plans: dict[int, ScenarioPlan] = field(default_factory=dict)  # id(attempt) → its scenario
+    retried: set[tuple[str, str]] = field(default_factory=set)  # (scenario, cell) run again once
 
     def run_all(self) -> list[CellRecord]:
         with ThreadPoolExecutor(max_workers=2 * len(self.slots) + 1, thread_name_prefix="fl-finish") as pool:
@@ -66,7 +69,7 @@ class Dispatch:
             try:
                 for slot in self.slots:
                     slot.testbed.start()
-                while self.queue or any(s.busy for s in self.slots):
+                while self.queue or self.finishing or any(s.busy for s in self.slots):
                     for slot in self.slots:
                         self._poll(slot)
                     self._reap()
@@ -90,7 +93,8 @@ class Dispatch:
             self._restarted(slot)
             return
         tb = slot.testbed
-        if tb.want_cell():
+        if slot.waiting or tb.want_cell():  # want_cell() says so once
+            slot.waiting = False
             if slot.attempt is not None:
                 self._collected(slot)
             slot.built = True
@@ -102,12 +106,16 @@ class Dispatch:
                              "(the testbed was taken for hung and restarted)")
 
     def _hand_next(self, slot: Slot) -> None:
+        if not self.queue and self.finishing:
+            slot.waiting = True  # a cell still being checked may have to run again: the testbed waits
+            return
         if not self.queue:
             slot.stopped = True
             slot.removing = self.pool.submit(slot.testbed.finish)
             return
         sp, cell = self.queue.popleft()
         attempt = self.new_attempt(sp, cell, slot.testbed)
+        self.plans[id(attempt)] = sp
         attempt.deadline = time.monotonic() + slot.limit(cell)
         slot.attempt = attempt
         slot.testbed.give(cell_vars(cell, slot.testbed.inv, slot.testbed.path_on_testbed(attempt.partial),
@@ -157,10 +165,23 @@ class Dispatch:
         for future in [f for f in self.finishing if wait or f.done()]:
             attempt = self.finishing.pop(future)
             rec, verdict = future.result()
+            sp = self.plans.pop(id(attempt))
+            if verdict.retry and (sp.name, rec.cell) not in self.retried and not wait \
+                    and not all(s.retired for s in self.slots):
+                self._again(sp, attempt, rec.reason)
+                continue
             self.records.append(rec)
             from .runner import progress_detail
             self.progress.finish(rec.cell, rec.status, rec.duration or 0, progress_detail(attempt.cell, verdict),
                                  attempt.testbed)
+
+    def _again(self, sp: ScenarioPlan, attempt: Attempt, reason: str) -> None:
+        """Run a cell once more whose failure was the testbed's timing (its attempt goes
+        to .attempts/), before any other."""
+        self.retried.add((sp.name, attempt.cell.name))
+        attempt.store.set_aside(attempt.cell.name, "retried")
+        self.queue.appendleft((sp, attempt.cell))
+        self.progress.again(attempt.cell.name, attempt.record.duration or 0, reason[:200], attempt.testbed)
 
     def _abandon(self) -> None:
         """Interrupted (or a fatal error): cells under way are recorded as interrupted."""

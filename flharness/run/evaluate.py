@@ -14,6 +14,9 @@ from .calibration import calibration
 
 #: A flow whose data begins this much after its declared start is reported (connection delayed).
 LATE_START_S, LATE_START_SHARE = 2.0, 0.1
+#: A flow whose data begins this much before its declared start means Flent's time axis is
+#: off (its lead-in did not happen): the cell fails, and is run once more.
+EARLY_START_S = 2.5
 REQUIRED_FILES = ("setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
 
 
@@ -24,6 +27,7 @@ class Verdict:
     checks: Checks = field(default_factory=Checks)  # recorded in cell.json
     utilisation: dict[str, float] = field(default_factory=dict)  # per direction, for the progress line
     analysis_error: str | None = None
+    retry: bool = False  # the failure is the testbed's timing, not the cell's: run it again
 
     def fail(self, reason: str) -> None:
         self.status = "failed"
@@ -79,12 +83,20 @@ def _check_test_window(cell: Cell, data: dict, names: list[str], v: Verdict) -> 
     """Flows whose data began late (their connection could not start in time)."""
     origin, lead, length = flent_data.t0(data), flent_data.lead_in(data), cell.length
     late: dict[str, float] = {}
+    early: dict[str, float] = {}
     for flow, name in _series_of(cell, names):
         begun = flent_data.first_data_s(data.get("raw_values", {}).get(name, []), origin)
         delay = None if begun is None else begun - (lead + flow.start.seconds)
         if delay is not None and delay > max(LATE_START_S, LATE_START_SHARE * length):
             late[name] = round(delay, 1)
+        elif delay is not None and delay < -EARLY_START_S:
+            early[name] = round(-delay, 1)
     v.checks.late_start_s = late
+    if early:
+        v.fail("Flent started " + ", ".join(f"{n} {s:g} s" for n, s in early.items()) + " before its lead-in "
+               "ended: its time axis, the idle ping and the test window are off (in a VM on the virtual clock "
+               "the guest's time leaps while a program waits for the host)")
+        v.retry = True
 
 
 def _series_of(cell: Cell, names: list[str]) -> list[tuple[Flow, str]]:

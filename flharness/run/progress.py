@@ -37,6 +37,12 @@ class Progress:
         extra = f"  {detail}" if detail else ""
         self._print(f"[{n}]{self._on(testbed)} {status:<7} {name} ({human_duration(seconds)}){extra}")
 
+    def again(self, name: str, seconds: float, detail: str, testbed: str = "") -> None:
+        """A cell that is run once more: one more to start and finish, the same estimate."""
+        self.estimates.append(seconds)
+        self._print(f"[{'':>{self.width}} {'':>{self.width}}]{self._on(testbed)} {'again':<7} {name} "
+                    f"({human_duration(seconds)})  {detail}")
+
     @staticmethod
     def _on(testbed: str) -> str:
         return f" {testbed}:" if testbed else ""
