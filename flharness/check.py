@@ -73,7 +73,7 @@ def hints(caps: Capabilities) -> list[str]:
                    "against a mainline kernel). Build an image from that kernel's .deb files (copy "
                    "images/l4s-prague.example.yml to images/l4s-prague.yml, name the files; then ./fl image "
                    "build l4s-prague and --vm l4s-prague), or boot a kernel that has it, its modules in "
-                   "/lib/modules/RELEASE: --vm /path/to/a/kernel")
+                   "/lib/modules/RELEASE (--vm /path/to/vmlinuz), or the fork's tree after make (--vm /path/to/linux)")
     return out
 
 

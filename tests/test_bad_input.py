@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from conftest import run_fl
+from conftest import leftovers, run_fl
 
 GOOD = """\
 test: tcp_2up
@@ -97,7 +97,8 @@ def test_bad_scenario_is_rejected_before_anything_runs(tmp_path, case, text, key
     assert str(path) in lines[0]
     assert f": {key}" in lines[0], lines[0]
     assert words in lines[0]
-    assert not p.seen.ids and not p.seen.inodes, p.seen  # no testbed of its own, ever (others may run)
+    # no namespace of its own, ever, and nothing left (another run's testbeds may come and go)
+    assert not p.seen.inodes and not leftovers(p.seen), (p.seen, leftovers(p.seen))
     assert not results.exists()
 
 

@@ -28,6 +28,7 @@ from flharness.image.store import load_image
 pytestmark = [pytest.mark.vm, needs_vm()]
 IMAGE = "geni-debs"
 SCENARIO = Path(__file__).parent / "scenarios" / "vm-geni-exp.yml"
+TREE_SCENARIO = Path(__file__).parent / "scenarios" / "vm-tree.yml"
 
 
 def bookworm_kernel_debs(folder: Path) -> list[Path]:
@@ -117,3 +118,53 @@ def test_the_flow_runs_the_module_and_decreases_as_its_parameter_says(lab):
         assert len(samples) >= 5, samples
         ssthresh[cc] = statistics.median(s["ssthresh"] for s in samples)
     assert 1.3 <= ssthresh["exp"] / ssthresh["reno"] <= 1.7, ssthresh
+
+
+def lay_out_as_a_build_tree(image_deb: Path, tree: Path) -> str:
+    """The kernel of IMAGE_DEB where `make` leaves one in a kernel tree: bzImage, .config,
+    the release, and each module at its place with modules.order listing them (no kernel
+    is compiled in CI: a build takes hours on its 2 cores). Returns the release."""
+    unpacked = tree.parent / "unpacked"
+    subprocess.run(["dpkg-deb", "-x", str(image_deb), str(unpacked)], check=True)
+    (config,) = (unpacked / "boot").glob("config-*")
+    release = config.name.removeprefix("config-")
+    mods = next(p for p in (unpacked / "lib/modules" / release, unpacked / "usr/lib/modules" / release) if p.is_dir())
+    for src, dst in ((config, ".config"), (unpacked / "boot" / f"vmlinuz-{release}", "arch/x86/boot/bzImage"),
+                     (unpacked / "boot" / f"System.map-{release}", "System.map"),
+                     (mods / "modules.builtin", "modules.builtin"),
+                     (mods / "modules.builtin.modinfo", "modules.builtin.modinfo")):
+        (tree / dst).parent.mkdir(parents=True, exist_ok=True)
+        (tree / dst).symlink_to(src)
+    (tree / "include/config").mkdir(parents=True)
+    (tree / "include/config/kernel.release").write_text(release + "\n")
+    order = []
+    for ko in sorted((mods / "kernel").rglob("*.ko*")):
+        rel = ko.relative_to(mods / "kernel")
+        if ko.suffix == ".xz":  # a tree holds them uncompressed
+            rel = rel.with_suffix("")
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["xz", "-dc", str(ko)], stdout=(tree / rel).open("wb"), check=True)
+        else:
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tree / rel).symlink_to(ko)
+        order.append(str(rel))
+    (tree / "modules.order").write_text("\n".join(order) + "\n")
+    return release
+
+
+def test_a_kernel_build_tree_boots_with_its_own_modules(lab, tmp_path):
+    """`--vm TREE`: the guest runs the tree's kernel (the .deb files' release, which
+    neither /boot nor /lib/modules of this machine has) on this machine's userland, and
+    loads the tree's modules: netem and fq_codel, modules of that kernel, shape the cell."""
+    image_deb = next(d for d in lab["debs"] if d.name.startswith("linux-image-"))
+    tree = tmp_path / "linux"
+    release = lay_out_as_a_build_tree(image_deb, tree)
+    assert not Path("/lib/modules", release).exists() and not Path("/boot", f"vmlinuz-{release}").exists()
+    results = tmp_path / "results"
+    p = run_fl("run", str(TREE_SCENARIO), "--vm", str(tree), "--vm-accel", "tcg", "--vm-clock", "virtual",
+               "--results", str(results), timeout=1200)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rec, _, d = find(results / "default", "vm-tree", cc="cubic")
+    assert rec["status"] == "ok" and rec["kernel"] == release, rec
+    log = (d / "teardown.log").read_text()
+    assert re.search(r"^qdisc fq_codel ", log, re.M) and re.search(r"^qdisc netem ", log, re.M), log

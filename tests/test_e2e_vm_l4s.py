@@ -126,7 +126,7 @@ def test_fl_check_reports_the_l4s_kernel_and_what_it_lacks(lab):
     # Linux 7.x refuses nftables writes to the TCP header's data-offset byte: tc clears a SYN's flags
     assert "strip-negotiation (a SYN's AE, CWR, ECE cleared): tc filter (u32, pedit, csum); " \
            "nftables' TCP header writes are refused by this kernel" in out
-    assert "prague missing" in out and "images/l4s-prague.example.yml" in out and "--vm /path/to/a/kernel" in out
+    assert "prague missing" in out and "images/l4s-prague.example.yml" in out and "--vm /path/to/vmlinuz" in out and "--vm /path/to/linux" in out
 
 
 def test_s1_runs_its_dualpi2_cubic_cells_and_skips_only_for_prague_or_cnq_codel_af(lab):

@@ -37,3 +37,22 @@ def test_impossible_combinations_are_refused(host):
         vm.vm_config(accel="kvm", clock="virtual")
     with pytest.raises(FlError, match="one vCPU"):
         vm.vm_config(accel="tcg", clock="virtual", cpus=2)
+
+
+def test_a_built_kernel_tree_is_taken_and_an_unbuilt_one_refused(tmp_path):
+    """--vm TREE: a tree after `make` boots (its path and release); one missing what
+    `make` leaves is refused naming the missing file."""
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    with pytest.raises(FlError, match=r"not a built kernel tree \(no \.config, arch/x86/boot/bzImage, "
+                                      r"include/config/kernel\.release, System\.map\): run make"):
+        vm.resolve_kernel(str(tree))
+    for name, text in ((".config", "CONFIG_MODULES=y\n"), ("arch/x86/boot/bzImage", "MZ"),
+                       ("include/config/kernel.release", "7.3.0-prague-test\n"), ("System.map", "")):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    with pytest.raises(FlError, match=r"no modules\.order"):
+        vm.resolve_kernel(str(tree))
+    (tree / "modules.order").write_text("net/ipv4/tcp_prague.ko\n")
+    assert vm.resolve_kernel(str(tree)) == (str(tree), "7.3.0-prague-test")
+    assert vm.resolve_target(str(tree)) == (str(tree), "7.3.0-prague-test", None, None)

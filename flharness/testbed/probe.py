@@ -119,7 +119,10 @@ class Probe:
         rc, msg = sh("ip", "netns", "add", self.ns)
         if rc != 0:
             raise RuntimeError(f"cannot create a network namespace: {msg}")
-        sh("ip", "-n", self.ns, "link", "add", "name", self.dev, "type", "veth", "peer", "name", "fl1")
+        rc, msg = sh("ip", "-n", self.ns, "link", "add", "name", self.dev, "type", "veth", "peer", "name", "fl1")
+        if rc != 0:  # every probe and testbed needs veth (a module the kernel could not load?)
+            self.__exit__()
+            raise RuntimeError(f"cannot create a veth pair: {msg}")
         sh("ip", "-n", self.ns, "link", "set", self.dev, "up")
         return self
 

@@ -38,6 +38,9 @@ READY = "fl-guest: ready"
 #: Where the guest sees the run's results folder: on its own /run (a tmpfs), so an image's
 #: read-only root need not hold the host's path.
 GUEST_RESULTS = Path("/run/fl-results")
+#: What a built kernel tree holds: its kernel image, configuration and release.
+TREE_KERNEL = Path("arch/x86/boot/bzImage")
+TREE_FILES = (Path(".config"), TREE_KERNEL, Path("include/config/kernel.release"), Path("System.map"))
 
 
 @dataclass(frozen=True)
@@ -79,11 +82,12 @@ def vng() -> str:
 
 
 def resolve_target(spec: str) -> tuple[str, str, str | None, str | None]:
-    """What --vm SPEC boots: (kernel image, release, root, image name). SPEC is a built
-    image's name (its kernel and root), 'auto' or a kernel image path (the host's root)."""
+    """What --vm SPEC boots: (kernel image or tree, release, root, image name). SPEC is a
+    built image's name (its kernel and root), 'auto', a kernel image's path or a built
+    kernel tree's (the host's root)."""
     from ..image.recipe import find_recipe
     from ..image.store import load_image
-    if spec != "auto" and "/" not in spec and not Path(spec).is_file():
+    if spec != "auto" and "/" not in spec and not Path(spec).exists():
         if (image := load_image(spec)) is not None:
             return str(image.kernel), image.manifest.kernel.release, str(image.root), image.name
         if find_recipe(spec) is not None:
@@ -103,12 +107,27 @@ def resolve_kernel(spec: str) -> tuple[str, str]:
         release, path = found[-1]
         return str(path), release
     path = Path(spec)
+    if path.is_dir():
+        return resolve_tree(path)
     if not path.is_file():
         raise FlError(f"--vm {spec}: no such kernel image")
     release = _release_of(path)
     if not Path("/lib/modules", release).is_dir():
         raise FlError(f"--vm {spec}: no modules in /lib/modules/{release} for this kernel")
     return str(path.resolve()), release
+
+
+def resolve_tree(tree: Path) -> tuple[str, str]:
+    """A kernel tree after `make`: virtme-ng boots its bzImage and links the modules its
+    modules.order lists into the guest's /lib/modules (in the tree's .virtme_mods)."""
+    if missing := [str(p) for p in TREE_FILES if not (tree / p).is_file()]:
+        raise FlError(f"--vm {tree}: not a built kernel tree (no {', '.join(missing)}): run make in it")
+    modular = re.search(r"^CONFIG_MODULES=y$", (tree / ".config").read_text(errors="replace"), re.M)
+    if modular and not (tree / "modules.order").is_file():
+        raise FlError(f"--vm {tree}: the kernel takes modules but none are built (no modules.order): run make in it")
+    if not os.access(tree, os.W_OK):
+        raise FlError(f"--vm {tree}: not writable (virtme-ng links the modules in {tree / '.virtme_mods'})")
+    return str(tree.resolve()), (tree / TREE_FILES[2]).read_text().strip()
 
 
 def _release_of(path: Path) -> str:

@@ -23,8 +23,15 @@ mount -t 9p -o trans=virtio,version=9p2000.L,cache=loose,msize=512000,ro flro "$
 sed 's#^root:.*#root:x:0:0:root:/run/fl-home:/bin/sh#' "$ro/etc/passwd" > /run/fl-passwd
 sed 's/^root:[^:]*:/root:fl-no-password:/' "$ro/etc/shadow" > /run/fl-shadow
 chmod 600 /run/fl-shadow
+# A kernel tree's modules: virtme-ng links them at /lib/modules/RELEASE on a tmpfs, which
+# the bind of /usr hides: link them again (a kernel's own module folder is no link).
+release=$(uname -r)
+tree_modules=$(readlink "/lib/modules/$release") || tree_modules=""
 mount --bind "$ro/usr" /usr
 mount --bind "$ro/etc" /etc
+if [ -n "$tree_modules" ]; then
+    mount -t tmpfs fl-modules /lib/modules && ln -s "$tree_modules" "/lib/modules/$release"
+fi
 mount --bind /run/fl-passwd /etc/passwd
 mount --bind /run/fl-shadow /etc/shadow
 
