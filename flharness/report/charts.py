@@ -2,7 +2,8 @@
 by CC pair × qdisc, one chart per combination of the other swept axes; and, as Pantheon
 draws them, throughput against 95th percentile one-way delay per CC, one chart per
 network condition (every swept axis but CC and repetition: cells of different rates or
-RTTs are never averaged together). Each chart is drawn only when its data changed."""
+RTTs are never averaged together; report/throughput_delay.py). Each chart is drawn only
+when its data changed."""
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +18,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from ..analysis.link import payload_capacity_bps
 from ..results.cell_metrics import FlowMetrics
+from . import throughput_delay
 from .collect import CellResult, ScenarioResult
 from .tables import stat
 
@@ -57,7 +60,10 @@ def scenario_charts(s: ScenarioResult, out_dir: Path) -> list[dict[str, str]]:
 
 
 def _delay_charts(s: ScenarioResult, cells: list[CellResult], out_dir: Path) -> list[dict[str, str]]:
-    conditions = [a for a in s.swept if a not in ("cc", "repetition")]
+    """One chart per network condition comparing its schemes: the CCs, or where each
+    condition has one CC, its qdiscs."""
+    scheme = _scheme_axis(s, cells)
+    conditions = [a for a in s.swept if a not in (scheme, "repetition")]
     groups: dict[tuple, list[CellResult]] = defaultdict(list)
     for c in cells:
         groups[tuple(c.label(a) for a in conditions)].append(c)
@@ -65,14 +71,38 @@ def _delay_charts(s: ScenarioResult, cells: list[CellResult], out_dir: Path) -> 
     for key, group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
         title = ", ".join(f"{a} {k or '–'}" for a, k in zip(conditions, key)) or s.name
         owd = all(f.owd_ms is not None and f.owd_ms.p95 is not None for c in group for f in _flows(c))
-        data = {"owd": owd, "points": [[c.label("cc"), sum(f.mean_mbit or 0 for f in _flows(c)),
-                                        max(_p95_delay(f, owd) for f in _flows(c))] for c in group]}
+        data = {"owd": owd, "capacity": max(_capacity_mbit(c) for c in group),
+                "points": [[c.label(scheme), sum(f.mean_mbit or 0 for f in _flows(c)),
+                            max(_p95_delay(f, owd) for f in _flows(c))] for c in group]}
         suffix = "_".join(str(k) for k in key if k) or "all"
         path = out_dir / f"{s.name}_throughput_delay_{_slug(suffix)}.svg"
-        draw_if_changed(path, data, lambda p, d=data, t=title: _scatter(d, f"{s.name}: {t}", p))
+        draw_if_changed(path, data, lambda p, d=data, t=title: throughput_delay.draw(d, f"{s.name}: {t}", p))
         what = "one-way delay" if owd else "TCP RTT"
-        charts.append({"title": f"Throughput vs 95th percentile {what} per CC, {title}", "path": path.name})
+        charts.append({"title": f"Throughput vs 95th percentile {what} per {scheme}, {title}", "path": path.name})
     return charts
+
+
+def _scheme_axis(s: ScenarioResult, cells: list[CellResult]) -> str:
+    """'cc', unless no network condition holds two CCs and the qdisc is swept."""
+    if "qdisc" not in s.swept:
+        return "cc"
+    conditions = [a for a in s.swept if a not in ("cc", "repetition")]
+    ccs: dict[tuple, set] = defaultdict(set)
+    for c in cells:
+        ccs[tuple(c.label(a) for a in conditions)].add(c.label("cc"))
+    return "cc" if any(len(v) > 1 for v in ccs.values()) else "qdisc"
+
+
+def _capacity_mbit(c: CellResult) -> float:
+    """The payload capacity of the directions the cell's flows use, at the highest rate
+    its schedule reaches (Mbit/s)."""
+    config = c.record.config
+    total = 0.0
+    for direction in sorted({f.direction for f in _flows(c)}):
+        rates = [config.bottleneck.of(direction).rate_bps,
+                 *(step.of(direction).rate_bps for step in config.rate_schedule or [])]
+        total += payload_capacity_bps(max(rates)) / 1e6
+    return total
 
 
 def _flows(c: CellResult) -> list[FlowMetrics]:
@@ -133,26 +163,6 @@ def _bars(data: dict[str, Any], title: str, path: Path) -> None:
     ax.set_ylabel("steady-state goodput (Mbit/s)")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-def _scatter(data: dict[str, Any], title: str, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(6, 4))
-    by: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for cc, tput, delay in data["points"]:
-        by[cc or "?"].append((delay, tput))
-    for cc, pts in sorted(by.items()):
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=cc, alpha=0.6)
-        ax.scatter([sum(p[0] for p in pts) / len(pts)], [sum(p[1] for p in pts) / len(pts)],
-                   marker="X", s=90, edgecolor="black")
-    ax.set_xlabel("95th percentile one-way delay (ms)" if data["owd"] else "95th percentile TCP RTT (ms)")
-    ax.set_ylabel("average throughput (Mbit/s)")
-    ax.set_xscale("log")
-    ax.invert_xaxis()  # Pantheon's convention: better is up and to the right
-    ax.set_title(f"{title} (X = mean over runs)", fontsize=10)
-    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

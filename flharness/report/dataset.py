@@ -71,7 +71,7 @@ def _flow_columns(f: FlowMetrics | None) -> dict[str, Any]:
         return {}
     rtt, pcap, owd = f.tcp_rtt_ms, f.pcap, f.owd_ms
     return {"flow": f.index, "direction": f.direction, "cc": f.cc, "flow_rtt_ms": f.rtt_ms,
-            "start_s": f.start_s, "first_data_s": f.first_data_s, "mean_mbit": f.mean_mbit,
+            "start_s": f.start_s, "first_data_s": f.first_data_s,
             "goodput_mbit": f.mean_mbit, "goodput_source": f.goodput_source,
             "netperf_mbit": f.netperf_mbit, "steady_mbit": f.steady_mbit, "steady_excluded": f.steady_excluded,
             "socket_source": f.socket_source,
@@ -80,7 +80,7 @@ def _flow_columns(f: FlowMetrics | None) -> dict[str, Any]:
             "owd_unavailable": f.owd_unavailable, "retrans": pcap.retrans if pcap else None,
             "tcp_rtt_median_ms": rtt.median if rtt else None, "tcp_rtt_p95_ms": rtt.p95 if rtt else None,
             "tcp_rtt_p99_ms": rtt.p99 if rtt else None, "packets_sent": pcap.sent if pcap else None,
-            "packets_received": pcap.received if pcap else None, "retransmits": pcap.retrans if pcap else None,
+            "packets_received": pcap.received if pcap else None,
             "loss": pcap.loss if pcap else None,
             "loss_pantheon_pct": 100 * owd.loss_by_end if owd and owd.loss_by_end is not None else None,
             **{f"received_{k}": pcap.ecn_received.get(k, 0) if pcap else None for k in ECN}}
