@@ -6,6 +6,7 @@ a scheme with 3 runs or more."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 MARKERS = "os^Dv<>ph*"
 ELLIPSE_RUNS = 3  # fewer runs draw no ellipse
 HEADROOM = 1.08  # the y-axis ends this much above the capacity (or the highest point)
+TITLE_WIDTH = 80  # characters per title line (a condition of many swept axes is long)
 
 
 def figure(data: dict[str, Any], title: str) -> Figure:
@@ -48,7 +50,7 @@ def figure(data: dict[str, Any], title: str) -> Figure:
     ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_xlabel("95th percentile one-way delay (ms)" if data["owd"] else "95th percentile TCP RTT (ms)")
     ax.set_ylabel("average throughput (Mbit/s)")
-    ax.set_title(f"{title}\n(small: each run; large: mean)", fontsize=9)
+    ax.set_title(textwrap.fill(title, TITLE_WIDTH) + "\n(small: each run; large: mean)", fontsize=9)
     ax.grid(True, which="major", linewidth=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
