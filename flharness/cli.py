@@ -1,4 +1,4 @@
-"""The `fl` command line: list, run, check, clean, plot, push, image."""
+"""The `fl` command line: list, run, check, clean, plot, compare, push, image."""
 from __future__ import annotations
 
 import argparse
@@ -62,7 +62,18 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
     plot.add_argument("--template-dir", type=Path, default=REPO,
                       help="folder with README.md.j2 and templates/ (default: the repository's)")
+    plot.add_argument("--junit", type=Path, metavar="FILE", help="write the scenarios' expectations as JUnit XML")
+    plot.add_argument("--strict", action="store_true", help="exit 1 when an expectation is missed")
     plot.set_defaults(func=cmd_plot)
+
+    cmp = sub.add_parser("compare", help="compare two runs cell by cell: Δ, 95 %% CI, verdicts, what differs")
+    cmp.add_argument("a", metavar="A", help="the baseline: a run label (results/A/) or a run folder")
+    cmp.add_argument("b", metavar="B", help="the run compared with it")
+    cmp.add_argument("--out", help="results/<OUT>/ for the page (default: compare-A-vs-B)")
+    cmp.add_argument("--results", type=Path, default=REPO / "results", help=argparse.SUPPRESS)
+    cmp.add_argument("--jobs", type=int, default=None, help="parallel workers for metrics (default: one per core)")
+    cmp.add_argument("--template-dir", type=Path, default=REPO, help=argparse.SUPPRESS)
+    cmp.set_defaults(func=cmd_compare)
 
     push = sub.add_parser("push", help="publish a run folder and its index to a web server, check its links")
     push.add_argument("--run", default="default", help="results/<RUN>/ folder (default: default)")
@@ -154,7 +165,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
         check_name(args.run, "run name")
     except ValueError as e:
         raise FlError(str(e)) from None
-    return build(args.results / args.run, args.jobs, args.template_dir)
+    return build(args.results / args.run, args.jobs, args.template_dir, args.junit, args.strict)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .report.compare_cli import compare_command
+    return compare_command(args.a, args.b, args.out, args.results, args.jobs, args.template_dir)
 
 
 def cmd_push(args: argparse.Namespace) -> int:

@@ -376,3 +376,6 @@ def behaviours_report(behaviours_run):
     p = run_fl("plot", "--results", str(run.parent), timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout, run
+
+
+from weblib import nginx  # noqa: E402, F401 (the fixture; weblib uses the helpers above)

@@ -12,21 +12,17 @@ import csv
 import json
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, listening, needs_root_tools, run_fl, wait_for
+from conftest import REPO, needs_root_tools, run_fl
 from resultlib import LEAD_IN, payload_received_mbit
+from weblib import render_in_chromium
 
 from flharness.run.flent_data import load as load_flent
 from flharness.run.flent_data import t0 as flent_t0
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
@@ -129,85 +125,14 @@ def test_editing_the_template_changes_the_index(report, tmp_path):
     run_fl("plot", "--run", "e2e", "--results", str(run.parent))  # back to the shipped template
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_nginx(tmp_path: Path, www: Path) -> tuple[subprocess.Popen, str]:
-    """A real nginx on a free loopback port serving WWW (its own config in TMP_PATH)."""
-    port = _free_port()
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(f"""
-pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log; daemon off;
-events {{}}
-http {{ include /etc/nginx/mime.types; access_log {tmp_path}/access.log;
-  client_body_temp_path {tmp_path}; proxy_temp_path {tmp_path}; fastcgi_temp_path {tmp_path};
-  uwsgi_temp_path {tmp_path}; scgi_temp_path {tmp_path};
-  server {{ listen 127.0.0.1:{port}; root {www}; }} }}
-""")
-    proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-c", str(conf), "-p", str(tmp_path)])
-
-    try:
-        wait_for(lambda: listening("127.0.0.1", port), f"nginx listens on port {port}", timeout=10)
-    except AssertionError:
-        stop_nginx(proc)
-        raise
-    return proc, f"http://127.0.0.1:{port}/"
-
-
-def stop_nginx(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGQUIT)  # graceful stop of this nginx, by its PID
-    proc.wait(timeout=10)
-
-
-@pytest.fixture
-def nginx(tmp_path):
-    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
-        pytest.skip("needs nginx (./install.sh)")
-    # nginx's workers drop root: serve from a world-readable folder outside pytest's 0700 tree
-    www = Path(tempfile.mkdtemp(prefix="fl-www-"))
-    www.chmod(0o755)
-    proc, url = start_nginx(tmp_path, www)
-    yield www, url
-    stop_nginx(proc)
-    shutil.rmtree(www)
-
-
-PROBE = """<!DOCTYPE html><html><body><pre id="out">waiting</pre>
-<iframe id="f" src="%s" width="1200" height="800"></iframe>
-<script>
-document.getElementById('f').onload = function () {
-  setTimeout(function () {
-    var d = document.getElementById('f').contentDocument, imgs = d.querySelectorAll('img');
-    var bad = Array.prototype.filter.call(imgs, function (i) { return !(i.complete && i.naturalWidth > 0); });
-    document.getElementById('out').textContent = JSON.stringify(
-      {tables: d.querySelectorAll('table').length, images: imgs.length, broken: bad.map(function (i) { return i.src; })});
-  }, 2000);
-};
-</script></body></html>"""
-
-
 def test_push_to_nginx_and_render_in_chromium(report, nginx, tmp_path):
     _, run = report
     www, url = nginx
     p = run_fl("push", "--run", "e2e", "--results", str(run.parent), "--dest", str(www), "--url", url)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "all links ok" in p.stdout
-    if CHROMIUM is None:
-        pytest.skip("needs chromium (./install.sh)")
-    (www / "probe.html").write_text(PROBE % "e2e/index.html")
-    chrome = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + str(tmp_path / "chrome")]
-    dom = subprocess.run(chrome + ["--virtual-time-budget=10000", "--dump-dom", url + "probe.html"],
-                         capture_output=True, text=True, timeout=120).stdout
-    result = json.loads(dom.split('<pre id="out">')[1].split("</pre>")[0])
+    result = render_in_chromium(www, url, "e2e/index.html", tmp_path)
     assert result["tables"] >= 3 and result["images"] >= 3 and result["broken"] == [], result
-    shot = tmp_path / "index.png"
-    subprocess.run(chrome + ["--window-size=1400,3000", f"--screenshot={shot}", url + "e2e/index.html"],
-                   capture_output=True, timeout=120)
-    assert shot.stat().st_size > 10_000
-    print(f"screenshot: {shot}")
 
 
 def test_push_reports_broken_links(report, nginx):

@@ -46,6 +46,9 @@ def _prune(combos: list[tuple[dict[str, Point], int]], scenario: Scenario, axes:
            path: Path) -> list[tuple[dict[str, Point], int]]:
     includes = [_check_rule(r, f"include[{i}]", axes, path) for i, r in enumerate(scenario.include)]
     excludes = [_check_rule(r, f"exclude[{i}]", axes, path) for i, r in enumerate(scenario.exclude)]
+    for i, e in enumerate(scenario.expect):  # they select cells as include does
+        if e.rule:
+            _check_rule(e.rule, f"expect[{i}]", axes, path)
 
     def hit(rule: dict[str, list[Any]], combo: dict[str, Point]) -> bool:
         return all(any(combo[a].matches(v) for v in vals) for a, vals in rule.items())

@@ -8,20 +8,26 @@ from .. import REPO
 from .charts import scenario_charts
 from .collect import collect
 from .dataset import rows, write_csv, write_summary
-from .index import render, to_html
+from .expect import judge, write_junit
+from .index import expect_counts, render, to_html
 from .plots import draw_cell_plots
 from .queue_plot import draw_queue_plots
 
 
-def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO) -> int:
+def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO, junit: Path | None = None,
+          strict: bool = False) -> int:
+    """Exit status 1 when a plot failed, or with STRICT when an expectation was missed."""
     started = time.monotonic()
     run = collect(run_dir, workers)
+    judged = [j for s in run.scenarios for j in judge(s)]
+    if junit is not None:
+        write_junit(judged, junit)
     counts = draw_cell_plots(run.scenarios, workers)
     queues = draw_queue_plots(run.scenarios)
     charts = {s.name: scenario_charts(s, s.dir / "charts") for s in run.scenarios}
     write_csv(rows(run), run_dir / "dataset.csv")
     write_summary(run, run_dir / "summary.json")
-    text = render(run, charts, template_dir)
+    text = render(run, charts, template_dir, judged)
     _write_if_changed(run_dir / "README.md", text)
     _write_if_changed(run_dir / "index.html", to_html(text, f"fl results: {run.name}", template_dir))
     cells = run.cells()
@@ -31,7 +37,13 @@ def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO) 
           f"{counts['current']} current, {counts['failed']} failed; queue plots: {queues['drawn']} drawn, "
           f"{queues['current']} current; index: README.md, index.html "
           f"({time.monotonic() - started:.1f} s)")
-    return 1 if counts["failed"] else 0
+    if judged:
+        print(f"expectations: {expect_counts(judged)}" + (f"; JUnit XML: {junit}" if junit else ""))
+        for j in judged:
+            if j.ok is False:
+                print(f"  ✘ {j.scenario}/{j.cell}: {j.expectation.text}: {j.detail}")
+    missed = strict and any(j.ok is False for j in judged)
+    return 1 if counts["failed"] or missed else 0
 
 
 def _write_if_changed(path: Path, text: str) -> None:

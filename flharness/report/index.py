@@ -13,6 +13,7 @@ from markupsafe import escape
 
 from .. import REPO
 from .collect import CellResult, RunResult, ScenarioResult
+from .expect import Judgement, judge
 from .plots import plot_path
 from .tables import fairness_table, per_cc_table, udp_table
 
@@ -40,12 +41,15 @@ def table_safe(value: Any) -> str:
     return str(escape(str(value))).replace("|", "\\|").replace("\n", " ")
 
 
-def render(run: RunResult, charts: dict[str, list[dict[str, str]]], template_dir: Path = REPO) -> str:
-    context = {"run": run, "scenarios": [_scenario(s, charts.get(s.name, [])) for s in run.scenarios]}
+def render(run: RunResult, charts: dict[str, list[dict[str, str]]], template_dir: Path = REPO,
+           judgements: list[Judgement] | None = None) -> str:
+    judged = judgements if judgements is not None else [j for s in run.scenarios for j in judge(s)]
+    context = {"run": run, "scenarios": [_scenario(s, charts.get(s.name, []), [j for j in judged if j.scenario == s.name])
+                                         for s in run.scenarios]}
     return environment(template_dir).get_template("README.md.j2").render(context)
 
 
-def _scenario(s: ScenarioResult, charts: list[dict[str, str]]) -> dict[str, Any]:
+def _scenario(s: ScenarioResult, charts: list[dict[str, str]], judged: list[Judgement]) -> dict[str, Any]:
     fair = fairness_table(s)
     if fair:
         by_name = {c.name: c for c in s.cells}
@@ -56,7 +60,8 @@ def _scenario(s: ScenarioResult, charts: list[dict[str, str]]) -> dict[str, Any]
     return {
         "name": s.name, "description": s.scenario.description, "repetitions": _runs(s),
         "fairness": fair, "per_cc": per_cc_table(s), "udp": udp_table(s),
-        "charts": charts, "cells": [_cell(s, c) for c in s.cells],
+        "charts": charts, "cells": [_cell(s, c, [j for j in judged if j.cell == c.name]) for c in s.cells],
+        "expectations": judged, "expect_counts": expect_counts(judged),
         "counts": f"{len(s.cells)} cells: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())),
         **findings,
     }
@@ -69,7 +74,22 @@ def _runs(s: ScenarioResult) -> int:
     return counts.pop() if len(counts) == 1 else 0
 
 
-def _cell(s: ScenarioResult, c: CellResult) -> dict[str, Any]:
+def expect_counts(judged: list[Judgement]) -> str:
+    met, missed = sum(j.ok is True for j in judged), sum(j.ok is False for j in judged)
+    return f"{met} met, {missed} missed, {len(judged) - met - missed} not judged"
+
+
+def _expect_mark(judged: list[Judgement]) -> str:
+    """✔ or ✘ with the counts, for a cell's row; '' where no expectation selects it."""
+    if not judged:
+        return ""
+    missed = sum(j.ok is False for j in judged)
+    if all(j.ok is None for j in judged):
+        return "not judged"
+    return f"✘ {missed} of {len(judged)} missed" if missed else f"✔ {len(judged)}"
+
+
+def _cell(s: ScenarioResult, c: CellResult, judged: list[Judgement]) -> dict[str, Any]:
     m = c.metrics
     means = [f.mean_mbit for f in (m.flows if m else []) if f.mean_mbit is not None]
     loaded = m.ping_ms.loaded if m and m.ping_ms else None
@@ -81,7 +101,8 @@ def _cell(s: ScenarioResult, c: CellResult) -> dict[str, Any]:
     seen = c.record.checks.calibration.effects if c.record.checks.calibration else []
     return {"name": c.name, "status": c.status, "valid": c.valid, "flagged": bool(c.flags), "goodput": sum(means) if means else None,
             "ping_p99": loaded.p99 if loaded else None, "links": links,
-            "effects": f"{sum(e.ok for e in seen)} of {len(seen)}" if seen else "none declared"}
+            "effects": f"{sum(e.ok for e in seen)} of {len(seen)}" if seen else "none declared",
+            "expect": _expect_mark(judged)}
 
 
 def _href(s: ScenarioResult, c: CellResult, name: str) -> str:

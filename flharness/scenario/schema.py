@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
+from .expectations import Expectation, parse_expectation
 from .values import AXIS_PARSERS, Point, check_name, check_vars, parse_point, parse_seconds
 
 #: Every axis, in the order they appear in cell names (from the parsers' registry).
@@ -90,6 +91,10 @@ class Scenario(_Axes):
     analysis: Analysis = Analysis()
     include: list[dict[str, Any]] = []
     exclude: list[dict[str, Any]] = []
+    #: thresholds on the cells' metrics, judged by `fl plot` (scenario/expectations.py)
+    expect: list[Annotated[Expectation, BeforeValidator(parse_expectation)]] = []
+    #: published values this scenario reproduces: references/NAME.yml (report/reference.py)
+    reference: Annotated[str | None, BeforeValidator(lambda v: v if v is None else check_name(v, "reference"))] = None
 
     @model_validator(mode="before")
     @classmethod

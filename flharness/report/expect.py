@@ -1,0 +1,87 @@
+"""Judging a scenario's `expect:` thresholds on its cells (scenario/expectations.py), and
+the verdicts as JUnit XML for a CI: a test case per cell and expectation, a failure for
+a threshold missed or a cell without a result, skipped for a cell the kernel cannot run."""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..analysis.link import payload_capacity_bps
+from ..scenario.expectations import OPERATORS, Expectation
+from ..scenario.values import slug
+from .collect import CellResult, ScenarioResult
+from .measures import measure, values
+
+
+@dataclass(frozen=True)
+class Judgement:
+    scenario: str
+    cell: str
+    expectation: Expectation
+    ok: bool | None  # None: not judged (the cell was skipped)
+    detail: str
+
+
+def judge(s: ScenarioResult) -> list[Judgement]:
+    return [_judge(s.name, c, e) for e in s.scenario.expect for c in s.cells if selected(s, c, e)]
+
+
+def selected(s: ScenarioResult, c: CellResult, e: Expectation) -> bool:
+    """E's rule selects C as an include rule would: each axis's value is one of the rule's
+    (by label, file-name form or value as written)."""
+    for axis, wanted in e.rule.items():
+        label = c.label(axis)
+        if label is None:
+            return False
+        ok = any(str(w) in (label, slug(label)) or slug(str(w)) == slug(label) for w in wanted)
+        ok = ok or any(p.matches(w) and p.label == label for axes in s.scenario.axes_list()
+                       for p in axes.get(axis, []) for w in wanted)
+        if not ok:
+            return False
+    return True
+
+
+def physics(c: CellResult) -> dict[str, float]:
+    config = c.record.config
+    link = config.bottleneck.of(config.flows[0].direction) if config.flows else config.bottleneck.up
+    return {"capacity_mbit": payload_capacity_bps(link.rate_bps) / 1e6, "rate_mbit": link.rate_bps / 1e6,
+            "rtt_ms": max((f.rtt_ms for f in config.flows), default=0.0), "flows": float(len(config.flows))}
+
+
+def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
+    def verdict(ok: bool | None, detail: str) -> Judgement:
+        return Judgement(scenario, c.name, e, ok, detail)
+
+    if c.status == "skipped":
+        return verdict(None, f"skipped: {c.record.reason}")
+    if not c.valid or c.metrics is None:
+        return verdict(False, f"no valid result ({c.status}{': ' + '; '.join(c.invalid) if c.invalid else ''})")
+    limit = e.limit(physics(c))
+    got = values(measure(e.metric), c.metrics)
+    if e.flow is not None:
+        got = got[e.flow - 1: e.flow] or [None]
+    if not got or None in got:
+        return verdict(False, f"{e.metric}: no value")
+    passed = all(OPERATORS[e.op](v, limit) for v in got)  # type: ignore[arg-type]
+    shown = ", ".join(f"{v:.4g}" for v in got)  # type: ignore[str-format]
+    return verdict(passed, f"{e.metric} = {shown}, expected {e.op} {limit:.4g}" + (f" ({e.bound})" if e.bound != f"{limit:g}" else ""))
+
+
+def write_junit(judgements: list[Judgement], path: Path) -> None:
+    root = ET.Element("testsuites", name="fl expectations")
+    for scenario in dict.fromkeys(j.scenario for j in judgements):
+        mine = [j for j in judgements if j.scenario == scenario]
+        suite = ET.SubElement(root, "testsuite", name=scenario, tests=str(len(mine)),
+                              failures=str(sum(j.ok is False for j in mine)), skipped=str(sum(j.ok is None for j in mine)))
+        for j in mine:
+            case = ET.SubElement(suite, "testcase", classname=f"{scenario}.{j.cell}", name=j.expectation.text)
+            if j.ok is False:
+                ET.SubElement(case, "failure", message=j.detail).text = j.detail
+            elif j.ok is None:
+                ET.SubElement(case, "skipped", message=j.detail)
+            else:
+                ET.SubElement(case, "system-out").text = j.detail
+    ET.indent(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,87 @@
+"""The metrics a reader compares, states expectations on, or checks against published
+values, by one name each: per flow (a list in fl's flow order) or per cell. `fl compare`,
+`expect:` and reference files all read a cell's metrics through this table."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..results.cell_metrics import CellMetrics, FlowMetrics
+from ..scenario.expectations import METRICS
+
+Value = float | None
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    title: str  # for tables and charts
+    unit: str
+    per_flow: bool
+    #: a difference smaller than this is "no change" even where the CI excludes 0:
+    #: a share of the baseline's value, and an absolute floor
+    margin: float
+    floor: float
+    flow: Callable[[FlowMetrics], Value] | None = None
+    cell: Callable[[CellMetrics], Value] | None = None
+
+
+def _owd(pick: str) -> Callable[[FlowMetrics], Value]:
+    return lambda f: getattr(f.owd_ms, pick) if f.owd_ms else None
+
+
+def _queue_p95(m: CellMetrics) -> Value:
+    """The bottleneck queue's delay p95 in flow 1's direction, while every flow ran."""
+    q = m.queue.get(m.flows[0].direction) if m.flows else None
+    return q.delay_ms.p95 if q and q.delay_ms else None
+
+
+def _utilisation(m: CellMetrics) -> Value:
+    return m.utilisation.get(m.flows[0].direction) if m.flows else None
+
+
+def _total(m: CellMetrics) -> Value:
+    rates = [f.mean_mbit for f in m.flows]
+    return sum(rates) if rates and None not in rates else None  # type: ignore[arg-type]
+
+
+MEASURES: dict[str, Measure] = {m.name: m for m in (
+    Measure("goodput_mbit", "goodput", "Mbit/s", True, 0.02, 0.05, flow=lambda f: f.mean_mbit),
+    Measure("dss_mbit", "D_SS", "Mbit/s", True, 0.02, 0.05, flow=lambda f: f.steady_mbit),
+    Measure("owd_p50_ms", "one-way delay p50", "ms", True, 0.05, 0.5, flow=_owd("median")),
+    Measure("owd_p95_ms", "one-way delay p95", "ms", True, 0.05, 0.5, flow=_owd("p95")),
+    Measure("owd_p99_ms", "one-way delay p99", "ms", True, 0.05, 0.5, flow=_owd("p99")),
+    Measure("loss_pct", "loss", "%", True, 0.10, 0.01, flow=lambda f: 100 * f.owd_ms.loss if f.owd_ms else None),
+    Measure("loss_pantheon_pct", "loss as Pantheon counts it", "%", True, 0.10, 0.01,
+            flow=lambda f: 100 * f.owd_ms.loss_by_end if f.owd_ms and f.owd_ms.loss_by_end is not None else None),
+    Measure("retrans", "retransmissions", "segments", True, 0.10, 2,
+            flow=lambda f: float(f.pcap.retrans) if f.pcap else None),
+    Measure("goodput_total_mbit", "total goodput", "Mbit/s", False, 0.02, 0.05, cell=_total),
+    Measure("jain", "Jain's index", "", False, 0.0, 0.01, cell=lambda m: m.jain),
+    Measure("ratio", "D_SS ratio (max/min)", "", False, 0.05, 0.05, cell=lambda m: m.ratio),
+    Measure("utilisation", "utilisation", "", False, 0.0, 0.01, cell=_utilisation),
+    Measure("queue_delay_p95_ms", "queue delay p95", "ms", False, 0.05, 0.5, cell=_queue_p95),
+)}
+assert tuple(MEASURES) == METRICS, "scenario/expectations.py names the metrics, this table reads them"
+
+
+def measure(name: str) -> Measure:
+    try:
+        return MEASURES[name]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r} (one of {', '.join(MEASURES)})") from None
+
+
+def values(m: Measure, metrics: CellMetrics) -> list[Value]:
+    """The measure in a cell: one value per flow, or one for the cell."""
+    if m.flow is not None:
+        return [m.flow(f) for f in metrics.flows]
+    assert m.cell is not None
+    return [m.cell(metrics)]
+
+
+def series(m: Measure, metrics: CellMetrics) -> dict[str, Value]:
+    """The measure's values keyed for a table row: 'flow 1 (cubic)', …, or '' for a cell measure."""
+    if m.flow is None:
+        return {"": values(m, metrics)[0]}
+    return {f"flow {f.index} ({f.cc})": v for f, v in zip(metrics.flows, values(m, metrics))}

@@ -1,0 +1,94 @@
+"""`expect:` in a scenario: thresholds on a cell's metrics that `fl plot` judges (✔/✘ in
+the index, JUnit XML with --junit, a failing exit status with --strict).
+
+    expect:
+      - {qdisc: fq_codel, metric: jain, ">=": 0.95}
+      - {metric: goodput_total_mbit, ">=": 0.9 * capacity_mbit}
+      - {cc: cubic, metric: owd_p95_ms, flow: 1, "<": rtt_ms + 30}
+
+Every key but `metric`, `flow` and one comparison selects cells as `include` does
+(axis: value or list of values). The bound is a number or an expression of the cell's
+physics: + - * / and parentheses over numbers and the names in PHYSICS.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: The metrics an expectation (or a reference file, or `fl compare`) can name: per flow
+#: (a list in flow order) or per cell; report/measures.py defines how each is read.
+METRICS = ("goodput_mbit", "dss_mbit", "owd_p50_ms", "owd_p95_ms", "owd_p99_ms", "loss_pct", "loss_pantheon_pct",
+           "retrans", "goodput_total_mbit", "jain", "ratio", "utilisation", "queue_delay_p95_ms")
+#: The cell's physics an expectation's bound can use.
+PHYSICS = {"capacity_mbit": "payload capacity of flow 1's direction (rate × 1448/1514), Mbit/s",
+           "rate_mbit": "bottleneck rate of flow 1's direction, Mbit/s",
+           "rtt_ms": "the largest declared flow RTT, ms", "flows": "number of flows"}
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+RESERVED = {"metric", "flow", *OPERATORS}
+
+
+@dataclass(frozen=True)
+class Expectation:
+    rule: dict[str, list[Any]]  # axis → values, as an include rule
+    metric: str
+    flow: int | None  # 1-based; None: every flow of a per-flow metric
+    op: str
+    bound: str  # a number or an expression, as written
+
+    @property
+    def text(self) -> str:
+        sel = ", ".join(f"{a} {'/'.join(map(str, v))}" for a, v in self.rule.items())
+        flow = f" flow {self.flow}" if self.flow else ""
+        return f"{self.metric}{flow} {self.op} {self.bound}" + (f" ({sel})" if sel else "")
+
+    def limit(self, physics: dict[str, float]) -> float:
+        return evaluate(self.bound, physics)
+
+
+def parse_expectation(raw: Any) -> Expectation:
+    """One item of `expect:`; ValueError (naming the key) when it is not one."""
+    if not isinstance(raw, dict):
+        raise ValueError("an expectation is a mapping: {metric: NAME, '>=': BOUND, axis: value, …}")
+    ops = [k for k in raw if k in OPERATORS]
+    if len(ops) != 1:
+        raise ValueError(f"give exactly one comparison of {', '.join(OPERATORS)} (quote it in YAML: \">=\": 0.95)")
+    metric = raw.get("metric")
+    if metric not in METRICS:
+        raise ValueError(f"metric {metric!r} is none of {', '.join(METRICS)}")
+    flow = raw.get("flow")
+    if flow is not None and (not isinstance(flow, int) or isinstance(flow, bool) or flow < 1):
+        raise ValueError(f"flow {flow!r}: a flow number from 1")
+    bound = raw[ops[0]]
+    if isinstance(bound, bool) or not isinstance(bound, (int, float, str)):
+        raise ValueError(f"{ops[0]}: {bound!r} is no number or expression")
+    evaluate(str(bound), dict.fromkeys(PHYSICS, 1.0))  # checks its syntax and names
+    rule = {k: v if isinstance(v, list) else [v] for k, v in raw.items() if k not in RESERVED}
+    return Expectation(rule, metric, flow, ops[0], str(bound))
+
+
+def evaluate(text: str, names: dict[str, float]) -> float:
+    """TEXT (a number or + - * / over numbers and NAMES) as a number."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        raise ValueError(f"{text!r} is no number or expression") from None
+    return _eval(tree.body, text, names)
+
+
+def _eval(node: ast.AST, text: str, names: dict[str, float]) -> float:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.Name):
+        if node.id not in names:
+            raise ValueError(f"{text!r}: unknown name {node.id!r} (names: {', '.join(PHYSICS)})")
+        return names[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+        return _ARITH[type(node.op)](_eval(node.left, text, names), _eval(node.right, text, names))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_eval(node.operand, text, names)
+    raise ValueError(f"{text!r}: only numbers, {', '.join(PHYSICS)}, + - * / and parentheses")

@@ -1,0 +1,56 @@
+"""`fl compare`'s statistics and matching, on known inputs (the real runs: test_e2e_compare.py)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from flharness.report.compare import config_differences, flatten
+from flharness.report.stats import compare, welch_ci
+
+
+def test_welch_ci_of_known_samples():
+    # B − A = 3; each variance 1, n 3: se = √(2/3), Welch's df = 4, t(0.975, 4) = 2.7764
+    lo, hi = welch_ci([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
+    half = 2.776445 * math.sqrt(2 / 3)
+    assert lo == pytest.approx(3 - half, abs=1e-5) and hi == pytest.approx(3 + half, abs=1e-5)
+
+
+def test_welch_ci_with_unequal_variances_and_sizes():
+    # a: mean 10, variance 4/3 (n 4); b: mean 12, variance 18 (n 2): Welch–Satterthwaite df ≈ 1.07
+    a, b = [9.0, 9.0, 11.0, 11.0], [9.0, 15.0]
+    assert sum((x - 10) ** 2 for x in a) / 3 == pytest.approx(4 / 3)  # the input's own variance
+    lo, hi = welch_ci(a, b)
+    se = math.sqrt((4 / 3) / 4 + 18 / 2)
+    df = se ** 4 / (((4 / 3) / 4) ** 2 / 3 + (18 / 2) ** 2 / 1)
+    from scipy.stats import t
+    assert (lo, hi) == pytest.approx((2 - t.ppf(0.975, df) * se, 2 + t.ppf(0.975, df) * se))
+    assert lo < 0 < hi  # so wide with n 2 that it says nothing
+
+
+def test_one_repetition_gives_no_ci_and_says_so():
+    d = compare([10.0], [5.0])
+    assert d.ci is None and d.verdict == "n = 1: no CI" and d.delta == -5 and d.pct == -50
+
+
+def test_verdicts():
+    assert compare([10.0, 10.1, 9.9], [7.5, 7.6, 7.4]).verdict == "lower"
+    assert compare([10.0, 10.1, 9.9], [12.5, 12.6, 12.4]).verdict == "higher"
+    assert compare([10.0, 10.1, 9.9], [10.05, 10.0, 9.95]).verdict == "no change"
+    # a difference the CI calls significant but below the practical margin is no change
+    tight = compare([10.0, 10.001, 9.999], [10.1, 10.101, 10.099], margin=0.02)
+    assert tight.ci and tight.ci[0] > 0 and tight.verdict == "no change"
+    assert compare([5.0, 5.0], [5.0, 5.0]).ci == (0.0, 0.0)
+    assert compare([], [1.0]).verdict == "no data"
+
+
+def test_flatten_and_config_differences():
+    assert flatten({"a": {"b": 1}, "c": [{"d": None}]}) == {"a.b": "1", "c[0].d": "–"}
+
+    class Cell:
+        def __init__(self, rate: str) -> None:
+            self.record = type("R", (), {"config": type("C", (), {"model_dump": lambda _, **kw: {
+                "bottleneck": {"up": {"rate": rate}}, "repetition": 9, "length": 6}})()})()
+
+    diffs = config_differences([([Cell("20mbit")], [Cell("15mbit")]), ([Cell("20mbit")], [Cell("15mbit")])])
+    assert diffs == [("bottleneck.up.rate", "20mbit", "15mbit", 2)]
