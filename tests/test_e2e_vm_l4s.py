@@ -34,6 +34,7 @@ from flharness.image.store import load_image
 pytestmark = [pytest.mark.vm, needs_vm()]
 IMAGE = "l4s"
 SCENARIO = Path(__file__).parent / "scenarios" / "vm-l4s.yml"
+S1 = Path(__file__).parent / "scenarios" / "vm-s1.yml"  # two s1 cells, and its prague cells skipped
 REAL = ["--vm", IMAGE, "--vm-accel", "tcg", "--vm-clock", "real"]
 VIRTUAL = ["--vm", IMAGE, "--vm-accel", "tcg", "--vm-clock", "virtual"]
 DCTCP_TOS, CUBIC_TOS = 0x4c, 0x8c  # the flows' DSCP (flow 1, flow 2)
@@ -54,7 +55,7 @@ def lab(tmp_path_factory):
         "build": build, "image": image, "again": again, "built_again": rebuilt.manifest.built if rebuilt else None,
         "check": run_fl("check", *REAL, timeout=900),
         "list": run_fl("list", "s1-rttfair", *REAL, timeout=900),
-        "run": run_fl("run", str(SCENARIO), *VIRTUAL, "--results", str(results), timeout=2400),
+        "run": run_fl("run", str(SCENARIO), str(S1), *VIRTUAL, "--results", str(results), timeout=2700),
         "root": results / "default",
     }
 
@@ -251,9 +252,15 @@ def test_accecn_is_negotiated_with_tcp_ecn_3_and_classic_ecn_otherwise(lab):
     assert teardown_dualpi2(accecn)["pkts_in_l"] > 100
 
 
-def test_dualpi2s_counters_reach_the_metrics_and_the_dataset(lab):
+@pytest.fixture(scope="module")
+def plotted(lab):
+    """`fl plot` of the lab's run (once for the tests that read what it made)."""
+    return run_fl("plot", "--results", str(lab["root"].parent), timeout=900)
+
+
+def test_dualpi2s_counters_reach_the_metrics_and_the_dataset(lab, plotted):
     """fl plot's dataset carries dualpi2's totals for the cell, as tc printed them."""
-    p = run_fl("plot", "--results", str(lab["root"].parent), timeout=900)
+    p = plotted
     assert p.returncode == 0, p.stdout + p.stderr
     with (lab["root"] / "dataset.csv").open() as f:
         rows = [r for r in csv.DictReader(f) if r["scenario"] == "vm-l4s"]
@@ -350,3 +357,35 @@ def test_ce_bleach_turns_a_client_qdiscs_ce_back_into_ect0_in_the_image(lab):
     assert 3 not in srv[bleached]["data"] and srv[kept]["data"].count(3) == cli[kept]["data"].count(3)
     assert rule_counts(d)["flow 1: ce-bleach"] >= marked
     assert all(e["ok"] for e in rec["checks"]["calibration"]["effects"]), rec["checks"]["calibration"]
+
+
+def test_the_reproduction_report_sets_s1s_published_rows_beside_the_measured_ones(lab, plotted):
+    """The two cubic-vs-cubic cells' D_SS and Jain's index beside the L4S report's s1 table
+    (references/s1-rttfair.yml), the same cells' values read from their own metrics; the
+    Prague rows of that condition not run, naming prague; the rest not in this run."""
+    assert plotted.returncode == 0, plotted.stdout + plotted.stderr
+    page = (lab["root"] / "vm-s1" / "reproduction.md").read_text()
+    rows = {}
+    for line in page.splitlines():
+        cols = [c.strip() for c in line.strip("|").split("|")]
+        if len(cols) == 10 and cols[0].startswith("cc "):
+            rows[(cols[0], cols[1], cols[2])] = cols
+    assert len(rows) == 192 * 3  # every row of the table: D_SS of two flows and Jain's index
+    ran = {f"cc cubic-vs-cubic, qdisc {q}, rate 10mbit, rtt 10ms-10ms": q for q in ("dualpi2", "pfifo_200")}
+    for key, published in zip(ran, (("4.82", "4.47", "0.999"), ("4.56", "4.87", "0.999"))):
+        metrics = json.loads((lab["root"] / "vm-s1" / f"cubic-vs-cubic-{ran[key]}-10mbit-10ms-10ms" / "metrics.json").read_text())
+        measured = [f"{f['steady_mbit']:.3f}" for f in metrics["flows"]] + [f"{metrics['jain']:.3f}"]
+        for (metric, which), pub, got in zip((("dss_mbit", "flow 1"), ("dss_mbit", "flow 2"), ("jain", "")), published, measured):
+            cols = rows[(key, metric, which)]
+            assert float(cols[3]) == float(pub) and cols[4] == got and cols[7] == "1", cols
+            assert cols[8] in ("agrees", "**differs**"), cols
+    condition = [k for k in rows if k[0].endswith("rate 10mbit, rtt 10ms-10ms") and k[0] not in ran
+                 and ("dualpi2" in k[0] or "pfifo_200" in k[0])]
+    assert len(condition) == 6 * 3 and all("prague" in k[0] for k in condition)  # three Prague pairs × two qdiscs
+    assert all(rows[k][8] == "not run" and "kernel lacks tcp_prague" in rows[k][9] for k in condition)
+    others = [cols for k, cols in rows.items() if k[0] not in ran and k not in condition]
+    assert len(others) == (192 - 8) * 3
+    assert all(c[8] == "not run" and c[9] == "no such cell in this run" for c in others)
+    index = (lab["root"] / "README.md").read_text()
+    assert "### Reproduction" in index and "(vm-s1/reproduction.html)" in index
+    assert (lab["root"] / "vm-s1" / "reproduction.html").is_file()

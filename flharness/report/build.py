@@ -1,4 +1,5 @@
-"""The `fl plot` pipeline: collect (metrics) → per-cell plots → charts → dataset → index."""
+"""The `fl plot` pipeline: collect (metrics) → per-cell plots → charts → dataset →
+reproduction pages → index."""
 from __future__ import annotations
 
 import time
@@ -9,9 +10,10 @@ from .charts import scenario_charts
 from .collect import collect
 from .dataset import rows, write_csv, write_summary
 from .expect import judge, write_junit
-from .index import expect_counts, render, to_html
+from .index import expect_counts, render, to_html, write_if_changed
 from .plots import draw_cell_plots
 from .queue_plot import draw_queue_plots
+from .reproduction import write_page
 
 
 def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO, junit: Path | None = None,
@@ -27,9 +29,10 @@ def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO, 
     charts = {s.name: scenario_charts(s, s.dir / "charts") for s in run.scenarios}
     write_csv(rows(run), run_dir / "dataset.csv")
     write_summary(run, run_dir / "summary.json")
-    text = render(run, charts, template_dir, judged)
-    _write_if_changed(run_dir / "README.md", text)
-    _write_if_changed(run_dir / "index.html", to_html(text, f"fl results: {run.name}", template_dir))
+    reproductions = {s.name: summary for s in run.scenarios if (summary := write_page(s, template_dir))}
+    text = render(run, charts, template_dir, judged, reproductions)
+    write_if_changed(run_dir / "README.md", text)
+    write_if_changed(run_dir / "index.html", to_html(text, f"fl results: {run.name}", template_dir))
     cells = run.cells()
     invalid = sum(len(s.findings()["invalid"]) for s in run.scenarios)
     flagged = sum(len(s.findings()["flagged"]) for s in run.scenarios)
@@ -45,9 +48,3 @@ def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO, 
     missed = strict and any(j.ok is False for j in judged)
     return 1 if counts["failed"] or missed else 0
 
-
-def _write_if_changed(path: Path, text: str) -> None:
-    if not path.is_file() or path.read_text() != text:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)

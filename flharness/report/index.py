@@ -42,10 +42,11 @@ def table_safe(value: Any) -> str:
 
 
 def render(run: RunResult, charts: dict[str, list[dict[str, str]]], template_dir: Path = REPO,
-           judgements: list[Judgement] | None = None) -> str:
+           judgements: list[Judgement] | None = None, reproductions: dict[str, Any] | None = None) -> str:
     judged = judgements if judgements is not None else [j for s in run.scenarios for j in judge(s)]
-    context = {"run": run, "scenarios": [_scenario(s, charts.get(s.name, []), [j for j in judged if j.scenario == s.name])
-                                         for s in run.scenarios]}
+    context = {"run": run, "scenarios": [
+        {**_scenario(s, charts.get(s.name, []), [j for j in judged if j.scenario == s.name]),
+         "reproduction": (reproductions or {}).get(s.name)} for s in run.scenarios]}
     return environment(template_dir).get_template("README.md.j2").render(context)
 
 
@@ -107,6 +108,14 @@ def _cell(s: ScenarioResult, c: CellResult, judged: list[Judgement]) -> dict[str
 
 def _href(s: ScenarioResult, c: CellResult, name: str) -> str:
     return f"{s.name}/{c.dir.name}/{name}"
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Write TEXT to PATH atomically, and only if it differs (a second `fl plot` writes nothing)."""
+    if not path.is_file() or path.read_text() != text:
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
 
 
 def to_html(md_text: str, title: str, template_dir: Path = REPO) -> str:

@@ -24,6 +24,7 @@ class Measure:
     floor: float
     flow: Callable[[FlowMetrics], Value] | None = None
     cell: Callable[[CellMetrics], Value] | None = None
+    definition: str = ""  # how fl measures it, for pages that set it beside a published value
 
 
 def _owd(pick: str) -> Callable[[FlowMetrics], Value]:
@@ -45,22 +46,41 @@ def _total(m: CellMetrics) -> Value:
     return sum(rates) if rates and None not in rates else None  # type: ignore[arg-type]
 
 
+#: How fl matches packets for one-way delay and loss (both captures, per data packet).
+_MATCHED = "the flow's data packets, each matched from the client's capture to its arrival in the server's"
+
 MEASURES: dict[str, Measure] = {m.name: m for m in (
-    Measure("goodput_mbit", "goodput", "Mbit/s", True, 0.02, 0.05, flow=lambda f: f.mean_mbit),
-    Measure("dss_mbit", "D_SS", "Mbit/s", True, 0.02, 0.05, flow=lambda f: f.steady_mbit),
-    Measure("owd_p50_ms", "one-way delay p50", "ms", True, 0.05, 0.5, flow=_owd("median")),
-    Measure("owd_p95_ms", "one-way delay p95", "ms", True, 0.05, 0.5, flow=_owd("p95")),
-    Measure("owd_p99_ms", "one-way delay p99", "ms", True, 0.05, 0.5, flow=_owd("p99")),
-    Measure("loss_pct", "loss", "%", True, 0.10, 0.01, flow=lambda f: 100 * f.owd_ms.loss if f.owd_ms else None),
+    Measure("goodput_mbit", "goodput", "Mbit/s", True, 0.02, 0.05, flow=lambda f: f.mean_mbit,
+            definition="TCP payload whose first copy reached the receiver (its capture) from the flow's start "
+                       "to the end of the test, over that time"),
+    Measure("dss_mbit", "D_SS", "Mbit/s", True, 0.02, 0.05, flow=lambda f: f.steady_mbit,
+            definition="the sending socket's delivery rate (ss), mean over the steady window ending 1 s before "
+                       "the flow's last sample; samples above the link's rate left out"),
+    Measure("owd_p50_ms", "one-way delay p50", "ms", True, 0.05, 0.5, flow=_owd("median"),
+            definition=f"median one-way delay of {_MATCHED}"),
+    Measure("owd_p95_ms", "one-way delay p95", "ms", True, 0.05, 0.5, flow=_owd("p95"),
+            definition=f"95th percentile one-way delay of {_MATCHED}"),
+    Measure("owd_p99_ms", "one-way delay p99", "ms", True, 0.05, 0.5, flow=_owd("p99"),
+            definition=f"99th percentile one-way delay of {_MATCHED}"),
+    Measure("loss_pct", "loss", "%", True, 0.10, 0.01, flow=lambda f: 100 * f.owd_ms.loss if f.owd_ms else None,
+            definition=f"share of {_MATCHED} that never arrived (those sent after the last arrival count neither way)"),
     Measure("loss_pantheon_pct", "loss as Pantheon counts it", "%", True, 0.10, 0.01,
-            flow=lambda f: 100 * f.owd_ms.loss_by_end if f.owd_ms and f.owd_ms.loss_by_end is not None else None),
+            flow=lambda f: 100 * f.owd_ms.loss_by_end if f.owd_ms and f.owd_ms.loss_by_end is not None else None,
+            definition="payload sent during the test that had not arrived by its end (still queued counts as lost)"),
     Measure("retrans", "retransmissions", "segments", True, 0.10, 2,
-            flow=lambda f: float(f.pcap.retrans) if f.pcap else None),
-    Measure("goodput_total_mbit", "total goodput", "Mbit/s", False, 0.02, 0.05, cell=_total),
-    Measure("jain", "Jain's index", "", False, 0.0, 0.01, cell=lambda m: m.jain),
-    Measure("ratio", "D_SS ratio (max/min)", "", False, 0.05, 0.05, cell=lambda m: m.ratio),
-    Measure("utilisation", "utilisation", "", False, 0.0, 0.01, cell=_utilisation),
-    Measure("queue_delay_p95_ms", "queue delay p95", "ms", False, 0.05, 0.5, cell=_queue_p95),
+            flow=lambda f: float(f.pcap.retrans) if f.pcap else None,
+            definition="data segments the sender sent again (client's capture)"),
+    Measure("goodput_total_mbit", "total goodput", "Mbit/s", False, 0.02, 0.05, cell=_total,
+            definition="the flows' goodput summed"),
+    Measure("jain", "Jain's index", "", False, 0.0, 0.01, cell=lambda m: m.jain,
+            definition="Jain's fairness index of the flows' D_SS: (Σx)² / (n Σx²)"),
+    Measure("ratio", "D_SS ratio (max/min)", "", False, 0.05, 0.05, cell=lambda m: m.ratio,
+            definition="the largest flow's D_SS over the smallest's"),
+    Measure("utilisation", "utilisation", "", False, 0.0, 0.01, cell=_utilisation,
+            definition="data delivered in flow 1's direction over the payload capacity of the same window"),
+    Measure("queue_delay_p95_ms", "queue delay p95", "ms", False, 0.05, 0.5, cell=_queue_p95,
+            definition="95th percentile of the bottleneck queue's drain time at the link rate while every flow ran "
+                       "(middlebox samples)"),
 )}
 assert tuple(MEASURES) == METRICS, "scenario/expectations.py names the metrics, this table reads them"
 

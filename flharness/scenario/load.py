@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from .. import REPO
 from ..errors import FlError, ScenarioError
+from .reference import load_reference
 from .schema import AXES, Matrix, Scenario
 from .values import check_name
 
@@ -51,6 +52,8 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(path, _key_path(loc), _message({**err, "loc": loc})) from None
     if (problem := scenario.check_axes()) is not None:
         raise ScenarioError(path, *problem)
+    if scenario.reference:
+        load_reference(scenario.reference, path)
     return scenario
 
 

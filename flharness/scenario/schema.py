@@ -93,7 +93,7 @@ class Scenario(_Axes):
     exclude: list[dict[str, Any]] = []
     #: thresholds on the cells' metrics, judged by `fl plot` (scenario/expectations.py)
     expect: list[Annotated[Expectation, BeforeValidator(parse_expectation)]] = []
-    #: published values this scenario reproduces: references/NAME.yml (report/reference.py)
+    #: published values this scenario reproduces: references/NAME.yml (scenario/reference.py)
     reference: Annotated[str | None, BeforeValidator(lambda v: v if v is None else check_name(v, "reference"))] = None
 
     @model_validator(mode="before")

@@ -1,0 +1,120 @@
+"""Reproduction reports: the published values of a scenario's reference file
+(scenario/reference.py) beside what the run measured, per row, metric and flow:
+published | reproduced | Δ | verdict, on `<scenario>/reproduction.md` and `.html`.
+
+The reproduced value is the mean over the row's cells (its repetitions); it agrees when
+it is within the reference's tolerance of the published one. Rows whose cells did not
+run say why (the kernel's skip reason, or that the run has no such cell)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import fmean
+from typing import Any, Literal
+
+from .. import REPO
+from ..scenario.reference import Reference, Row, load_reference, tolerance
+from ..scenario.values import slug
+from .collect import CellResult, ScenarioResult
+from .index import environment, to_html, write_if_changed
+from .measures import measure, values
+
+Verdict = Literal["agrees", "differs", "not run", "missing", "no value"]
+PAGE = "reproduction"
+
+
+@dataclass(frozen=True)
+class Line:
+    row: str  # the row's cell key, as written
+    metric: str
+    series: str  # "flow 2", "" for a cell metric
+    published: float
+    reproduced: float | None
+    n: int  # cells (repetitions) averaged
+    tolerance: float
+    verdict: Verdict
+    why: str = ""  # not run: why; missing: the reference's reason; else where the published value is from
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.reproduced is None else self.reproduced - self.published
+
+    @property
+    def pct(self) -> float | None:
+        d = self.delta
+        return None if d is None or not self.published else 100 * d / abs(self.published)
+
+
+def matches(label_of: Any, row: Row) -> bool:
+    """Whether a cell (LABEL_OF: axis → its label or None) is one of ROW's."""
+    return all((label := label_of(axis)) is not None and slug(label) == slug(want) for axis, want in row.cell.items())
+
+
+def reproduce(s: ScenarioResult, ref: Reference) -> list[Line]:
+    return [line for row in ref.rows for line in _row(s, ref, row)]
+
+
+def _row(s: ScenarioResult, ref: Reference, row: Row) -> list[Line]:
+    cells = [c for c in s.cells if matches(c.label, row)]
+    valid = [c for c in cells if c.valid and c.metrics]
+    lines = []
+    for name, (published, source) in row.published().items():
+        m = measure(name)
+        runs = [values(m, c.metrics) for c in valid if c.metrics]
+        got = [fmean(col) if None not in col else None for col in zip(*runs)]  # type: ignore[arg-type]
+        if row.order == "any":
+            published, got = sorted(published, reverse=True), sorted(got, key=lambda v: -(v or 0))
+        for i, pub in enumerate(published):
+            value = got[i] if i < len(got) else None
+            verdict, why = _verdict(row, cells, valid, value, abs(value - pub) if value is not None else 0,
+                                    tolerance(ref.tolerance[name], pub), source)
+            lines.append(Line(row.key, name, f"flow {i + 1}" if m.per_flow else "", pub, value, len(valid),
+                              tolerance(ref.tolerance[name], pub), verdict, why))
+    return lines
+
+
+def _verdict(row: Row, cells: list[CellResult], valid: list[CellResult], value: float | None, off: float,
+             tol: float, source: str) -> tuple[Verdict, str]:
+    if row.missing:
+        return "missing", row.missing
+    if not valid:
+        return "not run", _why_not(cells)
+    if value is None:
+        return "no value", source
+    return ("agrees" if off <= tol else "differs"), source
+
+
+def _why_not(cells: list[CellResult]) -> str:
+    if not cells:
+        return "no such cell in this run"
+    return "; ".join(dict.fromkeys(c.record.reason or c.status for c in cells))
+
+
+def counts(lines: list[Line]) -> dict[str, int]:
+    """Verdict → number of lines, in the page's order."""
+    order = ("agrees", "differs", "no value", "not run", "missing")
+    return {v: n for v in order if (n := sum(line.verdict == v for line in lines))}
+
+
+def write_page(s: ScenarioResult, template_dir: Path = REPO) -> dict[str, Any] | None:
+    """Write the scenario's reproduction page (if it names a reference); its summary for the index."""
+    if not s.scenario.reference:
+        return None
+    ref = load_reference(s.scenario.reference)
+    lines = reproduce(s, ref)
+    summary = {"document": ref.document, "section": ref.source.get("section", ""), "counts": counts(lines),
+               "href": f"{s.name}/{PAGE}.html", "rows": len(ref.rows)}
+    context = {"scenario": s.name, "ref": ref, "name": s.scenario.reference, "summary": summary,
+               "lines": lines, "metrics": _metrics(ref)}
+    text = environment(template_dir).get_template(f"{PAGE}.md.j2").render(context)
+    write_if_changed(s.dir / f"{PAGE}.md", text)
+    write_if_changed(s.dir / f"{PAGE}.html", to_html(text, f"fl reproduction: {s.name}", template_dir))
+    return summary
+
+
+def _metrics(ref: Reference) -> list[dict[str, str]]:
+    """Each published metric: the source's definition, fl's, and the tolerance."""
+    names = dict.fromkeys(k for row in ref.rows for k in row.published())
+    return [{"name": k, "title": measure(k).title, "unit": measure(k).unit, "published": ref.definition(k),
+             "fl": measure(k).definition, "tolerance": str(ref.tolerance[k])} for k in names]
+
