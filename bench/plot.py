@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """`fl plot` on a generated tree of N cells (default 120, copies of one real cell under
 distinct coordinates), against the baseline of Flent plotting that one cell alone in
-the same run. Prints per-cell time of a fresh `fl plot` (metrics, plot, charts, index),
-the ratio to the baseline, the time of a second `fl plot` with nothing changed, and the
-cell's metrics alone (captures, one-way delay, socket and queue samples) on one core:
-everything `fl plot` does per cell besides Flent's own plot.
+the same run. Prints, per cell, the wall time of a fresh `fl plot` (metrics, plots,
+charts, index) and its ratio to the baseline; the CPU (core-seconds, every process of
+it) of a fresh `fl plot` of cells whose metrics are current, as after `fl run`, and how
+much of it is not Flent's own plotting; the time of a second `fl plot` with nothing
+changed; and the cell's metrics alone (captures, one-way delay, socket and queue
+samples) on one core.
 
     .venv/bin/python bench/plot.py RESULTS/RUN/SCENARIO/CELL [--cells N]
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -67,12 +70,22 @@ def metrics_alone(cell: Path, rounds: int = 3) -> tuple[float, float, int]:
     return best, reading, sum(len(pk.ts) for pk, _ in loaded)
 
 
-def timed(argv: list[str]) -> float:
-    t0 = time.monotonic()
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, ARGV and every process it waited for)."""
+    before, t0 = os.times(), time.monotonic()
     p = subprocess.run(argv, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(p.stdout + p.stderr)
-    return time.monotonic() - t0
+    after = os.times()
+    return time.monotonic() - t0, (after.children_user - before.children_user) + (after.children_system - before.children_system)
+
+
+def forget_drawings(root: Path) -> None:
+    """Remove every figure and chart of the generated run (metrics stay)."""
+    for p in root.rglob("*.svg"):
+        p.unlink()
+    for p in root.rglob(".*.key"):
+        p.unlink()
 
 
 def main() -> int:
@@ -84,15 +97,20 @@ def main() -> int:
         root = Path(tmp)
         generate(args.cell.resolve(), root, args.cells)
         data = next(args.cell.glob("*.flent.gz"))
-        baseline = timed(["flent", "-i", str(data), "-p", "tcp_delivery_with_rtt", "-o", str(root / "b.svg")])
+        baseline, flent_cpu = timed(["flent", "-i", str(data), "-p", "tcp_delivery_with_rtt", "-o", str(root / "b.svg")])
         fl = [sys.executable, str(REPO / "fl"), "plot", "--run", "bench-run", "--results", str(root)]
-        fresh = timed(fl)
-        again = timed(fl)
-    per_cell = fresh / args.cells
-    print(f"baseline (flent plots one cell alone): {baseline:.2f} s")
-    print(f"fl plot, {args.cells} cells, fresh: {fresh:.1f} s = {per_cell:.2f} s per cell "
-          f"= {per_cell / baseline:.2f} × baseline (parallel over the cores)")
+        fresh, _ = timed(fl)
+        again, _ = timed(fl)
+        forget_drawings(root)
+        _, drawn_cpu = timed(fl)
+    n = args.cells
+    print(f"baseline (flent plots one cell alone): {baseline:.2f} s, {flent_cpu:.2f} core-s")
+    print(f"fl plot, {n} cells, fresh: {fresh:.1f} s = {fresh / n:.2f} s per cell "
+          f"= {fresh / n / baseline:.2f} × baseline (parallel over the cores)")
     print(f"fl plot again, nothing changed: {again:.2f} s = {again / baseline:.2f} × baseline")
+    print(f"fl plot, metrics current (as after fl run), every figure drawn: {drawn_cpu / n:.2f} core-s per cell, "
+          f"of which {(drawn_cpu - n * flent_cpu) / n:.2f} core-s besides Flent's own plotting "
+          f"({drawn_cpu / n / flent_cpu:.2f} × Flent plotting the cell alone)")
     total, reading, packets = metrics_alone(args.cell.resolve())
     print(f"the cell's metrics alone: {total:.2f} s of CPU on one core; reading its captures "
           f"({packets / 1e3:.0f} k packets) {reading:.2f} s, everything else {total - reading:.2f} s")

@@ -19,6 +19,7 @@ from flharness.cells import expand
 from flharness.results import files
 from flharness.results.cell_metrics import METRICS_VERSION, CellMetrics
 from flharness.results.cell_record import Backend, CellRecord, Coordinate, Endpoints
+from flharness.results.cell_series import SERIES_FILE, CellSeries
 from flharness.results.run_record import Invocation, Outcome, RunRecord
 from flharness.results.store import ScenarioResults
 from flharness.scenario import load_scenario
@@ -189,11 +190,14 @@ def test_an_invocation_is_completed_in_place_and_a_killed_one_has_no_end(tmp_pat
 
 
 def test_an_old_metrics_file_is_recomputed(tmp_path):
-    """metrics.json is a cache: another version, or other inputs, and it is stale."""
+    """metrics.json is a cache: another version, or other inputs, or without the series
+    written with it, and it is stale."""
     (tmp_path / "cell.json").write_text("{}")
     key = cache.fingerprint(tmp_path, Settings())
     current = CellMetrics(cell="c1", key=key)
     files.write(tmp_path / "metrics.json", current)
+    assert cache.cached(tmp_path, Settings()) is None  # no series.npz
+    CellSeries().write(tmp_path / SERIES_FILE)
     assert cache.cached(tmp_path, Settings()) == current
     assert cache.cached(tmp_path, Settings(steady_window=20)) is None
     _old(tmp_path / "metrics.json", {**current.model_dump(mode="json"), "version": METRICS_VERSION - 1})

@@ -1,4 +1,4 @@
-"""metrics.json next to each cell: computed once, recomputed when its inputs change
+"""metrics.json (and series.npz) next to each cell: computed once, recomputed when its inputs change
 (the cell's files, the analysis settings or the metrics version)."""
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from ..results import files
 from ..results.cell_metrics import METRICS_VERSION, CellMetrics
 from ..results.cell_record import CellRecord
+from ..results.cell_series import SERIES_FILE, CellSeries
 from ..results.store import CELL_FILE
 from .metrics import Settings, analyse
 
@@ -30,7 +31,9 @@ def fingerprint(cell_dir: Path, settings: Settings) -> str:
 
 def cached(cell_dir: Path, settings: Settings) -> CellMetrics | None:
     """The stored metrics if still current, else None (missing, of another version,
-    unreadable, or computed from other inputs)."""
+    unreadable, computed from other inputs, or without their series.npz)."""
+    if not (cell_dir / SERIES_FILE).is_file():
+        return None
     try:
         stored = files.read(CellMetrics, cell_dir / METRICS_FILE)
     except (OSError, files.InvalidFile, files.VersionError):
@@ -39,9 +42,11 @@ def cached(cell_dir: Path, settings: Settings) -> CellMetrics | None:
 
 
 def compute(cell_dir: Path, settings: Settings) -> CellMetrics:
-    """Compute and store the metrics of one cell (runs in a worker process)."""
+    """Compute and store the metrics of one cell and its series (runs in a worker process)."""
     key = fingerprint(cell_dir, settings)
-    out = analyse(cell_dir, files.read(CellRecord, cell_dir / CELL_FILE), settings)
+    series = CellSeries()
+    out = analyse(cell_dir, files.read(CellRecord, cell_dir / CELL_FILE), settings, series)
     out.key = key
+    series.write(cell_dir / SERIES_FILE)
     files.write(cell_dir / METRICS_FILE, out)
     return out

@@ -103,26 +103,37 @@ def peak_mbit(per_flow: list[np.ndarray], edges: np.ndarray) -> float | None:
 def one_way(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn,
             t_from: float, t_to: float) -> OneWayDelay | None:
     """One-way delay percentiles (ms) and loss of the data segments the sender sent in
-    [T_FROM, T_TO]; None when it sent none. Loss two ways: the segments that never
-    arrived, those sent after the last that did left out (they may still have been
-    queued when the captures stopped); and Pantheon's, the payload that had not arrived
-    by T_TO (what was queued then counts as lost)."""
+    [T_FROM, T_TO]; None when it sent none (one_way_samples)."""
+    return one_way_samples(sender, s_conn, receiver, r_conn, t_from, t_to)[0]
+
+
+def one_way_samples(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn, t_from: float, t_to: float,
+                    ) -> tuple[OneWayDelay | None, np.ndarray, np.ndarray]:
+    """The one-way delay figures of the data segments the sender sent in [T_FROM, T_TO],
+    and every matched segment's departure (epoch s, increasing) and delay (ms). Loss two
+    ways: the segments that never arrived, those sent after the last that did left out
+    (they may still have been queued when the captures stopped); and Pantheon's, the
+    payload that had not arrived by T_TO (what was queued then counts as lost)."""
+    none = np.empty(0)
     sent = s_conn.sent[(sender.ts[s_conn.sent] >= t_from) & (sender.ts[s_conn.sent] <= t_to)]
     if not len(sent):
-        return None
+        return None, none, none
     base = int(sender.seq[s_conn.sent[0]])
     out_keys = _keys(sender, sent, base)
     in_keys = _keys(receiver, r_conn.sent, base)
     _, i_out, i_in = np.intersect1d(out_keys, in_keys, return_indices=True)
-    delays = (receiver.ts[r_conn.sent[i_in]] - sender.ts[sent[i_out]]) * 1e3
+    departed, arrived = sender.ts[sent[i_out]], receiver.ts[r_conn.sent[i_in]]
+    delays = (arrived - departed) * 1e3
     if not len(delays):
-        return OneWayDelay(median=None, p95=None, p99=None, n=0, sent=len(sent), loss=1.0, loss_by_end=1.0)
+        return OneWayDelay(median=None, p95=None, p99=None, n=0, sent=len(sent), loss=1.0, loss_by_end=1.0), none, none
     p50, p95, p99 = np.percentile(delays, [50, 95, 99])
-    settled = np.unique(out_keys[sender.ts[sent] <= sender.ts[sent[i_out]].max()])
-    in_time = sender.payload[sent[i_out]][receiver.ts[r_conn.sent[i_in]] <= t_to].sum()
-    return OneWayDelay(median=float(p50), p95=float(p95), p99=float(p99), n=len(delays),
-                       sent=len(settled), loss=1 - len(i_out) / len(settled),
-                       loss_by_end=float(1 - in_time / sender.payload[sent].sum()) if sender.payload[sent].sum() else None)
+    settled = np.unique(out_keys[sender.ts[sent] <= departed.max()])
+    in_time = sender.payload[sent[i_out]][arrived <= t_to].sum()
+    total = sender.payload[sent].sum()
+    order = np.argsort(departed, kind="stable")
+    return (OneWayDelay(median=float(p50), p95=float(p95), p99=float(p99), n=len(delays), sent=len(settled),
+                        loss=1 - len(i_out) / len(settled), loss_by_end=float(1 - in_time / total) if total else None),
+            departed[order], delays[order])
 
 
 def _keys(pk: Packets, idx: np.ndarray, base: int) -> np.ndarray:

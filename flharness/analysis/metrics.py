@@ -33,8 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from ..qdisc import WIRE_PACKET_BYTES
 from ..results.cell_metrics import CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary
 from ..results.cell_record import CellConfig, CellRecord, Direction
+from ..results.cell_series import CellSeries, FlowSeries
 from ..run.flent_data import delivered_mbit, first_data_s
 from ..units import Rate
 from . import delivery, flentlib, pcap, qdisc_stats, queue, ss_samples
@@ -48,6 +50,8 @@ RATE_SAMPLE_SPAN = 1.0  # s: a delivery-rate sample is judged against the highes
 SIDES: dict[Direction, tuple[str, str]] = {"up": ("cli", "srv"), "down": ("srv", "cli")}  # (sender, receiver)
 PEAK_INTERVAL = 1.0  # seconds: the aggregate goodput's peak is the best such interval
 SHOULD_FILL = 0.90  # bulk flows that never reach this share of the capacity: flagged
+GOODPUT_INTERVAL = 0.1  # s: the goodput series' interval (series.npz, the box plots), at least
+GOODPUT_FRAMES = 20  # full-size frames at the link's rate
 BULK_TEST_RE = re.compile(r"^tcp_(\d+|n)?(up|down)$|^tcp_bidirectional$")
 
 
@@ -59,8 +63,9 @@ class Settings:
         return self.steady_window or min(60.0, round(length * 2 / 3))
 
 
-def analyse(cell_dir: Path, record: CellRecord, settings: Settings) -> CellMetrics:
-    """Everything fl reports about one cell that ran (status ok or failed)."""
+def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: CellSeries | None = None) -> CellMetrics:
+    """Everything fl reports about one cell that ran (status ok or failed); SERIES, if
+    given, receives each flow's per-packet one-way delays and goodput per interval."""
     out = CellMetrics(cell=record.cell)
     if record.status != "ok":
         out.invalid.append(f"cell {record.status}: {record.reason}")
@@ -85,7 +90,8 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings) -> CellMetri
     out.qdisc_totals = {d: QdiscTotals.model_validate(q) for d, q in qdisc_stats.bottleneck_totals(
         cell_dir / "teardown.log", cell_dir / queue.QUEUE_LOG).items()}
     edges = rs.t0 + np.arange(all_run, lead + length + 1e-9, PEAK_INTERVAL)
-    out.peak_mbit, keys = _add_capture_figures(out.flows, flows, cell_dir, rs, record, lead, length, edges)
+    series = series if series is not None else CellSeries()
+    out.peak_mbit, keys = _add_capture_figures(out.flows, flows, cell_dir, rs, record, (lead, length), edges, series)
     impossible = _add_socket_stats(out.flows, rs, cell_dir, record.config, keys, lead, length, window)
     _add_aggregates(out, record.config, lead, length)
     out.invalid += _problems(out, rs, record.config)
@@ -189,12 +195,15 @@ def _stats(values: list[float]) -> Percentiles | None:
 
 
 def _add_capture_figures(rows: list[FlowMetrics], flows: list[FlowInfo], cell_dir: Path, rs: Any,
-                         record: CellRecord, lead: float, length: float, edges: np.ndarray,
+                         record: CellRecord, test: tuple[float, float], edges: np.ndarray, series: CellSeries,
                          ) -> tuple[dict[Direction, float], dict[int, pcap.Key]]:
     """From the two captures: each flow's goodput at the receiver, one-way delay and loss,
-    retransmissions on the sender's side, ECN codepoints on the receiver's. Returns the
-    peak aggregate goodput per direction over the intervals between EDGES (epoch s), and
-    each flow's connection (flow index → its key in the sender's capture)."""
+    retransmissions on the sender's side, ECN codepoints on the receiver's, and into
+    SERIES its per-packet delays and goodput per interval. TEST: Flent's lead-in and the
+    test's length. Returns the peak aggregate goodput per direction over the intervals
+    between EDGES (epoch s), and each flow's connection (flow index → its key in the
+    sender's capture)."""
+    lead, length = test
     assert record.endpoints is not None
     loaded: dict[str, tuple] = {}
     delivered: dict[Direction, list[np.ndarray]] = {}
@@ -221,12 +230,33 @@ def _add_capture_figures(rows: list[FlowMetrics], flows: list[FlowInfo], cell_di
             if (mean := delivery.received_mbit(r_pk, got, *window)) is not None:
                 row.mean_mbit, row.goodput_source = mean, f"receiver ({receiver} capture)"
                 delivered.setdefault(direction, []).append(delivery.delivered_bytes(r_pk, got, edges))
-            row.owd_ms = None if owd_why else delivery.one_way(s_pk, sent, r_pk, got, *window)
+            owd, departed, delays = (None, np.empty(0), np.empty(0)) if owd_why else delivery.one_way_samples(
+                s_pk, sent, r_pk, got, *window)
+            row.owd_ms = owd
+            series.interval_s = goodput_interval(record.config.bottleneck.of(direction).rate_bps)
+            series.flows[row.index] = _flow_series(r_pk, got, window, series.interval_s, rs.t0, departed, delays)
     for row in rows:
         if row.owd_ms is None:
             row.owd_unavailable = owd_why or "the flow's packets are not visible in both captures"
     peaks = {d: peak for d, per_flow in delivered.items() if (peak := delivery.peak_mbit(per_flow, edges)) is not None}
     return peaks, keys
+
+
+def goodput_interval(rate_bps: float) -> float:
+    """The goodput series' interval: GOODPUT_INTERVAL, or the time of GOODPUT_FRAMES
+    full-size frames at the link's rate where that is longer (a sample of a few packets
+    would show their quantisation, not the flow)."""
+    return max(GOODPUT_INTERVAL, GOODPUT_FRAMES * WIRE_PACKET_BYTES * 8 / rate_bps)
+
+
+def _flow_series(r_pk: Any, got: pcap.Conn, window: tuple[float, float], interval: float, t0: float,
+                 departed: np.ndarray, delays: np.ndarray) -> FlowSeries:
+    """A flow's per-packet delays and its goodput per INTERVAL over WINDOW (epoch s), on Flent's axis."""
+    edges = np.arange(window[0], window[1] - interval / 2, interval)
+    edges = np.append(edges, window[1]) if len(edges) else np.array(window)
+    got_bytes = delivery.delivered_bytes(r_pk, got, edges)
+    mbit = got_bytes * 8 / np.diff(edges) / 1e6 if got_bytes is not None else np.empty(0)
+    return FlowSeries(departed - t0, delays, edges[:len(mbit)] - t0, mbit)
 
 
 def _no_owd_reason(record: CellRecord) -> str | None:

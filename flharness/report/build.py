@@ -11,6 +11,7 @@ from .collect import collect
 from .dataset import rows, write_csv, write_summary
 from .expect import judge, write_junit
 from .index import expect_counts, render, to_html, write_if_changed
+from .owd_plot import draw_owd_plots
 from .plots import draw_cell_plots
 from .queue_plot import draw_queue_plots
 from .reproduction import write_page
@@ -26,6 +27,7 @@ def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO, 
         write_junit(judged, junit)
     counts = draw_cell_plots(run.scenarios, workers)
     queues = draw_queue_plots(run.scenarios)
+    owds = draw_owd_plots(run.scenarios, workers)
     charts = {s.name: scenario_charts(s, s.dir / "charts") for s in run.scenarios}
     write_csv(rows(run), run_dir / "dataset.csv")
     write_summary(run, run_dir / "summary.json")
@@ -38,7 +40,8 @@ def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO, 
     flagged = sum(len(s.findings()["flagged"]) for s in run.scenarios)
     print(f"{run_dir}: {len(cells)} cells ({invalid} invalid, {flagged} flagged); plots: {counts['drawn']} drawn, "
           f"{counts['current']} current, {counts['failed']} failed; queue plots: {queues['drawn']} drawn, "
-          f"{queues['current']} current; index: README.md, index.html "
+          f"{queues['current']} current; one-way delay plots: {owds['drawn']} drawn, {owds['current']} current; "
+          f"index: README.md, index.html "
           f"({time.monotonic() - started:.1f} s)")
     if judged:
         print(f"expectations: {expect_counts(judged)}" + (f"; JUnit XML: {junit}" if junit else ""))

@@ -1,5 +1,6 @@
 """Scenario charts with matplotlib (SVG): grouped bars of per-flow steady-state goodput
-by CC pair × qdisc, one chart per combination of the other swept axes; and, as Pantheon
+by CC pair × qdisc and box plots of each flow's goodput over time (report/boxes.py), one
+of each per combination of the other swept axes; and, as Pantheon
 draws them, throughput against 95th percentile one-way delay per CC, one chart per
 network condition (every swept axis but CC and repetition: cells of different rates or
 RTTs are never averaged together; report/throughput_delay.py). Each chart is drawn only
@@ -20,7 +21,7 @@ import matplotlib.pyplot as plt
 
 from ..analysis.link import payload_capacity_bps
 from ..results.cell_metrics import FlowMetrics
-from . import throughput_delay
+from . import boxes, throughput_delay
 from .collect import CellResult, ScenarioResult
 from .tables import stat
 
@@ -28,14 +29,25 @@ FACET_SKIP = {"cc", "qdisc", "repetition", "test", "length"}
 HATCHES = ["", "//", "..", "xx", "\\\\", "oo"]
 
 
+def _stamp(path: Path, data: Any) -> tuple[Path, str]:
+    """The .key file beside PATH, and DATA's key."""
+    key = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return path.with_name(f".{path.name}.key"), key
+
+
+def is_current(path: Path, data: Any) -> bool:
+    """Whether PATH exists and was drawn from the same DATA."""
+    stamp, key = _stamp(path, data)
+    return path.is_file() and stamp.is_file() and stamp.read_text() == key
+
+
 def draw_if_changed(path: Path, data: Any, draw: Callable[[Path], None]) -> bool:
     """Draw PATH unless it exists and was drawn from the same DATA (a .key file beside it)."""
-    key = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    stamp = path.with_name(f".{path.name}.key")
-    if path.is_file() and stamp.is_file() and stamp.read_text() == key:
+    if is_current(path, data):
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     draw(path)
+    stamp, key = _stamp(path, data)
     stamp.write_text(key)
     return True
 
@@ -55,8 +67,24 @@ def scenario_charts(s: ScenarioResult, out_dir: Path) -> list[dict[str, str]]:
         data = _bar_data(group)
         draw_if_changed(path, data, lambda p, d=data, t=title: _bars(d, f"{s.name}: {t}", p))
         charts.append({"title": f"Steady-state goodput per flow, {title}", "path": path.name})
+        charts += _box_chart(s, group, title, out_dir / f"{s.name}_goodput_box_{_slug(suffix)}.svg")
     charts += _delay_charts(s, cells, out_dir)
     return charts
+
+
+def _box_chart(s: ScenarioResult, cells: list[CellResult], title: str, path: Path) -> list[dict[str, str]]:
+    """The per-flow goodput box plot of one combination of the other swept axes."""
+    capacity = max(_link_capacity_mbit(c) for c in cells)
+    key = boxes.box_key(cells, capacity)
+
+    def draw(p: Path) -> None:
+        data, interval = boxes.samples(cells)
+        boxes.draw(data, capacity, interval, f"{s.name}: {title}", p)
+
+    if not any(c.metrics and c.metrics.flows for c in cells):
+        return []
+    draw_if_changed(path, key, draw)
+    return [{"title": f"Goodput per flow over time (box plot), {title}", "path": path.name}]
 
 
 def _delay_charts(s: ScenarioResult, cells: list[CellResult], out_dir: Path) -> list[dict[str, str]]:
@@ -93,16 +121,26 @@ def _scheme_axis(s: ScenarioResult, cells: list[CellResult]) -> str:
     return "cc" if any(len(v) > 1 for v in ccs.values()) else "qdisc"
 
 
-def _capacity_mbit(c: CellResult) -> float:
-    """The payload capacity of the directions the cell's flows use, at the highest rate
+def _capacities_mbit(c: CellResult) -> list[float]:
+    """The payload capacity of each direction the cell's flows use, at the highest rate
     its schedule reaches (Mbit/s)."""
     config = c.record.config
-    total = 0.0
+    out = []
     for direction in sorted({f.direction for f in _flows(c)}):
         rates = [config.bottleneck.of(direction).rate_bps,
                  *(step.of(direction).rate_bps for step in config.rate_schedule or [])]
-        total += payload_capacity_bps(max(rates)) / 1e6
-    return total
+        out.append(payload_capacity_bps(max(rates)) / 1e6)
+    return out
+
+
+def _capacity_mbit(c: CellResult) -> float:
+    """What the cell's flows can carry together (every direction they use), Mbit/s."""
+    return sum(_capacities_mbit(c))
+
+
+def _link_capacity_mbit(c: CellResult) -> float:
+    """What one of the cell's flows can carry at most (its direction's capacity), Mbit/s."""
+    return max(_capacities_mbit(c), default=0.0)
 
 
 def _flows(c: CellResult) -> list[FlowMetrics]:

@@ -14,10 +14,12 @@ from markupsafe import escape
 from .. import REPO
 from .collect import CellResult, RunResult, ScenarioResult
 from .expect import Judgement, judge
+from .host_settings import host_settings
 from .plots import plot_path
 from .tables import fairness_table, per_cc_table, udp_table
 
-CELL_FILES = (("plot", None), ("queue", "{cell}_queue.svg"), ("cli.pcap", "cli.pcap.xz"), ("srv.pcap", "srv.pcap.xz"),
+CELL_FILES = (("plot", None), ("queue", "{cell}_queue.svg"), ("one-way delay", "{cell}_owd.svg"),
+              ("cli.pcap", "cli.pcap.xz"), ("srv.pcap", "srv.pcap.xz"),
               ("teardown", "teardown.log"), ("setup", "setup.log"), ("data", "{cell}.flent.gz"),
               ("metrics", "metrics.json"))
 
@@ -44,7 +46,7 @@ def table_safe(value: Any) -> str:
 def render(run: RunResult, charts: dict[str, list[dict[str, str]]], template_dir: Path = REPO,
            judgements: list[Judgement] | None = None, reproductions: dict[str, Any] | None = None) -> str:
     judged = judgements if judgements is not None else [j for s in run.scenarios for j in judge(s)]
-    context = {"run": run, "scenarios": [
+    context = {"run": run, "host_settings": host_settings(run), "scenarios": [
         {**_scenario(s, charts.get(s.name, []), [j for j in judged if j.scenario == s.name]),
          "reproduction": (reproductions or {}).get(s.name)} for s in run.scenarios]}
     return environment(template_dir).get_template("README.md.j2").render(context)
@@ -98,7 +100,7 @@ def _cell(s: ScenarioResult, c: CellResult, judged: list[Judgement]) -> dict[str
     for title, pattern in CELL_FILES:
         name = plot_path(c).name if pattern is None else pattern.format(cell=c.name)
         if (c.dir / name).is_file():
-            links.append({"title": title, "href": _href(s, c, name)})
+            links.append({"title": title, "href": _href(s, c, name), "figure": name.endswith(".svg")})
     seen = c.record.checks.calibration.effects if c.record.checks.calibration else []
     return {"name": c.name, "status": c.status, "valid": c.valid, "flagged": bool(c.flags), "goodput": sum(means) if means else None,
             "ping_p99": loaded.p99 if loaded else None, "links": links,

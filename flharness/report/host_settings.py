@@ -1,0 +1,40 @@
+"""The hosts' settings as the run's cells found them, for the index header (as Pantheon's
+report header lists its hosts' sysctls): each TCP and core sysctl read back on each host
+after each test, and the root qdisc of each endpoint interface (the sender's own queue:
+noqueue, fq for pacing, …), with how many cells saw each value."""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+
+from ..analysis.teardown_log import device_blocks, host_sections, sysctl_values
+from .collect import RunResult
+
+ENDPOINTS = ("cli", "srv")
+_ROOT_QDISC_RE = re.compile(r"^qdisc (\S+) \S+ root\b", re.M)
+
+
+def host_settings(run: RunResult) -> list[dict[str, str]]:
+    """Rows (host, setting, value): a value with its cell count where the cells differ."""
+    seen: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    cells = 0
+    for c in run.cells():
+        log = c.dir / "teardown.log"
+        if c.status == "skipped" or not log.is_file():
+            continue
+        cells += 1
+        for host, section in host_sections(log.read_text(errors="replace")).items():
+            for key, value in sysctl_values(section).items():
+                seen[(host, key)][value] += 1
+            if host in ENDPOINTS:
+                for dev, block in device_blocks(section).items():
+                    if root := _ROOT_QDISC_RE.search(block):
+                        seen[(host, f"root qdisc of {dev}")][root.group(1)] += 1
+    return [{"host": host, "setting": key, "value": _values(counts, cells)}
+            for (host, key), counts in sorted(seen.items())]
+
+
+def _values(counts: Counter[str], cells: int) -> str:
+    if len(counts) == 1 and sum(counts.values()) == cells:
+        return next(iter(counts))
+    return "; ".join(f"{v} ({n} of {cells} cells)" for v, n in counts.most_common())
