@@ -61,3 +61,22 @@ def test_legend_entries_have_their_points_colours_and_runs_their_scheme():
 def test_schemes_with_three_runs_get_a_one_sigma_ellipse():
     _, ax = drawn()
     assert sum(isinstance(p, Polygon) for p in ax.patches) == 2  # bbr and cubic, not reno's single run
+
+
+def test_cells_of_several_flows_give_a_series_per_flow_in_their_schemes_colour():
+    """Per flow, as a reader compares the qdiscs of one condition: each scheme's flows share
+    its colour and differ by marker; the legend names scheme and flow."""
+    data = {"owd": True, "capacity": 9.56, "points": [
+        ["dualpi2", 4.7, 12.0, "flow 1: cubic (10 ms)"], ["dualpi2", 4.6, 3.0, "flow 2: prague (10 ms)"],
+        ["pfifo_200", 6.5, 240.0, "flow 1: cubic (10 ms)"], ["pfifo_200", 2.9, 245.0, "flow 2: prague (10 ms)"]]}
+    fig = throughput_delay.figure(data, "test")
+    ax = fig.axes[0]
+    means = {c.get_label(): c for c in ax.collections if c.get_label().endswith("(n=1)")}
+    assert set(means) == {f"{q}, flow {i}: {cc} (10 ms) (n=1)" for q in ("dualpi2", "pfifo_200")
+                          for i, cc in ((1, "cubic"), (2, "prague"))}
+    colour = {k: to_rgba(c.get_facecolor()[0]) for k, c in means.items()}
+    marker = {k: c.get_paths()[0].vertices.tobytes() for k, c in means.items()}
+    d1, d2, p1, p2 = sorted(means)
+    assert colour[d1] == colour[d2] != colour[p1] == colour[p2]
+    assert marker[d1] == marker[p1] != marker[d2] == marker[p2]
+    assert ax.get_ylabel() == "average throughput per flow (Mbit/s)" and ax.get_ylim()[1] >= 9.56

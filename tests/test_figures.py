@@ -110,8 +110,9 @@ def test_the_box_plot_has_a_box_per_flow_from_its_goodput(cell, result, tmp_path
     patches = [p for p in ax.patches]
     assert len(patches) == 2 and [mcolors.to_hex(p.get_facecolor(), keep_alpha=False) for p in patches] == \
         [mcolors.to_hex(c) for c in boxes.COLOURS[:2]]
-    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= capacity
-    medians = [line.get_ydata()[0] for line in ax.lines if line.get_gid() == "median"]
+    assert ax.get_xlim()[0] == 0 and ax.get_xlim()[1] >= capacity
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"cubic-vs-reno, pfifo_20 · {label}" for label, _ in flows]
+    medians = [line.get_xdata()[0] for line in ax.lines if line.get_gid() == "median"]
     assert medians == pytest.approx([float(np.median(v)) for _, v in flows])
     boxes.draw(data, capacity, interval, "golden", tmp_path / "box.svg")
     assert (tmp_path / "box.svg").stat().st_size > 1000

@@ -66,6 +66,9 @@ PROBE = """<!DOCTYPE html><html><body><pre id="out">waiting</pre>
 <iframe id="f" src="%s" width="1200" height="800"></iframe>
 <script>
 document.getElementById('f').onload = function () {
+  // thumbnails load lazily, as a reader scrolls: load them all before judging them
+  Array.prototype.forEach.call(document.getElementById('f').contentDocument.querySelectorAll('img'),
+                               function (i) { i.loading = 'eager'; });
   setTimeout(function () {
     var d = document.getElementById('f').contentDocument, imgs = d.querySelectorAll('img');
     var bad = Array.prototype.filter.call(imgs, function (i) { return !(i.complete && i.naturalWidth > 0); });

@@ -51,29 +51,29 @@ def draw(data: dict[str, list[tuple[str, np.ndarray]]], capacity: float, interva
 
 
 def figure(data: dict[str, list[tuple[str, np.ndarray]]], capacity: float, interval: float, heading: str) -> Figure:
-    """DATA: scheme → per flow (label, goodput samples): one box per flow, grouped by scheme."""
-    nboxes = sum(len(v) for v in data.values())
-    fig = Figure(figsize=(max(6.0, 0.45 * nboxes + 2.5), 4.2), layout="constrained")
-    ax = fig.subplots()
-    pos, ticks, names = 0.0, [], []
+    """DATA: scheme → per flow (label, goodput samples): one horizontal box per flow, named
+    by its scheme and flow, coloured by the flow's position; the capacity a dashed line."""
+    names, values, colours = [], [], []
     for scheme, flows in data.items():
-        first = pos
-        for (label, values), colour in zip(flows, COLOURS):
-            box = ax.boxplot([values], positions=[pos], widths=0.7, patch_artist=True, whis=(5, 95),
-                             showfliers=False, medianprops={"color": "black", "gid": "median"})
-            box["boxes"][0].set(facecolor=colour, alpha=0.7)
-            ax.text(pos, 0, label, rotation=90, fontsize=6, ha="center", va="bottom")
-            pos += 1
-        ticks.append((first + pos - 1) / 2)
-        names.append(scheme)
-        pos += 0.8
+        for i, (label, samples_) in enumerate(flows):
+            names.append(f"{scheme} · {label}")
+            values.append(samples_)
+            colours.append(COLOURS[i % len(COLOURS)])
+    fig = Figure(figsize=(8.0, 1.4 + 0.32 * len(names)), layout="constrained")
+    ax = fig.subplots()
+    positions = list(range(len(names), 0, -1))  # the first scheme on top
+    boxes = ax.boxplot(values, positions=positions, vert=False, widths=0.6, patch_artist=True, whis=(5, 95),
+                       showfliers=False, medianprops={"color": "black", "gid": "median"})
+    for patch, colour in zip(boxes["boxes"], colours):
+        patch.set(facecolor=colour, alpha=0.7)
+    ax.set_yticks(positions, names, fontsize=7)
     if capacity > 0:
-        ax.axhline(capacity, color="grey", linestyle="--", linewidth=0.8, label="payload capacity")
-        ax.legend(fontsize=7, loc="upper right")
-    ax.set_xticks(ticks, names, rotation=20, ha="right", fontsize=8)
-    ax.set_ylim(0, max(capacity, *(float(v.max()) for fl in data.values() for _, v in fl if len(v))) * 1.08)
-    ax.set_ylabel(f"goodput per {interval:g} s (Mbit/s)")
-    ax.set_title(textwrap.fill(heading, TITLE_WIDTH) + "\n(box: 25-75 %, whiskers: 5-95 %, line: median)",
-                 fontsize=9)
-    ax.grid(axis="y", alpha=0.3)
+        ax.axvline(capacity, color="grey", linestyle="--", linewidth=0.8, label="payload capacity")
+        ax.legend(fontsize=7, loc="lower right")
+    top = max([capacity, *(float(v.max()) for v in values if len(v))])
+    ax.set_xlim(0, top * 1.05)
+    ax.set_xlabel(f"goodput per {interval:g} s interval (Mbit/s)")
+    ax.set_title(textwrap.fill(heading, TITLE_WIDTH) + "\n(each flow from its start to the end of the test, "
+                 "runs pooled; box 25-75 %, whiskers 5-95 %, line median)", fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
     return fig

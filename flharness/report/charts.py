@@ -99,15 +99,25 @@ def _delay_charts(s: ScenarioResult, cells: list[CellResult], out_dir: Path) -> 
     for key, group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
         title = ", ".join(f"{a} {k or '–'}" for a, k in zip(conditions, key)) or s.name
         owd = all(f.owd_ms is not None and f.owd_ms.p95 is not None for c in group for f in _flows(c))
-        data = {"owd": owd, "capacity": max(_capacity_mbit(c) for c in group),
-                "points": [[c.label(scheme), sum(f.mean_mbit or 0 for f in _flows(c)),
-                            max(_p95_delay(f, owd) for f in _flows(c))] for c in group]}
+        data = _delay_data(group, scheme, owd)
         suffix = "_".join(str(k) for k in key if k) or "all"
         path = out_dir / f"{s.name}_throughput_delay_{_slug(suffix)}.svg"
         draw_if_changed(path, data, lambda p, d=data, t=title: throughput_delay.draw(d, f"{s.name}: {t}", p))
         what = "one-way delay" if owd else "TCP RTT"
         charts.append({"title": f"Throughput vs 95th percentile {what} per {scheme}, {title}", "path": path.name})
     return charts
+
+
+def _delay_data(cells: list[CellResult], scheme: str, owd: bool) -> dict[str, Any]:
+    """A throughput–delay chart's points: per flow where the cells have several (each
+    flow's goodput and p95 delay, against one flow's capacity), else per cell."""
+    if max(len(_flows(c)) for c in cells) > 1:
+        return {"owd": owd, "capacity": max(_link_capacity_mbit(c) for c in cells),
+                "points": [[c.label(scheme), f.mean_mbit or 0.0, _p95_delay(f, owd), f"flow {f.index}: {f.label}"]
+                           for c in cells for f in _flows(c)]}
+    return {"owd": owd, "capacity": max(_capacity_mbit(c) for c in cells),
+            "points": [[c.label(scheme), sum(f.mean_mbit or 0 for f in _flows(c)),
+                        max(_p95_delay(f, owd) for f in _flows(c))] for c in cells]}
 
 
 def _scheme_axis(s: ScenarioResult, cells: list[CellResult]) -> str:

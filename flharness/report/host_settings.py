@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from typing import Any
 
 from ..analysis.teardown_log import device_blocks, host_sections, sysctl_values
 from .collect import RunResult
 
+HOSTS = ("cli", "mid", "srv")  # the columns' order
 ENDPOINTS = ("cli", "srv")
 _ROOT_QDISC_RE = re.compile(r"^qdisc (\S+) \S+ root\b", re.M)
 
 
-def host_settings(run: RunResult) -> list[dict[str, str]]:
-    """Rows (host, setting, value): a value with its cell count where the cells differ."""
+def host_settings(run: RunResult) -> dict[str, Any]:
+    """{'hosts': [...], 'rows': [{'setting', 'values': {host: value}}]}: a value with its
+    cell count where the cells differ, '' where a host has no such setting."""
     seen: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     cells = 0
     for c in run.cells():
@@ -30,8 +33,10 @@ def host_settings(run: RunResult) -> list[dict[str, str]]:
                 for dev, block in device_blocks(section).items():
                     if root := _ROOT_QDISC_RE.search(block):
                         seen[(host, f"root qdisc of {dev}")][root.group(1)] += 1
-    return [{"host": host, "setting": key, "value": _values(counts, cells)}
-            for (host, key), counts in sorted(seen.items())]
+    hosts = sorted({host for host, _ in seen}, key=lambda h: (h not in HOSTS, HOSTS.index(h) if h in HOSTS else h))
+    settings = sorted({key for _, key in seen}, key=lambda k: (k.startswith("root qdisc"), k))
+    return {"hosts": hosts, "rows": [{"setting": key, "values": {h: _values(seen[(h, key)], cells) if (h, key) in seen
+                                                                   else "" for h in hosts}} for key in settings]}
 
 
 def _values(counts: Counter[str], cells: int) -> str:

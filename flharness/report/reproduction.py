@@ -20,6 +20,8 @@ from .index import environment, to_html, write_if_changed
 from .measures import measure, values
 
 Verdict = Literal["agrees", "differs", "not run", "missing", "no value"]
+MEASURED: tuple[Verdict, ...] = ("agrees", "differs", "no value")  # lines with cells that ran
+NOT_IN_RUN = "no such cell in this run"
 PAGE = "reproduction"
 
 
@@ -86,7 +88,7 @@ def _verdict(row: Row, cells: list[CellResult], valid: list[CellResult], value: 
 
 def _why_not(cells: list[CellResult]) -> str:
     if not cells:
-        return "no such cell in this run"
+        return NOT_IN_RUN
     return "; ".join(dict.fromkeys(c.record.reason or c.status for c in cells))
 
 
@@ -104,12 +106,25 @@ def write_page(s: ScenarioResult, template_dir: Path = REPO) -> dict[str, Any] |
     lines = reproduce(s, ref)
     summary = {"document": ref.document, "section": ref.source.get("section", ""), "counts": counts(lines),
                "href": f"{s.name}/{PAGE}.html", "rows": len(ref.rows)}
+    measured = [line for line in lines if line.verdict in MEASURED]
     context = {"scenario": s.name, "ref": ref, "name": s.scenario.reference, "summary": summary,
-               "lines": lines, "metrics": _metrics(ref)}
+               "lines": sorted(measured, key=lambda line: line.verdict != "differs"), "metrics": _metrics(ref),
+               "not_run": unmeasured(lines, "not run"), "missing": unmeasured(lines, "missing")}
     text = environment(template_dir).get_template(f"{PAGE}.md.j2").render(context)
     write_if_changed(s.dir / f"{PAGE}.md", text)
     write_if_changed(s.dir / f"{PAGE}.html", to_html(text, f"fl reproduction: {s.name}", template_dir))
     return summary
+
+
+def unmeasured(lines: list[Line], verdict: Verdict) -> list[dict[str, str]]:
+    """The rows whose lines have VERDICT, one entry each: its key, what was published, and why."""
+    rows: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        if line.verdict == verdict:
+            row = rows.setdefault(line.row, {"row": line.row, "why": line.why, "published": {}})
+            row["published"].setdefault(line.metric, []).append(f"{line.published:g}")
+    return [{**r, "published": "; ".join(f"{m} {' / '.join(v)}" for m, v in r["published"].items())}
+            for r in sorted(rows.values(), key=lambda r: r["why"] == NOT_IN_RUN)]
 
 
 def _metrics(ref: Reference) -> list[dict[str, str]]:

@@ -27,32 +27,39 @@ TITLE_WIDTH = 80  # characters per title line (a condition of many swept axes is
 
 
 def figure(data: dict[str, Any], title: str) -> Figure:
-    """DATA: {'owd': bool, 'capacity': Mbit/s, 'points': [[scheme, Mbit/s, ms], ...]}."""
-    by: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for scheme, tput, delay in data["points"]:
-        by[scheme or "?"].append((delay, tput))
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    """DATA: {'owd': bool, 'capacity': Mbit/s, 'points': [[scheme, Mbit/s, ms], ...]}; a
+    point may name a flow as its fourth item ('flow 2: prague (20 ms)'): then each
+    scheme's flows are series of their own, in the scheme's colour, one marker per flow."""
+    by: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for scheme, tput, delay, *flow in data["points"]:
+        by[(scheme or "?", flow[0] if flow else "")].append((delay, tput))
+    schemes = sorted({scheme for scheme, _ in by})
+    flows = sorted({flow for _, flow in by})
+    fig, ax = plt.subplots(figsize=(6.4, 4.4) if len(by) <= 8 else (7.6, 5.6))
     colours = plt.get_cmap("tab10")
-    for i, (scheme, pts) in enumerate(sorted(by.items())):
-        colour, marker = colours(i % 10), MARKERS[i % len(MARKERS)]
+    for i, ((scheme, flow), pts) in enumerate(sorted(by.items())):
+        colour = colours(schemes.index(scheme) % 10)
+        marker = MARKERS[(flows.index(flow) if len(flows) > 1 else i) % len(MARKERS)]
         xs, ys = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
         ax.scatter(xs, ys, color=colour, marker=marker, s=22, alpha=0.45, linewidths=0)
+        name = f"{scheme}, {flow}" if flow else scheme
         ax.scatter([_log_mean(xs)], [ys.mean()], color=colour, marker=marker, s=120, edgecolors="black",
-                   linewidths=0.6, label=f"{scheme} (n={len(pts)})", zorder=3)
+                   linewidths=0.6, label=f"{name} (n={len(pts)})", zorder=3)
         if len(pts) >= ELLIPSE_RUNS and np.all(xs > 0):
             ax.add_patch(_ellipse(xs, ys, colour))
     capacity = float(data.get("capacity") or 0)
     if capacity > 0:
         ax.axhline(capacity, color="grey", linestyle="--", linewidth=0.8, label="payload capacity")
     _delay_axis(ax, [p[0] for pts in by.values() for p in pts])
+    per_flow = any(flow for _, flow in by)
     top = max([capacity, *(p[1] for pts in by.values() for p in pts)]) or 1.0
     ax.set_ylim(0, top * HEADROOM)
     ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_xlabel("95th percentile one-way delay (ms)" if data["owd"] else "95th percentile TCP RTT (ms)")
-    ax.set_ylabel("average throughput (Mbit/s)")
+    ax.set_ylabel("average throughput per flow (Mbit/s)" if per_flow else "average throughput (Mbit/s)")
     ax.set_title(textwrap.fill(title, TITLE_WIDTH) + "\n(small: each run; large: mean)", fontsize=9)
     ax.grid(True, which="major", linewidth=0.3)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7 if len(by) <= 8 else 6, loc="best", ncol=1 if len(by) <= 8 else 2)
     fig.tight_layout()
     return fig
 

@@ -30,48 +30,67 @@ class OneWayDelay(Contract):
     median: float | None
     p95: float | None
     p99: float | None
-    n: int  # segments that arrived
-    sent: int  # segments sent that had time to arrive
-    loss: float  # share of those that never did
-    #: Pantheon's loss: the share of the payload sent in the window that had not arrived
-    #: by its end (what was still queued when the test ended counts as lost)
+    n: int
+    """Segments that arrived."""
+    sent: int
+    """Segments sent that had time to arrive."""
+    loss: float
+    """Share of those that never did."""
     loss_by_end: float | None = None
+    """Pantheon's loss: the share of the payload sent in the window that had not arrived
+    by its end (what was still queued when the test ended counts as lost)."""
 
 
 class PcapCounts(Contract):
-    sent: int  # data segments in the sender's capture
-    received: int  # in the receiver's
+    sent: int
+    """Data segments in the sender's capture."""
+    received: int
+    """In the receiver's."""
     retrans: int
     loss: float | None
-    ecn_received: dict[str, int]  # codepoint → segments
+    ecn_received: dict[str, int]
+    """Codepoint → segments."""
     dscp: int
 
 
 class FlowMetrics(Contract):
-    index: int  # 1-based, fl's flow number
-    series: str  # Flent's series
+    index: int
+    """1-based, fl's flow number."""
+    series: str
+    """Flent's series."""
     direction: Direction
     cc: str
     rtt_ms: float
     start_s: float
     label: str
-    mean_mbit: float | None  # goodput: the receiver's ACKs when the captures show them
+    mean_mbit: float | None
+    """Goodput: the payload that first reached the receiver (its capture) from the flow's
+    start to the end of the test; netperf's figure where the captures lack the flow."""
     goodput_source: str
-    netperf_mbit: float | None  # the sender's count: never a result
+    netperf_mbit: float | None
+    """The sender's count: never a result."""
     first_data_s: float | None
-    steady_mbit: float | None  # D_SS
+    steady_mbit: float | None
+    """D_SS."""
     tcp_rtt_ms: Percentiles | None
-    socket_samples: int  # the sending socket's samples with a delivery rate
-    socket_source: str | None = None  # where they come from: 'Flent (cli)', 'srv.ss.log', …
-    steady_excluded: int = 0  # samples in D_SS's window above the link's rate, left out
-    pcap: PcapCounts | None = None  # None: the flow's connection is not in the captures
+    socket_samples: int
+    """The sending socket's samples with a delivery rate."""
+    socket_source: str | None = None
+    """Where they come from: 'Flent (cli)', 'srv.ss.log', …."""
+    steady_excluded: int = 0
+    """Samples in D_SS's window above the link's rate, left out."""
+    pcap: PcapCounts | None = None
+    """None: the flow's connection is not in the captures."""
     owd_ms: OneWayDelay | None = None
-    owd_unavailable: str | None = None  # why owd_ms is None
+    owd_unavailable: str | None = None
+    """Why owd_ms is None."""
 
 
 class Ping(Contract):
-    base_median: float | None  # before the flows start
-    loaded: Percentiles | None  # while every flow runs
+    base_median: float | None
+    """Before the flows start."""
+    loaded: Percentiles | None
+    """While every flow runs."""
 
 
 class QueueSummary(Sparse):
@@ -83,13 +102,16 @@ class QueueSummary(Sparse):
     interval_s: float | None
     backlog_bytes: Spread | None
     backlog_pkts: Spread | None
-    delay_ms: Spread | None  # the backlog's drain time at the rate in force
+    delay_ms: Spread | None
+    """The backlog's drain time at the rate in force."""
     drops: int
     marks: int
-    delay_c_ms: Spread | None = None  # dualpi2's own sojourn times, cake's busiest tin's
+    delay_c_ms: Spread | None = None
+    """Dualpi2's own sojourn times, cake's busiest tin's."""
     delay_l_ms: Spread | None = None
     delay_avg_ms: Spread | None = None
-    pkts_in_c: int | None = None  # dualpi2's counters
+    pkts_in_c: int | None = None
+    """Dualpi2's counters."""
     pkts_in_l: int | None = None
     step_marks: int | None = None
 
@@ -105,7 +127,8 @@ class QdiscTotals(Contract):
     drops: int | None = None
     overlimits: int | None = None
     requeues: int | None = None
-    backlog_bytes: int | None = None  # left when the test ended
+    backlog_bytes: int | None = None
+    """Left when the test ended."""
     backlog_pkts: int | None = None
     # dualpi2's own statistics: packets through each queue, its marks, the classic
     # queue's probability, the last sojourn times, the WRR credit (< 0: C's turn)
@@ -125,35 +148,60 @@ class UdpFlow(Contract):
     """The competing UDP flow (scenario key udp), from iperf: its client's count of the
     datagrams it sent, and its server's report of those that arrived (analysis/udp_flow.py)."""
 
-    declared_mbit: float  # the scenario's rate (iperf -b: UDP payload)
-    datagram_bytes: int  # UDP payload per datagram
-    sent: int  # datagrams
-    sent_mbit: float | None  # payload rate the client sent
-    received: int  # datagrams that arrived
-    lost: int  # datagrams that did not (by iperf's sequence numbers)
+    declared_mbit: float
+    """The scenario's rate (iperf -b: UDP payload)."""
+    datagram_bytes: int
+    """UDP payload per datagram."""
+    sent: int
+    """Datagrams."""
+    sent_mbit: float | None
+    """Payload rate the client sent."""
+    received: int
+    """Datagrams that arrived."""
+    lost: int
+    """Datagrams that did not (by iperf's sequence numbers)."""
     loss_pct: float
-    received_mbit: float  # payload rate that arrived, over the server's interval
-    jitter_ms: float  # iperf's smoothed interarrival jitter (RFC 3550)
-    duration_s: float  # the server's interval
+    received_mbit: float
+    """Payload rate that arrived, over the server's interval."""
+    jitter_ms: float
+    """Iperf's smoothed interarrival jitter (RFC 3550)."""
+    duration_s: float
+    """The server's interval."""
 
 
 class CellMetrics(Versioned):
+    """metrics.json: what the analysis found in one cell (docs/metrics.md defines each figure)."""
+
     WHAT = "metrics file"
     ADVICE = "it is recomputed"
 
     version: Literal[METRICS_VERSION] = METRICS_VERSION
-    key: str = ""  # fingerprint of the inputs and settings (analysis/cache.py)
+    key: str = ""
+    """Fingerprint of the inputs and settings (analysis/cache.py)."""
     cell: str
-    invalid: list[str] = []  # why the cell's numbers cannot be used: left out of the tables
-    flags: list[str] = []  # results a reader should read with care
+    invalid: list[str] = []
+    """Why the cell's numbers cannot be used: left out of the tables."""
+    flags: list[str] = []
+    """Results a reader should read with care."""
     steady_window_s: float | None = None
+    """D_SS's window, seconds."""
     flows: list[FlowMetrics] = []
+    """Per flow, in fl's flow order."""
     ping_ms: Ping | None = None
-    t0: float | None = None  # epoch s of Flent's time axis origin
+    """Flent's ICMP ping: before the flows start and while every flow runs."""
+    t0: float | None = None
+    """Epoch s of Flent's time axis origin."""
     queue: dict[Direction, QueueSummary | None] = {}
-    qdisc_totals: dict[Direction, QdiscTotals] = {}  # the whole cell, from tc's counters
-    peak_mbit: dict[Direction, float] = {}  # best aggregate goodput in one interval
+    """Per direction with flows: the bottleneck queue while every flow runs (middlebox samples)."""
+    qdisc_totals: dict[Direction, QdiscTotals] = {}
+    """The whole cell, from tc's counters."""
+    peak_mbit: dict[Direction, float] = {}
+    """Best aggregate goodput in one interval."""
     jain: float | None = None
+    """Jain's index of the flows' D_SS: (Σx)² / (n Σx²)."""
     ratio: float | None = None
-    utilisation: dict[Direction, float] = {}  # of the payload capacity
-    udp: UdpFlow | None = None  # the competing UDP flow, where the scenario has one
+    """The largest flow's D_SS over the smallest's."""
+    utilisation: dict[Direction, float] = {}
+    """Per direction: data delivered over what the payload capacity carries in the same window."""
+    udp: UdpFlow | None = None
+    """The competing UDP flow, where the scenario has one."""

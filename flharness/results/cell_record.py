@@ -27,12 +27,17 @@ class Coordinate(Contract):
 
 
 class FlowConfig(Sparse):
-    direction: Direction  # 'up' (cli → srv) or 'down'
+    direction: Direction
+    """'up' (cli → srv) or 'down'."""
     cc: str
-    rtt: str  # e.g. "80ms"
-    tos: int | None  # TOS byte the sender sets (DSCP << 2); None = unmarked
-    start: str | None = None  # delay after the first flow starts, e.g. "10s"
-    ecn: str | None = None  # ECN rewrite at the middlebox, '+'-joined actions
+    rtt: str
+    """E.g. "80ms"."""
+    tos: int | None
+    """TOS byte the sender sets (DSCP << 2); None = unmarked."""
+    start: str | None = None
+    """Delay after the first flow starts, e.g. "10s"."""
+    ecn: str | None = None
+    """ECN rewrite at the middlebox, '+'-joined actions."""
 
     @property
     def rtt_ms(self) -> float:
@@ -71,26 +76,36 @@ class StepConfig(Links):
 
 
 class NetemConfig(Contract):
-    up: list[str]  # extra netem words per direction
+    up: list[str]
+    """Extra netem words per direction."""
     down: list[str]
 
 
 class CellConfig(Sparse):
+    """The cell's fully resolved configuration (cells/build.py); features left at their
+    defaults are left out, so a new feature never changes the hash of cells without it."""
+
     format: int
+    """Bumped when the meaning of a configuration changes."""
     test: str
+    """The Flent test."""
     length: int
+    """Seconds (Flent -l)."""
     step_size: float
+    """Flent's sampling interval, seconds."""
     repetition: int
     flows: list[FlowConfig]
     bottleneck: Links
     sysctls: dict[str, dict[str, str]]
+    """Per host (cli, mid, srv): the sysctls set for the cell."""
     netem: NetemConfig | None = None
     rtt_split: str | None = None
     rate_schedule: list[StepConfig] | None = None
     tunnel: str | None = None
     replay_window: int | None = None
     client_qdisc: str | None = None
-    udp: str | None = None  # rate of the competing UDP flow
+    udp: str | None = None
+    """Rate of the competing UDP flow."""
 
 
 class Backend(Sparse):
@@ -101,15 +116,18 @@ class Backend(Sparse):
     testbed: Literal["netns", "ssh"]
     inventory: str
     clock: Literal["real", "virtual"]
-    kernel: str | None = None  # VM: kernel image, its release, accelerator, vCPUs, memory
+    kernel: str | None = None
+    """VM: kernel image, its release, accelerator, vCPUs, memory."""
     release: str | None = None
     accel: str | None = None
     cpus: int | None = None
     memory: str | None = None
-    image: str | None = None  # VM: root image name, its path
+    image: str | None = None
+    """VM: root image name, its path."""
     root: str | None = None
     testbed_id: str | None = None
-    testbed_label: str | None = None  # only when the run has several testbeds
+    testbed_label: str | None = None
+    """Only when the run has several testbeds."""
 
     @property
     def shared_clock(self) -> bool:
@@ -123,13 +141,16 @@ class Backend(Sparse):
 class Endpoints(Contract):
     """What the analysis needs of the testbed the cell ran on (its inventory's values)."""
 
-    server: str  # the address Flent talks to (inside the tunnel, if any): it tells directions apart
-    netperf_port: int  # netperf's control port (fl_netperf_port): its connections are not flows
+    server: str
+    """The address Flent talks to (inside the tunnel, if any): it tells directions apart."""
+    netperf_port: int
+    """Netperf's control port (fl_netperf_port): its connections are not flows."""
 
 
 class CcCheck(Contract):
     declared: list[str]
-    observed: list[str]  # from the senders' socket statistics
+    observed: list[str]
+    """From the senders' socket statistics."""
     ok: bool
 
 
@@ -138,8 +159,10 @@ class Effect(Contract):
     was checked against what fl did not configure itself (captures, the kernel's counters,
     the schedule's log, values read back after the test)."""
 
-    feature: str  # e.g. "flow 2: strip-negotiation", "netem loss up", "rate schedule"
-    evidence: str  # what was seen, with numbers
+    feature: str
+    """E.g. "flow 2: strip-negotiation", "netem loss up", "rate schedule"."""
+    evidence: str
+    """What was seen, with numbers."""
     ok: bool
 
 
@@ -148,10 +171,13 @@ class Calibration(Contract):
 
     base_rtt_ms: float | None
     declared_rtt_ms: float
-    capture_drops: dict[str, int]  # per host
-    cpu_saturated: dict[str, float]  # "host cpuN" → share of the test it was saturated
+    capture_drops: dict[str, int]
+    """Per host."""
+    cpu_saturated: dict[str, float]
+    """Per 'host cpuN': the share of the test it was saturated."""
     offloads_on: list[str]
-    effects: list[Effect] = []  # every declared feature's effect (run/effects/)
+    effects: list[Effect] = []
+    """Every declared feature's effect (run/effects/)."""
     reasons: list[str]
     ok: bool
 
@@ -160,9 +186,12 @@ class Checks(Sparse):
     """The checks of a finished cell (run/evaluate.py); a cell that never finished has none."""
 
     flent_exit: int | None = None
-    failed_runners: int = 0  # Flent's count of runners that failed
-    netperf_mbit: dict[str, float | None] = {}  # per Flent series: the sender's count, did it move data
-    late_start_s: dict[str, float] = {}  # per Flent series whose data began late
+    failed_runners: int = 0
+    """Flent's count of runners that failed."""
+    netperf_mbit: dict[str, float | None] = {}
+    """Per Flent series: the sender's count, did it move data."""
+    late_start_s: dict[str, float] = {}
+    """Per Flent series whose data began late."""
     cc: CcCheck | None = None
     calibration: Calibration | None = None
 
@@ -174,27 +203,43 @@ class FlSource(Contract):
 
 
 class CellRecord(Versioned):
+    """cell.json: what ran, how it went, and everything needed to trust, analyse or redo it."""
+
     WHAT = "cell record"
 
     version: Literal[CELL_VERSION] = CELL_VERSION
     scenario: str
+    """The scenario's name (its folder in the run)."""
     cell: str
+    """The cell's name (its folder), from its coordinates."""
     config_hash: str
+    """Hash of `config`: a rerun skips a cell done with the same hash."""
     status: Status
     reason: str = ""
+    """Why the cell failed, was skipped or interrupted."""
     coordinates: dict[str, Coordinate] = {}
+    """Per axis (every axis, fixed ones included, and the repetition): label and value."""
     swept: list[str] = []
+    """The axes the scenario sweeps."""
     config: CellConfig
+    """The fully resolved configuration, exactly as hashed."""
     backend: Backend
-    endpoints: Endpoints | None = None  # None for a cell that never reached a testbed (skipped)
+    endpoints: Endpoints | None = None
+    """None for a cell that never reached a testbed (skipped)."""
     started: float | None = None
+    """Epoch seconds on the machine fl runs on (never a VM guest's clock)."""
     ended: float | None = None
     kernel: str = ""
+    """The testbed's kernel release."""
     tools: dict[str, str | None] = {}
+    """Versions of the tools on the testbed (flent, netperf, tc, …)."""
     fl: FlSource = FlSource()
+    """The fl that ran the cell: version, commit, uncommitted changes."""
     files: list[str] = []
+    """The cell's files when it was committed."""
     checks: Checks = Field(default_factory=Checks)
-    phases: dict[str, float] = {}  # seconds per Ansible task of the cell's playbook
+    phases: dict[str, float] = {}
+    """Seconds per Ansible task of the cell's playbook."""
 
     @property
     def duration(self) -> float | None:

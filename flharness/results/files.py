@@ -15,7 +15,7 @@ class Contract(BaseModel):
     """A part of a results file: a key the model does not know is an error, never
     silently dropped (writer and model must agree)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class Sparse(Contract):

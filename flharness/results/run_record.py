@@ -20,8 +20,10 @@ class Controller(Contract):
 
 class Planned(Contract):
     run: int
-    skip: int  # the kernel cannot run them
-    done: int  # completed earlier with the same configuration
+    skip: int
+    """The kernel cannot run them."""
+    done: int
+    """Completed earlier with the same configuration."""
 
 
 class Outcome(Contract):
@@ -43,7 +45,8 @@ class Invocation(Sparse):
     planned: Planned
     fl: FlSource
     controller: Controller
-    testbeds: dict[str, str]  # label → testbed id
+    testbeds: dict[str, str]
+    """Label → testbed id."""
     tools: dict[str, str | None]
     backend: Backend
     ended: float | None = None
@@ -52,6 +55,8 @@ class Invocation(Sparse):
 
 
 class RunRecord(Versioned):
+    """run.json: one entry per `fl run` invocation into the run folder."""
+
     WHAT = "run record"
 
     version: Literal[RUN_VERSION] = RUN_VERSION
