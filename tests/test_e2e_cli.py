@@ -22,7 +22,7 @@ import pytest
 from conftest import FlProcess, leftovers, needs_root_tools, run_fl
 from resultlib import read_pcap
 from test_e2e_interrupt import flows_running
-from test_e2e_report import start_nginx, stop_nginx
+from weblib import start_nginx, stop_nginx
 
 from flharness.cells import expand
 from flharness.scenario import load_scenario

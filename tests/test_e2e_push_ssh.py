@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import listening, needs_root_tools, run_fl, wait_for
-from test_e2e_report import start_nginx, stop_nginx
+from weblib import start_nginx, stop_nginx
 
 pytestmark = [pytest.mark.e2e, needs_root_tools(),
               pytest.mark.skipif(not Path("/usr/sbin/sshd").exists() or not Path("/usr/sbin/nginx").exists(),
