@@ -24,7 +24,7 @@ set -eu
 PACKAGES="flent netperf irtt fping iperf tcpdump xz-utils iproute2 nftables ethtool
           wireguard-tools python3-venv python3-matplotlib rsync"
 VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static mmdebstrap"
-TEST_PACKAGES="openssh-server openssh-client nginx chromium"
+TEST_PACKAGES="openssh-server openssh-client nginx chromium shellcheck"
 NON_FREE=/etc/apt/sources.list.d/fl-non-free.sources
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEMO=yes
@@ -79,9 +79,9 @@ if [ ! -x "$HERE/.venv/bin/python" ]; then
     /usr/bin/python3 -m venv --system-site-packages "$HERE/.venv"
 fi
 "$HERE/.venv/bin/pip" install -q --upgrade pip
-EXTRAS=test
-[ "$VM" = yes ] && EXTRAS=test,vm
-"$HERE/.venv/bin/pip" install -q -e "$HERE[$EXTRAS]"
+EXTRAS="test"
+[ "$VM" = yes ] && EXTRAS="test,vm"
+"$HERE/.venv/bin/pip" install -q -e "${HERE}[${EXTRAS}]"
 
 "$HERE/fl" check
 if [ "$DEMO" = yes ]; then

@@ -11,7 +11,7 @@ from .errors import FlError, ScenarioError
 from .qdisc import kernel_module
 from .testbed import ecn_rules, probe
 from .testbed.ansible import run_playbook
-from .testbed.plan import delay_plan, header_hash_queues
+from .testbed.commands import delay_plan, header_hash_queues
 
 #: Tools fl cannot run a cell without, and what each is for.
 REQUIRED_TOOLS = {

@@ -1,4 +1,7 @@
-"""What the roles receive and the commands they render (rendered by the roles' own templates)."""
+"""What the roles receive: the cell's command files (testbed/commands.py) and the scripts
+the roles' own templates render around them."""
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -6,8 +9,9 @@ import pytest
 from flharness.cells import expand
 from flharness.errors import ScenarioError
 from flharness.scenario import load_scenario
+from flharness.testbed.commands import delay_plan
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, delay_plan, flent_argv, run_vars
+from flharness.testbed.plan import cell_vars, flent_argv, run_vars
 from flharness.testbed.render import render_cells
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,10 +27,18 @@ def one_cell(scenario_file, text):
     return expand(load_scenario(path), path)
 
 
+RV = {"ifb": True, "nft": True, "htb_args": []}  # fl_run's settings the command files use
+
+
 def setup_scripts(cell_vars_list, rv, inv, host="mid"):
     """Each cell's setup script for HOST, rendered by Ansible from the cell role's templates."""
     rendered = render_cells(inv, rv, cell_vars_list, {host: ["setup.sh.j2"]})
     return [rendered[cv["name"]][host]["setup.sh"] for cv in cell_vars_list]
+
+
+def files(cv, host="mid"):
+    """One host's command files of a cell, all in one text."""
+    return "".join(cv["files"].get(host, {}).values())
 
 
 def test_per_flow_rtt_delay_classes(scenario_file):
@@ -75,18 +87,18 @@ def test_bottleneck_script_shapes(scenario_file, inv):
           rate: [{up: 5mbit, down: 100mbit}]
           qdisc: ["pfifo limit {{ packets('250ms') }}", cake bandwidth 50mbit]
     """)
-    rv = run_vars(cells, ifb=True, nft=True)
-    fifo, cake = setup_scripts([cell_vars(c, inv, Path("/tmp/x"), tcp_rewrite="tc") for c in cells], rv, inv)
-    assert "'class add dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit'" in fifo
-    assert "'qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 103'" in fifo
-    assert "'class add dev mid.l parent 1: classid 1:1 htb rate 100mbit ceil 100mbit'" in fifo
-    assert "'qdisc add dev mid.l parent 1:1 handle 10: pfifo limit 2064'" in fifo
-    assert "'qdisc add dev ifb4mid.l parent 1:11 handle 21: netem delay 10ms limit 100000'" in fifo
-    assert "u32 match ip tos 0x8c 0xfc flowid 1:11" in fifo
-    assert "'filter add dev mid.r parent ffff: protocol all prio 10 u32 match u32 0 0 action " \
-           "mirred egress redirect dev ifb4mid.r'" in fifo
-    assert "'qdisc add dev mid.r root handle 1: cake bandwidth 50mbit'" in cake
-    assert "htb" not in cake.split("> \"$dir/reset.tc\"")[1].split("ifb4mid")[0]
+    fifo, cake = (cell_vars(c, inv, Path("/tmp/x"), tcp_rewrite="tc", run=RV)["files"]["mid"]["bottleneck.tc"]
+                  for c in cells)
+    assert "class add dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n" in fifo
+    assert "qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 103\n" in fifo
+    assert "class add dev mid.l parent 1: classid 1:1 htb rate 100mbit ceil 100mbit\n" in fifo
+    assert "qdisc add dev mid.l parent 1:1 handle 10: pfifo limit 2064\n" in fifo
+    assert "qdisc add dev ifb4mid.l parent 1:11 handle 21: netem delay 10ms limit 100000\n" in fifo
+    assert "u32 match ip tos 0x8c 0xfc flowid 1:11\n" in fifo
+    assert "filter add dev mid.r parent ffff: protocol all prio 10 u32 match u32 0 0 action " \
+           "mirred egress redirect dev ifb4mid.r\n" in fifo
+    assert cake.startswith("qdisc add dev mid.r root handle 1: cake bandwidth 50mbit\n")
+    assert "htb" not in cake.split("ifb4mid")[0]
 
 
 def test_path_features_render(scenario_file, inv, tmp_path):
@@ -103,28 +115,32 @@ def test_path_features_render(scenario_file, inv, tmp_path):
         udp: 5mbit
         rate_schedule: [{at: 10s, rate: 5mbit}]
     """)
-    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc")
-    script, = setup_scripts([cv], run_vars([cell], True, True), inv)
-    assert "root handle 1: netem delay 50ms 75ms distribution normal loss 5% limit 100000" in script
-    assert "root handle 1: netem delay 50ms duplicate 1% limit 100000" in script
-    assert "'add rule inet fl ecn_rewrite iifname \"mid.l\" ip dscp 19 ip ecn set not-ect counter comment " \
-           "\"flow 1: bleach\"'" in script
-    assert cv["client_qdisc"] == ["fq"] and cv["udp_bps"] == 5_000_000 and cv["target"] == "10.71.2.1"
-    assert cv["schedule"] == [{"at": 10.0, "up": {"rate": "5mbit", "qdisc": ["pfifo", "limit", "100"],
-                                                  "self_shaping": False},
-                               "down": {"rate": "5mbit", "qdisc": ["pfifo", "limit", "100"],
-                                        "self_shaping": False}}]
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run=RV)
+    mid = cv["files"]["mid"]
+    assert "root handle 1: netem delay 50ms 75ms distribution normal loss 5% limit 100000\n" in mid["bottleneck.tc"]
+    assert "root handle 1: netem delay 50ms duplicate 1% limit 100000\n" in mid["bottleneck.tc"]
+    assert mid["ecn.nft"] == ("flush chain inet fl ecn_rewrite\nadd rule inet fl ecn_rewrite iifname \"mid.l\" ip dscp 19 "
+                              "ip ecn set not-ect counter comment \"flow 1: bleach\"\nreset counters table inet fl\n")
+    assert cv["files"]["cli"] == {"client.tc": "qdisc add dev cli.r root fq\n"}
+    assert cv["udp_bps"] == 5_000_000 and cv["target"] == "10.71.2.1" and cv["schedule"]
+    assert mid["schedule.steps"] == "10000000 schedule-1.tc up 5mbit pfifo limit 100, down 5mbit pfifo limit 100 (planned t=10.0)\n"
+    assert mid["schedule-1.tc"] == ("class change dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
+                                    "qdisc change dev mid.r parent 1:1 handle 10: pfifo limit 100\n"
+                                    "class change dev mid.l parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
+                                    "qdisc change dev mid.l parent 1:1 handle 10: pfifo limit 100\n")
 
 
 def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
     """Labels and cell names are free text in places; the script must still quote them (a
-    tc batch line is quoted whole: no shell sees its words)."""
+    command file is written whole from one quoted word: no shell sees its words)."""
     cell = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\ncc: reno\n"
                                    "qdisc: {value: 'pfifo limit 10', label: \"x y (z)\"}\n")[0]
-    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc")
-    cv["bottleneck"]["up"]["rate"] = "5mbit; reboot"  # as if validation were bypassed
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run=RV)
+    batch = cv["files"]["mid"]["bottleneck.tc"]
+    cv["files"]["mid"]["bottleneck.tc"] = batch.replace("rate 5mbit", "rate 5mbit; reboot $(reboot)")  # as if validation were bypassed
     script, = setup_scripts([cv], run_vars([cell], False, False), inv)
-    assert "'class add dev mid.r parent 1: classid 1:1 htb rate 5mbit; reboot ceil 5mbit; reboot'" in script
+    written = re.search(r"^printf '%s' (.*) > \"\$cmd/\"bottleneck.tc$", script, re.M | re.S)
+    assert written and shlex.split(written.group(1)) == [cv["files"]["mid"]["bottleneck.tc"]]
 
 
 def test_flent_command(scenario_file, inv, tmp_path):
@@ -161,14 +177,13 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
         tunnel: ipsec
         matrix: {replay_window: [0, 256]}
     """)
-    cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc") for c in cells)
+    cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc", run=RV) for c in cells)
     assert cv["target"] == "10.71.9.2" and cv["flent"][cv["flent"].index("-H") + 1] == "10.71.9.2"
     assert cv["tunnel"]["replay_window"] == 256 and cv["ecn"]["at"] == "cli"
     keys = [cv0["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["srv"]["auth"]]
     assert len(set(keys)) == 3 and all(len(k) == 66 for k in keys)
     rv = run_vars(cells, True, True)
-    bottleneck, = setup_scripts([cv], rv, inv)
-    assert "ecn set" not in bottleneck
+    assert "ecn set" not in files(cv, "mid")
     cli, = setup_scripts([cv], rv, inv, "cli")
     assert "/wg.key\nmtu=$((" in cli  # the included clean-up ends on its own line
     assert cli.count("replay-window 256") == 4  # two SAs: each echoed (without keys) and run
@@ -176,9 +191,10 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     assert "ip xfrm state add src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002" in cli
     for key in cv["tunnel"]["keys"]["cli"].values():
         assert cli.count(key) == 1 and f"echo {key}" not in cli
-    assert "'oifname \"fl-tun\" ip dscp 19 ip ecn set not-ect counter comment \"flow 1: bleach\"'" in cli
+    assert 'add rule inet fl_tunnel ecn_rewrite oifname "fl-tun" ip dscp 19 ip ecn set not-ect counter comment ' \
+           '"flow 1: bleach"\n' in cv["files"]["cli"]["ecn-tunnel.nft"]
     srv, = setup_scripts([cv], rv, inv, "srv")
-    assert "ecn set" not in srv and "ip addr add 10.71.9.2/24 dev fl-tun" in srv
+    assert "ecn set" not in srv + files(cv, "srv") and "ip addr add 10.71.9.2/24 dev fl-tun" in srv
 
 
 def test_tunnel_needs_inner_addresses(scenario_file, tmp_path):
@@ -187,7 +203,7 @@ def test_tunnel_needs_inner_addresses(scenario_file, tmp_path):
     ini.write_text((REPO / "inventory.ini").read_text().replace(" fl_tunnel_addr=10.71.9.2/24", ""))
     cell, = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\nqdisc: pfifo\ncc: reno\ntunnel: fou\n")
     with pytest.raises(FlError, match="srv: fl_tunnel_addr is missing"):
-        cell_vars(cell, load_inventory(ini), tmp_path, tcp_rewrite="tc")
+        cell_vars(cell, load_inventory(ini), tmp_path, tcp_rewrite="tc", run=RV)
 
 
 def test_tunnel_capabilities(scenario_file):
@@ -225,11 +241,11 @@ def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
           - {tunnel: [fou], qdisc: [fq_codel flows 256, {value: fq_pie, shaper: self}, cake bandwidth 10mbit]}
           - {tunnel: [none], qdisc: [fq_codel]}
     """)
-    scripts = setup_scripts([cell_vars(c, inv, tmp_path / c.name, tcp_rewrite="tc") for c in cells], run_vars(cells, True, True), inv)
+    scripts = [files(cell_vars(c, inv, tmp_path / c.name, tcp_rewrite="tc", run=RV)) for c in cells]
     flt = "handle 1 protocol all prio 1 flow hash keys src,dst,proto,proto-src,proto-dst divisor"
-    assert f"'filter add dev mid.r parent 10: {flt} 256'" in scripts[0]
-    assert f"'filter add dev mid.l parent 10: {flt} 256'" in scripts[0]
-    assert f"'filter add dev mid.r parent 1: {flt} 1024'" in scripts[1]
+    assert f"filter add dev mid.r parent 10: {flt} 256\n" in scripts[0]
+    assert f"filter add dev mid.l parent 10: {flt} 256\n" in scripts[0]
+    assert f"filter add dev mid.r parent 1: {flt} 1024\n" in scripts[1]
     assert "flow hash" not in scripts[2] and "flow hash" not in scripts[3]
     base = {"kinds": {"htb": "ok", "fq_codel": "ok"}, "ccs": {"cubic": True}, "tools": {},
             "features": {"fou": True}}

@@ -26,7 +26,7 @@ from typing import Any
 from ..analysis.teardown_log import host_sections
 from ..cells import Cell
 from ..results.cell_record import Calibration
-from ..testbed.plan import NETEM_LIMIT
+from ..testbed.commands import NETEM_LIMIT
 from . import flent_data
 from .cell_logs import HOSTS
 from .effects import effects

@@ -119,7 +119,8 @@ class Dispatch:
         attempt.deadline = time.monotonic() + slot.limit(cell)
         slot.attempt = attempt
         slot.testbed.give(cell_vars(cell, slot.testbed.inv, slot.testbed.path_on_testbed(attempt.partial),
-                                    not self.run.virtual_clock, tcp_rewrite=self.run.caps.tcp_rewrite))
+                                    not self.run.virtual_clock, tcp_rewrite=self.run.caps.tcp_rewrite,
+                                    run=slot.testbed.run_vars))
         self.progress.start(f"{sp.name}/{cell.name}", slot.testbed.label)
 
     def _collected(self, slot: Slot) -> None:

@@ -7,19 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from ..cells import Cell
-from ..scenario.features import RTT_SPLITS
-from ..units import Duration
 from . import ecn_rules
+from .commands import RunSettings, delay_plan, host_files, ports
 from .inventory import Inventory
+from .layout import TUNNEL_DEV
 
-NETEM_LIMIT = 100000  # packets: netem delay lines never drop
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
 FLENT_DELAY = 5  # Flent's default lead-in and lead-out (-d), seconds
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
 #: The shortest interval between samples of the middlebox's queues (fl-qdisc-sample):
 #: each sample starts a tc, which costs most in an emulated VM guest.
 QUEUE_INTERVAL_MIN = {"host": 0.1, "vm": 1.0}
-TUNNEL_DEV = "fl-tun"  # the tunnel device on cli and srv in tunnelled cells
 
 
 def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None = None,
@@ -40,43 +38,17 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
             "tunnel_dev": TUNNEL_DEV}
 
 
-def delay_plan(cell: Cell) -> dict[str, Any] | None:
-    """netem on the middlebox's ingress IFBs: each flow's RTT split between the two ways
-    (half each, or all on one way: rtt_split), plus the cell's netem impairments per
-    direction ('up' = traffic from cli).
-
-    One class when all flows share an RTT; otherwise one class per distinct RTT,
-    chosen by the flows' TOS marks; unmarked traffic (ping) follows flow 1.
-    """
-    if not cell.needs_path_netem:
-        return None
-    rtts: list[Duration] = []
-    for f in cell.flows:
-        if f.rtt not in rtts:
-            rtts.append(f.rtt)
-    filters = [{"tos": f"0x{f.tos:02x}", "class": rtts.index(f.rtt)}
-               for f in cell.flows if f.tos is not None] if len(rtts) > 1 else []
-    shares = dict(zip(("up", "down"), RTT_SPLITS[cell.path.rtt_split]))
-
-    def netem(direction: str, rtt: Duration) -> list[str]:
-        one_way = Duration.of_seconds(rtt.seconds * shares[direction])
-        args = cell.path.netem.delay_args(direction, one_way) if cell.path.netem else ["delay", one_way.text]
-        return args + ["limit", str(NETEM_LIMIT)]
-
-    return {d: {"classes": [{"netem": netem(d, r)} for r in rtts]} for d in ("up", "down")} | {
-        "filters": filters, "default": rtts.index(cell.flows[0].rtt), "shared": len(rtts) == 1}
-
-
 def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> dict[str, Any] | None:
-    """The cell's per-flow ECN rewrites as commands (ecn_rules.py): at the middlebox on
-    packets from cli, or in tunnelled cells at the client's tunnel entrance."""
+    """Where the cell's per-flow ECN rewrites happen (their commands: commands.py): at the
+    middlebox on packets from cli, or in tunnelled cells at the client's tunnel entrance;
+    whether tc filters do some (the teardown log shows their counters)."""
     rules = ecn_rules.flow_rules([(f.index, f.dscp, f.ecn) for f in cell.flows])
     if not rules:
         return None
     at = "cli" if cell.path.tunnel != "none" else "mid"
     dev = TUNNEL_DEV if at == "cli" else str(inv.hostvars["mid"]["fl_if_cli"])
     made = ecn_rules.commands(rules, dev, at, tcp_rewrite, ingress_exists=delay_plan(cell) is not None)
-    return {"at": at, "dev": dev} | made.as_vars()
+    return {"at": at, "dev": dev, "tc": bool(made.tc)}
 
 
 def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
@@ -93,32 +65,6 @@ def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
         out["keys"] = {h: {"auth": "0x" + secrets.token_hex(32), "enc": "0x" + secrets.token_hex(16)}
                        for h in ("cli", "srv")}
     return out
-
-#: FQ qdiscs that pick a flow queue by the skb's hash, with their default queue count.
-#: On one machine an encapsulated packet keeps its inner flow's hash (WireGuard keeps
-#: it on purpose), so in tunnel cells fl makes them hash the packet's own (outer)
-#: headers with a cls_flow filter, as a router does.
-HASHED_FQ = {"fq_codel": 1024, "fq_pie": 1024}
-
-
-def header_hash_queues(cell: Cell, link: Any) -> int | None:
-    """The flow queues a tunnel cell's FQ qdisc hashes outer headers into, else None."""
-    words = list(link.qdisc)
-    if cell.path.tunnel == "none" or not words or words[0] not in HASHED_FQ:
-        return None
-    given = words[words.index("flows") + 1] if "flows" in words[:-1] else ""
-    return int(given) if given.isdigit() else HASHED_FQ[words[0]]  # tc rejects a non-number
-
-
-def schedule_plan(cell: Cell) -> list[dict[str, Any]]:
-    """Rate steps, seconds after Flent's start (the first packet of its ping)."""
-    return [{"at": s.at.seconds, "up": _link_vars(s.up), "down": _link_vars(s.down)}
-            for s in cell.path.schedule]
-
-
-def _link_vars(link: Any) -> dict[str, Any]:
-    return {"rate": link.rate.text, "qdisc": list(link.qdisc), "self_shaping": link.self_shaping}
-
 
 def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool = True) -> list[str]:
     """The Flent command for a cell; every coordinate also goes in as a test parameter.
@@ -152,17 +98,17 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool
 
 
 def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = True, *,
-              tcp_rewrite: ecn_rules.TcpRewrite | None) -> dict[str, Any]:
-    """fl_cell: everything the roles need for one cell (passed as Ansible extra vars).
-    TCP_REWRITE: how the testbed clears a SYN's ECN flags (Capabilities.tcp_rewrite)."""
+              tcp_rewrite: ecn_rules.TcpRewrite | None, run: dict[str, Any]) -> dict[str, Any]:
+    """fl_cell: everything the roles need for one cell (passed as Ansible extra vars), its
+    commands as each host's files (commands.py). TCP_REWRITE: how the testbed clears a
+    SYN's ECN flags (Capabilities.tcp_rewrite); RUN: the run's fl_run (run_vars)."""
     tunnel = tunnel_vars(cell, inv)
+    settings = RunSettings(ifb=run["ifb"], nft=run["nft"], htb_args=tuple(run["htb_args"]))
     return {
         "name": cell.name, "scenario": cell.scenario, "config_hash": cell.config_hash,
         "dir": str(cell_dir), "sysctls": cell.sysctls,
-        "bottleneck": {d: _link_vars(link) | {"hash_queues": header_hash_queues(cell, link)}
-                       for d, link in (("up", cell.up), ("down", cell.down))},
-        "delay": delay_plan(cell), "ecn": ecn_plan(cell, inv, tcp_rewrite), "tunnel": tunnel,
-        "schedule": schedule_plan(cell),
+        "files": host_files(cell, ports(inv), settings, tcp_rewrite), "summary": summary(cell),
+        "ecn": ecn_plan(cell, inv, tcp_rewrite), "tunnel": tunnel, "schedule": bool(cell.path.schedule),
         "client_qdisc": list(cell.ends.client_qdisc) if cell.ends.client_qdisc else None,
         "udp": cell.ends.udp.text if cell.ends.udp else None,
         "udp_bps": cell.ends.udp.bps if cell.ends.udp else 0, "flent_delay": FLENT_DELAY,
@@ -170,6 +116,12 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         "samplers": sorted({{"up": "cli", "down": "srv"}[f.direction] for f in cell.flows}),  # hosts that send
         "flent": flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)
     }
+
+
+def summary(cell: Cell) -> str:
+    """One line for the setup log: each direction's bottleneck, and the path."""
+    up, down = (f"{link.rate.text}, {' '.join(link.qdisc)}" for link in (cell.up, cell.down))
+    return f"upload: {up}; download: {down}" + ("" if cell.needs_path_netem else "; no added path delay or impairment")
 
 
 def target(cell: Cell, inv: Inventory) -> str:

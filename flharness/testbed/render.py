@@ -21,8 +21,10 @@ DRY_RUN_ID = "fl-000000"  # the testbed id shown in rendered scripts
 
 
 def render_cells(inv: Inventory, run_vars: dict[str, Any], cells: list[dict[str, Any]],
-                 templates: dict[str, list[str]] | None = None) -> dict[str, dict[str, dict[str, str]]]:
-    """Rendered scripts: {cell name: {host: {script: text}}} (script = template name without .j2)."""
+                 templates: dict[str, list[str]] | None = None,
+                 testbed: dict[str, list[str]] | None = None) -> dict[str, dict[str, dict[str, str]]]:
+    """Rendered scripts: {cell name: {host: {script: text}}} (script = template name without
+    .j2); TESTBED's templates (the testbed role's, per host) under the name ''."""
     with tempfile.TemporaryDirectory(prefix="fl-render-") as tmp:
         folder = Path(tmp)
         inventory = folder / "inventory.yml"
@@ -32,7 +34,7 @@ def render_cells(inv: Inventory, run_vars: dict[str, Any], cells: list[dict[str,
         result = run_playbook("render", inventory, {
             "fl_testbed_id": DRY_RUN_ID, "fl_state_root": "/run/fl", "fl_run": run_vars,
             "fl_render_cells": cells, "fl_render_templates": templates or SCRIPTS,
-            "fl_render_dir": str(out)}, folder / "ansible.log")
+            "fl_render_testbed": testbed or {}, "fl_render_dir": str(out)}, folder / "ansible.log")
         if not result.ok:
             raise FlError(f"rendering the cells' scripts failed: {result.reason()}")
         per_host = json.loads((out / "rendered.json").read_text())

@@ -10,7 +10,8 @@ from ...analysis.qdisc_stats import ports, qdiscs
 from ...analysis.teardown_log import command_output, device_blocks, sysctl_values
 from ...analysis.udp_flow import udp_flow
 from ...results.cell_record import Effect
-from ...testbed.plan import FLENT_DELAY, TUNNEL_DEV
+from ...testbed.layout import TUNNEL_DEV
+from ...testbed.plan import FLENT_DELAY
 from ...units import Rate
 from .cell_files import CellFiles
 

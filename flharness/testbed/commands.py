@@ -1,0 +1,217 @@
+"""Each host's command files for one cell, rendered here from the cell: the shapes of every
+tc, nft and sysctl command fl runs for a cell live in this module (and the tc layout in
+layout.py). The cell role writes the files on the host and runs them with tc -batch,
+nft -f and sysctl (roles/cell/templates/); tests compare them with golden files.
+
+mid:  reset.tc (fl's qdiscs removed), bottleneck.tc (both directions' bottleneck, the path
+      delay and impairments on the IFBs, SYN rewrites by tc), ecn.nft (the per-flow ECN
+      rules and fresh counters), schedule.steps with schedule-N.tc (the rate schedule);
+cli:  client.tc (the client's own root qdisc), ecn-tunnel.nft / ecn-tunnel.tc (ECN
+      rewrites at a tunnel's entrance);
+all:  sysctl.conf (the cell's sysctls for the host, key=value, in order).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..cells import Cell
+from ..cells.model import Link
+from ..scenario.features import RTT_SPLITS
+from ..units import Duration
+from . import ecn_rules, layout
+from .inventory import Inventory
+from .layout import TUNNEL_DEV
+
+HostFiles = dict[str, str]  # file name → its text
+NETEM_LIMIT = 100000  # packets: netem delay lines never drop
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The testbed's interfaces a cell's commands name."""
+
+    mid_cli: str  # the middlebox's port facing the client (download queue, upload's ingress)
+    mid_srv: str  # facing the server (upload queue)
+    cli: str  # the client's interface
+    tunnel: str  # the tunnel device on cli and srv
+
+    def ifb(self, dev: str) -> str:
+        return layout.IFB_PREFIX + dev
+
+
+def ports(inv: Inventory) -> Ports:
+    return Ports(mid_cli=inv.hostvars["mid"]["fl_if_cli"], mid_srv=inv.hostvars["mid"]["fl_if_srv"],
+                 cli=inv.hostvars["cli"]["fl_if"], tunnel=TUNNEL_DEV)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What every cell of a run shares on its testbed."""
+
+    ifb: bool  # the middlebox has IFBs (some cell of the run has a path delay)
+    nft: bool  # the middlebox has fl's nftables table
+    htb_args: tuple[str, ...] = ()  # extra htb class arguments (e.g. burst for real-time VMs)
+
+
+def host_files(cell: Cell, ports: Ports, run: RunSettings, tcp_rewrite: ecn_rules.TcpRewrite | None,
+               ) -> dict[str, HostFiles]:
+    """Every host's command files for CELL."""
+    files: dict[str, HostFiles] = {h: {} for h in ("cli", "mid", "srv")}
+    for host, settings in cell.sysctls.items():
+        files[host]["sysctl.conf"] = _lines(f"{k}={v}" for k, v in settings.items())
+    ecn = ecn_commands(cell, ports, tcp_rewrite)
+    at_mid = ecn if cell.path.tunnel == "none" else None
+    files["mid"] |= {"reset.tc": _lines(reset(ports, run)), "bottleneck.tc": _lines(bottleneck(cell, ports, run, at_mid))}
+    if run.nft:
+        files["mid"]["ecn.nft"] = _lines(["flush chain inet fl ecn_rewrite",
+                                          *(f"add rule inet fl ecn_rewrite {r}" for r in (at_mid.nft if at_mid else [])),
+                                          "reset counters table inet fl"])
+    files["mid"] |= schedule_files(cell, ports, run)
+    if cell.ends.client_qdisc:
+        files["cli"]["client.tc"] = _lines([f"qdisc add dev {ports.cli} root {' '.join(cell.ends.client_qdisc)}"])
+    if ecn is not None and cell.path.tunnel != "none":
+        files["cli"] |= tunnel_ecn(ecn)
+    return {h: f for h, f in files.items() if f}
+
+
+def _lines(lines: object) -> str:
+    return "".join(f"{line}\n" for line in lines)  # type: ignore[attr-defined]
+
+
+def reset(ports: Ports, run: RunSettings) -> list[str]:
+    """Remove fl's qdiscs from the middlebox's ports (what is not there is no error: -force)."""
+    out = []
+    for dev in (ports.mid_cli, ports.mid_srv):
+        out += [f"qdisc del dev {dev} root", f"qdisc del dev {dev} ingress"]
+        if run.ifb:
+            out.append(f"qdisc del dev {ports.ifb(dev)} root")
+    return out
+
+
+def bottleneck(cell: Cell, ports: Ports, run: RunSettings, ecn: ecn_rules.EcnCommands | None) -> list[str]:
+    """Upload's bottleneck on the port towards srv, download's towards cli, then the path
+    delay of each way on the IFB of the port it enters by, then tc's ECN rewrites."""
+    out = shape(ports.mid_srv, cell.up, run, header_hash_queues(cell, cell.up))
+    out += shape(ports.mid_cli, cell.down, run, header_hash_queues(cell, cell.down))
+    if (plan := delay_plan(cell)) is not None:
+        out += path_delay(ports.mid_cli, ports.ifb(ports.mid_cli), plan, "up")
+        out += path_delay(ports.mid_srv, ports.ifb(ports.mid_srv), plan, "down")
+    return out + (ecn.tc if ecn else [])
+
+
+def shape(dev: str, link: Link, run: RunSettings, hash_queues: int | None = None) -> list[str]:
+    """A port's bottleneck (layout.py); in tunnel cells an FQ qdisc hashes outer headers."""
+    qdisc = " ".join(link.qdisc)
+    out = [] if link.self_shaping else layout.shaper(dev, link.rate.text, run.htb_args)
+    out.append(layout.declared(dev, qdisc, link.self_shaping))
+    if hash_queues:
+        out.append(f"filter add dev {dev} parent {layout.declared_handle(link.self_shaping)} handle 1 protocol all "
+                   f"prio 1 flow hash keys src,dst,proto,proto-src,proto-dst divisor {hash_queues}")
+    return out
+
+
+def path_delay(dev: str, ifb: str, plan: dict, direction: str) -> list[str]:
+    """netem on IFB for traffic entering by DEV: one for all flows, or one class per RTT
+    chosen by the flows' TOS marks; then DEV's ingress redirected to IFB."""
+    classes = plan[direction]["classes"]
+    if plan["shared"]:
+        out = [f"qdisc add dev {ifb} root handle {layout.ROOT} netem {' '.join(classes[0]['netem'])}"]
+    else:
+        out = [f"qdisc add dev {ifb} root handle {layout.ROOT} htb default {layout.DELAY_CLASS + plan['default']}"]
+        for i, c in enumerate(classes):
+            out += [f"class add dev {ifb} parent {layout.ROOT} classid 1:{layout.DELAY_CLASS + i} htb rate {layout.DELAY_RATE}",
+                    f"qdisc add dev {ifb} parent 1:{layout.DELAY_CLASS + i} handle {layout.DELAY_NETEM + i}: "
+                    f"netem {' '.join(c['netem'])}"]
+        out += [f"filter add dev {ifb} parent {layout.ROOT} protocol ip prio 1 u32 match ip tos {f['tos']} 0xfc "
+                f"flowid 1:{layout.DELAY_CLASS + f['class']}" for f in plan["filters"]]
+    return out + [f"qdisc add dev {dev} handle {layout.INGRESS} ingress",
+                  f"filter add dev {dev} parent {layout.INGRESS} protocol all prio {layout.REDIRECT_PRIO} u32 match u32 0 0 "
+                  f"action mirred egress redirect dev {ifb}"]
+
+
+def delay_plan(cell: Cell) -> dict[str, Any] | None:
+    """netem on the middlebox's ingress IFBs: each flow's RTT split between the two ways
+    (half each, or all on one way: rtt_split), plus the cell's netem impairments per
+    direction ('up' = traffic from cli).
+
+    One class when all flows share an RTT; otherwise one class per distinct RTT,
+    chosen by the flows' TOS marks; unmarked traffic (ping) follows flow 1.
+    """
+    if not cell.needs_path_netem:
+        return None
+    rtts: list[Duration] = []
+    for f in cell.flows:
+        if f.rtt not in rtts:
+            rtts.append(f.rtt)
+    filters = [{"tos": f"0x{f.tos:02x}", "class": rtts.index(f.rtt)}
+               for f in cell.flows if f.tos is not None] if len(rtts) > 1 else []
+    shares = dict(zip(("up", "down"), RTT_SPLITS[cell.path.rtt_split]))
+
+    def netem(direction: str, rtt: Duration) -> list[str]:
+        one_way = Duration.of_seconds(rtt.seconds * shares[direction])
+        args = cell.path.netem.delay_args(direction, one_way) if cell.path.netem else ["delay", one_way.text]
+        return args + ["limit", str(NETEM_LIMIT)]
+
+    return {d: {"classes": [{"netem": netem(d, r)} for r in rtts]} for d in ("up", "down")} | {
+        "filters": filters, "default": rtts.index(cell.flows[0].rtt), "shared": len(rtts) == 1}
+
+
+#: FQ qdiscs that pick a flow queue by the skb's hash, with their default queue count.
+#: On one machine an encapsulated packet keeps its inner flow's hash (WireGuard keeps
+#: it on purpose), so in tunnel cells fl makes them hash the packet's own (outer)
+#: headers with a cls_flow filter, as a router does.
+HASHED_FQ = {"fq_codel": 1024, "fq_pie": 1024}
+
+
+def header_hash_queues(cell: Cell, link: Link) -> int | None:
+    """The flow queues a tunnel cell's FQ qdisc hashes outer headers into, else None."""
+    words = list(link.qdisc)
+    if cell.path.tunnel == "none" or not words or words[0] not in HASHED_FQ:
+        return None
+    given = words[words.index("flows") + 1] if "flows" in words[:-1] else ""
+    return int(given) if given.isdigit() else HASHED_FQ[words[0]]  # tc rejects a non-number
+
+
+def ecn_commands(cell: Cell, ports: Ports, tcp_rewrite: ecn_rules.TcpRewrite | None) -> ecn_rules.EcnCommands | None:
+    """The cell's per-flow ECN rewrites (ecn_rules.py): at the middlebox on packets from the
+    client, or in tunnelled cells at the client's tunnel entrance."""
+    rules = ecn_rules.flow_rules([(f.index, f.dscp, f.ecn) for f in cell.flows])
+    if not rules:
+        return None
+    if cell.path.tunnel != "none":
+        return ecn_rules.commands(rules, ports.tunnel, "cli", tcp_rewrite)
+    return ecn_rules.commands(rules, ports.mid_cli, "mid", tcp_rewrite, ingress_exists=delay_plan(cell) is not None)
+
+
+def tunnel_ecn(ecn: ecn_rules.EcnCommands) -> HostFiles:
+    """The client's rules at its tunnel entrance: a table of their own, on the output hook."""
+    out = {}
+    if ecn.nft:
+        out["ecn-tunnel.nft"] = _lines(["add table inet fl_tunnel",
+                                        "add chain inet fl_tunnel ecn_rewrite { type filter hook output priority mangle; "
+                                        "policy accept; }",
+                                        *(f"add rule inet fl_tunnel ecn_rewrite {r}" for r in ecn.nft)])
+    if ecn.tc:
+        out["ecn-tunnel.tc"] = _lines(ecn.tc)
+    return out
+
+
+def schedule_files(cell: Cell, ports: Ports, run: RunSettings) -> HostFiles:
+    """The rate schedule: schedule-N.tc, the N-th step's batch, and schedule.steps, one line
+    per step: microseconds after Flent's start, its batch file, what it sets."""
+    out, steps = {}, []
+    for i, step in enumerate(cell.path.schedule, 1):
+        out[f"schedule-{i}.tc"] = _lines(change(ports.mid_srv, step.up, run) + change(ports.mid_cli, step.down, run))
+        what = f"up {step.up.rate.text} {' '.join(step.up.qdisc)}, down {step.down.rate.text} {' '.join(step.down.qdisc)}"
+        steps.append(f"{round(step.at.seconds * 1e6)} schedule-{i}.tc {what} (planned t={float(step.at.seconds)!r})")
+    if steps:
+        out["schedule.steps"] = _lines(steps)
+    return out
+
+
+def change(dev: str, link: Link, run: RunSettings) -> list[str]:
+    """A port's bottleneck changed in place: its htb class's rate and its qdisc, or the
+    self-shaping qdisc (the kind must stay)."""
+    out = [] if link.self_shaping else [layout.htb_class(dev, link.rate.text, run.htb_args, verb="change")]
+    return out + [layout.declared(dev, " ".join(link.qdisc), link.self_shaping, verb="change")]

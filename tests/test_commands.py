@@ -1,0 +1,114 @@
+"""Each host's command files (flharness/testbed/commands.py) for every cell of every shipped
+scenario, against what the roles' templates configured before the renovation
+(tests/fixtures/commands/dryrun/, recorded from the templates through Ansible by
+tests/fixtures/commands/record.py, which the commit before the command files has): the
+same tc batch lines, nft rules, sysctls, client qdisc, tunnel-entrance rules and rate
+schedule steps, in order. One difference is intended: a cell's sysctls go in the order the
+scenario writes them; the recording's render had sorted them (yaml.dump sorts keys)."""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from flharness.cells import expand
+from flharness.scenario import load_scenario
+from flharness.testbed.commands import Ports, RunSettings, host_files
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = REPO / "tests" / "fixtures" / "commands" / "dryrun"
+PORTS = Ports(mid_cli="mid.l", mid_srv="mid.r", cli="cli.r", tunnel="fl-tun")  # inventory.ini
+RUN = RunSettings(ifb=True, nft=True)
+TC = ("qdisc ", "class ", "filter ")
+NFT = ("flush chain ", "add rule inet fl ecn_rewrite ", "reset counters ")
+
+
+def golden(name: str) -> dict[str, tuple[str, dict[str, list[str]]]]:
+    """Cell name → (config hash, section → its lines), from a recorded file."""
+    out: dict[str, tuple[str, dict[str, list[str]]]] = {}
+    section: list[str] = []
+    for line in (GOLDEN / f"{name}.txt").read_text().splitlines():
+        if line.startswith("== "):
+            cell, _, config = line[3:].partition(" (config ")
+            sections: dict[str, list[str]] = {}
+            out[cell] = (config.rstrip(")"), sections)
+        elif line.startswith("  ") and not line.startswith("    "):
+            section = sections.setdefault(line.strip().rstrip(":"), [])
+        else:
+            section.append(line.strip())
+    return out
+
+
+def _printf_lines(line: str) -> list[str]:
+    """The lines a recorded `printf '%s\\n' 'a' 'b' > FILE` writes."""
+    words = shlex.split(line)
+    return words[2:words.index(">")] if ">" in words else words[2:]
+
+
+def expected(sections: dict[str, list[str]]) -> dict[str, dict[str, str]]:
+    """What the templates configured, as the command files that now hold it."""
+    def text(lines: list[str]) -> str:
+        return "".join(f"{x}\n" for x in lines)
+
+    files: dict[str, dict[str, str]] = {"cli": {}, "mid": {}, "srv": {}}
+    for host in ("cli", "mid", "srv"):
+        lines = sections[host]
+        sysctls = [shlex.split(x)[-1] for x in lines if x.startswith("sysctl -w ")]
+        if sysctls:
+            files[host]["sysctl.conf"] = text(sorted(sysctls))
+    mid = sections["mid"]
+    files["mid"]["bottleneck.tc"] = text([x for x in mid if x.startswith(TC)])
+    files["mid"]["ecn.nft"] = text([x for x in mid if x.startswith(NFT)])
+    cli = sections["cli"]
+    client = [x.removeprefix("run tc ") for x in cli if x.startswith("run tc qdisc add dev cli.r root ")]
+    if client:
+        files["cli"]["client.tc"] = text(client)
+    rules = [shlex.split(x)[-1] for x in cli if x.startswith("run nft add rule inet fl_tunnel ecn_rewrite ")]
+    if rules:
+        files["cli"]["ecn-tunnel.nft"] = text(["add table inet fl_tunnel", "add chain inet fl_tunnel ecn_rewrite { type "
+                                               "filter hook output priority mangle; policy accept; }",
+                                               *(f"add rule inet fl_tunnel ecn_rewrite {r}" for r in rules)])
+    tc = [y for x in cli if x.startswith("printf '%s\\n' 'qdisc add dev fl-tun") for y in _printf_lines(x)]
+    if tc:
+        files["cli"]["ecn-tunnel.tc"] = text(tc)
+    files["mid"] |= _schedule(sections.get("mid schedule", []))
+    return {h: f for h, f in files.items() if f}
+
+
+def _schedule(lines: list[str]) -> dict[str, str]:
+    """A recorded schedule: each step's batch lines (up to `> "$steps.N"`) and its time."""
+    out, batch, times = {}, [], []
+    for line in lines:
+        if line.startswith('> "$steps.'):
+            out[f"schedule-{len(out) + 1}.tc"] = "".join(f"{x}\n" for x in batch)
+            batch = []
+        elif line.startswith("wait_until "):
+            times.append(int(line.split()[1]))
+        elif line.startswith(TC):
+            batch.append(line)
+    return out | ({"schedule.steps": times} if times else {})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in GOLDEN.glob("*.txt")))
+def test_command_files_say_what_the_templates_configured(name):
+    recorded = golden(name)
+    path = REPO / "scenarios" / f"{name}.yml"
+    cells = expand(load_scenario(path), path)
+    assert [c.name for c in cells] == list(recorded)
+    for cell in cells:
+        config, sections = recorded[cell.name]
+        assert cell.config_hash == config, cell.name
+        made = host_files(cell, PORTS, RUN, tcp_rewrite="tc")
+        want = expected(sections)
+        steps = want.get("mid", {}).pop("schedule.steps", None)
+        if steps is not None:
+            assert [int(x.split()[0]) for x in made["mid"].pop("schedule.steps").splitlines()] == steps, cell.name
+        else:
+            assert "schedule.steps" not in made.get("mid", {}), cell.name
+        made["mid"].pop("reset.tc")
+        for host, files in made.items():  # sysctls go in the order written (the recording's
+            if "sysctl.conf" in files:     # render sorted them: yaml.dump sorts extra vars' keys)
+                assert files["sysctl.conf"].splitlines() == [f"{k}={v}" for k, v in cell.sysctls[host].items()]
+                files["sysctl.conf"] = "".join(sorted(files["sysctl.conf"].splitlines(keepends=True)))
+        assert made == want, cell.name
