@@ -32,7 +32,7 @@ from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
 
-from flharness.run.flent_data import load as load_flent
+from flharness.analysis.flent_data import load as load_flent
 
 REPO = Path(__file__).resolve().parent.parent
 CELLS = [(rate, cc) for cc in ("cubic", "reno") for rate in ("10mbit", "50mbit")]

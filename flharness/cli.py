@@ -137,7 +137,8 @@ def _vm(args: argparse.Namespace):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .run.runner import RunOptions, run_scenarios
+    from .run.context import RunOptions
+    from .run.runner import run_scenarios
     from .scenario import find_scenario
     opts = RunOptions(run=args.run, only=args.only, force=args.force, dry_run=args.dry_run,
                       inventory=args.inventory, results=args.results, parallel=args.parallel, vm=_vm(args))

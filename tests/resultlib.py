@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dpkt
 
-from flharness.run.flent_data import load as load_flent
+from flharness.analysis.flent_data import load as load_flent
 
 LEAD_IN = 5.0  # Flent's -d: ping runs alone before the flows start
 CLI, SRV = "10.71.1.1", "10.71.2.1"  # the namespace testbed's client and server

@@ -14,6 +14,7 @@ import dpkt
 import numpy as np
 
 from flharness.analysis import delivery, link, metrics, queue, ss_samples
+from flharness.analysis.flent_data import delivered_mbit, first_data_s
 from flharness.analysis.flows import FlowInfo, declared_flows, match_connections
 from flharness.analysis.metrics import Settings
 from flharness.analysis.pcap import Conn, load
@@ -25,7 +26,6 @@ from flharness.report.tables import fairness_table, stat
 from flharness.results.cell_metrics import CellMetrics, FlowMetrics
 from flharness.results.cell_record import CellConfig, CellRecord, Endpoints
 from flharness.results.run_record import RunRecord
-from flharness.run.flent_data import delivered_mbit, first_data_s
 from flharness.scenario.schema import Scenario
 
 CLI, SRV = "10.71.1.1", "10.71.2.1"

@@ -41,7 +41,7 @@ from resultlib import (
     ss_sockets,
 )
 
-from flharness.run.flent_data import t0 as flent_t0
+from flharness.analysis.flent_data import t0 as flent_t0
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 PATHS, REPS = "behaviours-paths", "behaviours-reps"

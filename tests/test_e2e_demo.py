@@ -14,7 +14,7 @@ import subprocess
 import pytest
 from conftest import needs_root_tools, run_fl
 
-from flharness.run.flent_data import load as load_flent
+from flharness.analysis.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 FILES = ("cell.json", "setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")

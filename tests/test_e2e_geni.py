@@ -13,9 +13,9 @@ import pytest
 from conftest import REPO, needs_root_tools, run_fl
 from resultlib import CLI, read_pcap, udp_received_mbit
 
+from flharness.analysis.flent_data import load as load_flent
 from flharness.capabilities import probe_for
 from flharness.cells import expand
-from flharness.run.flent_data import load as load_flent
 from flharness.scenario import load_scenario
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]

@@ -17,7 +17,7 @@ from conftest import NETNS_DIR, REPO, FlProcess, built_testbeds, leftovers, need
 from resultlib import packets
 from test_e2e_interrupt import flows_running, running_cells
 
-from flharness.run.flent_data import load as load_flent
+from flharness.analysis.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 SUBSET = ["--only", "cubic-vs-*-pfifo_*"]  # 4 cells of the demo: 2 CC pairs × 2 rates

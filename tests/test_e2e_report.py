@@ -19,8 +19,8 @@ from conftest import REPO, needs_root_tools, run_fl
 from resultlib import LEAD_IN, payload_received_mbit
 from weblib import render_in_chromium
 
-from flharness.run.flent_data import load as load_flent
-from flharness.run.flent_data import t0 as flent_t0
+from flharness.analysis.flent_data import load as load_flent
+from flharness.analysis.flent_data import t0 as flent_t0
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, listening, needs_root_tools, run_fl, wait_for
 
-from flharness.run.flent_data import load as load_flent
+from flharness.analysis.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools(),
               pytest.mark.skipif(shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists(),

@@ -20,8 +20,8 @@ import pytest
 from conftest import FlProcess, needs_vm
 from resultlib import LEAD_IN, payload_received_mbit, series
 
-from flharness.run.flent_data import load as load_flent
-from flharness.run.flent_data import t0 as flent_t0
+from flharness.analysis.flent_data import load as load_flent
+from flharness.analysis.flent_data import t0 as flent_t0
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 RATE = 10e6

@@ -35,7 +35,7 @@ from resultlib import (
 )
 
 from flharness.analysis import queue
-from flharness.run.flent_data import t0 as flent_t0
+from flharness.analysis.flent_data import t0 as flent_t0
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 

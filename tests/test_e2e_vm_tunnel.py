@@ -17,8 +17,8 @@ import pytest
 from conftest import needs_vm
 from resultlib import LEAD_IN, cells, ecn_split, find, packets
 
-from flharness.run.flent_data import delivered_mbit, t0
-from flharness.run.flent_data import load as load_flent
+from flharness.analysis.flent_data import delivered_mbit, t0
+from flharness.analysis.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 INNER_SRV = "10.71.9.2"

@@ -99,8 +99,8 @@ def test_a_syn_that_kept_its_ecn_flags_is_flagged(tmp_path, cell_dir):
 
 def test_the_verdict_names_each_failed_effect(tmp_path, cell_dir):
     """calibration() turns every failed effect into a reason of the cell's verdict."""
+    from flharness.analysis.flent_data import load
     from flharness.run.calibration import calibration
-    from flharness.run.flent_data import load
     cell = golden_cell(tmp_path, ecn="[ect1, strip-negotiation]")
     data = load(cell_dir / f"{cell.name}.flent.gz")
     verdict = calibration(cell, cell_dir, data, SERVER)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+from flharness.analysis import flent_data
 from flharness.cells import expand
-from flharness.run import flent_data
 from flharness.run.evaluate import Verdict, _check_test_window
 from flharness.scenario import load_scenario
 

@@ -1,4 +1,4 @@
-from flharness.run.sockets import check_ccs, sender_ccs
+from flharness.analysis.sockets import check_ccs, sender_ccs
 
 SAMPLE = """\
 # 1795337039.132755465

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..results.cell_record import CellConfig, Direction, Endpoints
-from ..run.flent_data import is_flow_series
-from ..run.sockets import sockets
+from .flent_data import is_flow_series
 from .pcap import Conn, Key
+from .sockets import sockets
 
 MIN_DATA_PACKETS = 10  # netperf's control connections carry a handful
 

@@ -37,9 +37,9 @@ from ..qdisc import WIRE_PACKET_BYTES
 from ..results.cell_metrics import CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary
 from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..results.cell_series import CellSeries, FlowSeries
-from ..run.flent_data import delivered_mbit, first_data_s
 from ..units import Rate
 from . import delivery, flentlib, pcap, qdisc_stats, queue, ss_samples
+from .flent_data import delivered_mbit, first_data_s
 from .flows import FlowInfo, declared_flows, match_connections
 from .link import capacity_bits, highest_rate, payload_capacity_bps, rate_at
 from .udp_flow import udp_flow

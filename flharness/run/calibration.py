@@ -23,11 +23,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from ..analysis import flent_data
 from ..analysis.teardown_log import host_sections
 from ..cells import Cell
 from ..results.cell_record import Calibration
 from ..testbed.commands import NETEM_LIMIT
-from . import flent_data
 from .cell_logs import HOSTS
 from .effects import effects
 

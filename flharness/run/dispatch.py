@@ -12,18 +12,15 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..cells import Cell
 from ..results import CellRecord
 from ..testbed.plan import cell_vars
 from ..testbed.testbed import Testbed, TestbedError
+from .context import Run
 from .finish import Attempt, finish, give_up
-from .progress import Progress
-
-if TYPE_CHECKING:
-    from .planning import ScenarioPlan
-    from .runner import Run
+from .planning import ScenarioPlan
+from .progress import Progress, progress_detail
 
 #: Restarts of a testbed after it died mid-run; each resumes with the cells left.
 RESTARTS = 2
@@ -172,7 +169,6 @@ class Dispatch:
                 self._again(sp, attempt, rec.reason)
                 continue
             self.records.append(rec)
-            from .runner import progress_detail
             self.progress.finish(rec.cell, rec.status, rec.duration or 0, progress_detail(attempt.cell, verdict),
                                  attempt.testbed)
 

@@ -4,13 +4,11 @@ the Flent command."""
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..testbed.plan import cell_vars
-
-if TYPE_CHECKING:
-    from .planning import ScenarioPlan
-    from .runner import Run
+from .context import Run
+from .planning import ScenarioPlan
 
 HOSTS = ("cli", "mid", "srv")
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis import flent_data, sockets
 from ..cells import Cell, Flow
 from ..results.cell_record import CcCheck, Checks, Endpoints
 from ..testbed.ansible import PlaybookResult
-from . import flent_data, sockets
 from .calibration import calibration
 
 #: A flow whose data begins this much after its declared start is reported (connection delayed).

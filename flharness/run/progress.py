@@ -5,7 +5,9 @@ import sys
 import time
 from typing import TextIO
 
+from ..cells import Cell
 from ..units import human_duration
+from .evaluate import Verdict
 
 
 class Progress:
@@ -49,3 +51,15 @@ class Progress:
 
     def _print(self, line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {line}", file=self.out, flush=True)
+
+
+def progress_detail(cell: Cell, verdict: Verdict) -> str:
+    if verdict.status != "ok":
+        return verdict.reason[:200]
+    util = verdict.utilisation.get("up")
+    parts = [f"goodput {util:.1%} of {cell.up.rate.text}'s payload capacity"] if util is not None else []
+    parts += [f"⚑ {r}" for r in verdict.checks.calibration.reasons] if verdict.checks.calibration else []
+    if verdict.analysis_error:
+        parts.append(f"analysis failed: {verdict.analysis_error}")
+    parts += [f"{name} began {delay:g} s late" for name, delay in verdict.checks.late_start_s.items()]
+    return "; ".join(parts)

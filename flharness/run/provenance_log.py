@@ -3,18 +3,15 @@ and what each cell's record says of the backend and testbed it ran on."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
+from ..cells import Cell
 from ..results import files
 from ..results.cell_record import Backend, CellRecord, Endpoints
 from ..results.run_record import Invocation, Outcome, Planned, RunRecord
 from ..testbed.plan import target
-
-if TYPE_CHECKING:
-    from ..cells import Cell
-    from ..testbed.testbed import Testbed
-    from .planning import ScenarioPlan
-    from .runner import Run
+from ..testbed.testbed import Testbed
+from .context import Run
+from .planning import ScenarioPlan
 
 
 def backend_record(run: Run) -> Backend:

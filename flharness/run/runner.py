@@ -14,13 +14,11 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from .. import REPO
-from ..capabilities import Capabilities, merge_hosts, probe_for, probe_request
+from ..capabilities import Capabilities, probe_for, probe_request
 from ..cells import Cell
 from ..errors import FlError
 from ..provenance import controller, fl_source
@@ -29,10 +27,10 @@ from ..results.run_record import RunRecord
 from ..scenario.load import read_merged
 from ..testbed.inventory import Inventory, load_testbeds, moved
 from ..testbed.plan import FLENT_DELAY, estimated_seconds, run_vars
+from ..testbed.probing import merge_hosts
 from ..testbed.testbed import Testbed
-from ..testbed.vm import VmConfig
+from .context import Run, RunOptions
 from .dispatch import Dispatch, Slot
-from .evaluate import Verdict
 from .finish import Attempt
 from .planning import Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan
 from .progress import Progress
@@ -41,44 +39,8 @@ from .recovery import recover_stale
 from .summary import print_summary
 
 CELL_OVERHEAD = 2.0  # seconds of setup and collection per cell on namespaces, for estimates
-VIRTUAL_CLOCK_DILATION = 20.0
 #: Wall seconds a cell may take on namespaces or ssh hosts beyond Flent's own limit.
 HOST_CELL_MARGIN = 300.0
-
-
-@dataclass
-class RunOptions:
-    run: str = "default"
-    only: list[str] = field(default_factory=list)
-    force: bool = False
-    dry_run: bool = False
-    inventory: Path = REPO / "inventory.ini"
-    results: Path = REPO / "results"
-    parallel: int | None = None  # testbeds at once (default: 1; an ssh inventory's testbeds)
-    vm: VmConfig | None = None  # run in VMs booted with this kernel
-
-
-@dataclass
-class Run:
-    """What all scenarios and cells of one `fl run` share."""
-
-    opts: RunOptions
-    inventory: Inventory  # the first testbed's (ports, addresses for dry runs)
-    caps: Capabilities
-    provenance: dict = field(default_factory=dict)
-
-    @property
-    def virtual_clock(self) -> bool:
-        return bool(self.opts.vm and self.opts.vm.clock == "virtual")
-
-    @property
-    def dilation(self) -> float:
-        """Timeouts are stretched on QEMU's virtual clock (I/O waits skip guest time)."""
-        return VIRTUAL_CLOCK_DILATION if self.virtual_clock else 1.0
-
-    @property
-    def root(self) -> Path:
-        return self.opts.results / self.opts.run
 
 
 def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
@@ -254,18 +216,6 @@ def _cell_limit(run: Run):
             return vm.cell_limit(flent, max(cell.up.rate.bps, cell.down.rate.bps))
         return flent + HOST_CELL_MARGIN
     return limit
-
-
-def progress_detail(cell: Cell, verdict: Verdict) -> str:
-    if verdict.status != "ok":
-        return verdict.reason[:200]
-    util = verdict.utilisation.get("up")
-    parts = [f"goodput {util:.1%} of {cell.up.rate.text}'s payload capacity"] if util is not None else []
-    parts += [f"⚑ {r}" for r in verdict.checks.calibration.reasons] if verdict.checks.calibration else []
-    if verdict.analysis_error:
-        parts.append(f"analysis failed: {verdict.analysis_error}")
-    parts += [f"{name} began {delay:g} s late" for name, delay in verdict.checks.late_start_s.items()]
-    return "; ".join(parts)
 
 
 def _record(run: Run, cell: Cell, status: str = "ok", reason: str = "") -> CellRecord:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..errors import ScenarioError
 from .expectations import METRICS
+from .yaml_file import read_yaml
 
 #: Where the files a scenario's `reference:` names live.
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "references"
@@ -102,7 +103,6 @@ def reference_path(name: str) -> Path:
 def load_reference(name: str, scenario_path: Path | str = "") -> Reference:
     """references/NAME.yml, validated; a problem names the file and key (or the scenario's
     `reference` key when there is no such file)."""
-    from .load import read_yaml  # load imports this module to validate a scenario's reference
     path = reference_path(name)
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in REFERENCE_DIR.glob("*.yml"))) or "none"

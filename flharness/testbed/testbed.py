@@ -21,6 +21,7 @@ from ..errors import FlError
 from . import netns
 from .ansible import PlaybookResult, run_playbook
 from .inventory import Inventory, testbed_inventory
+from .probing import probe_hosts
 from .session import Session
 from .vm import Vm, VmConfig
 
@@ -94,7 +95,6 @@ class Testbed:
 
     def probe(self, request: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """Run the kernel probe on the testbed's hosts (ssh) or in its VM guest, per host."""
-        from ..capabilities import probe_hosts
         return probe_hosts(self.inventory, request, "nsroot" if self.vm else "testbed", self.folder / "probe.log")
 
     # --- cells --------------------------------------------------------------------------------
