@@ -1,9 +1,13 @@
 """`fl clean`: remove what killed runs left behind — only testbeds and namespaces fl created."""
 from __future__ import annotations
 
+import logging
+
 from .run.recovery import recover_stale
 from .testbed import netns
 from .testbed.testbed import STATE_DIR, STATE_ROOT
+
+LOG = logging.getLogger(__name__)
 
 
 def clean() -> int:
@@ -11,7 +15,7 @@ def clean() -> int:
     live_ids = {p.stem for p in STATE_DIR.glob("fl-*.json")} if STATE_DIR.is_dir() else set()
     for ns in netns.list_namespaces():
         if netns.is_fl_namespace(ns) and not any(ns.startswith(f"{i}-") for i in live_ids):
-            print(f"removing namespace {ns}")
+            LOG.info("removing namespace %s", ns)
             netns.remove(ns)
             removed += 1
     for scratch in [*STATE_ROOT.glob("fl-*"), *(STATE_ROOT / "ctl").glob("fl-*")]:  # leftovers of old testbeds
@@ -19,6 +23,6 @@ def clean() -> int:
             import shutil
             shutil.rmtree(scratch, ignore_errors=True)
     if live_ids:
-        print(f"left alone (their fl process is still running): {', '.join(sorted(live_ids))}")
-    print("nothing to clean" if not removed else f"removed {removed} leftover(s)")
+        LOG.info("left alone (their fl process is still running): %s", ", ".join(sorted(live_ids)))
+    LOG.info("nothing to clean" if not removed else f"removed {removed} leftover(s)")
     return 0

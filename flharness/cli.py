@@ -5,13 +5,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import REPO
+from . import REPO, log
 from .errors import FlError
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    log.setup(getattr(args, "verbose", False))
     try:
         return args.func(args)
     except FlError as e:
@@ -98,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     rm = img_sub.add_parser("rm", help="remove a built image from the cache")
     rm.add_argument("name", metavar="NAME")
     rm.set_defaults(func=cmd_image_rm)
+    for command in (*sub.choices.values(), *img_sub.choices.values()):
+        command.add_argument("-v", "--verbose", action="store_true",
+                             help="print debug messages too (fl run and fl plot always write them to debug.log)")
     return p
 
 

@@ -94,3 +94,14 @@ def test_resume_skips_completed_cells(demo, tmp_path):
     p = run_fl("run", "demo", "--run", "e2e", "--results", str(results))
     assert p.returncode == 0 and "12 already done" in p.stdout, p.stdout
     assert "nothing to run" in p.stdout, p.stdout  # decided before any testbed is built
+
+
+def test_the_run_writes_a_debug_log_of_its_decisions_and_steps(demo):
+    """debug.log in the run folder: each cell's plan, the testbed session's Ansible, each
+    cell handed to the testbed and finished, with times (fl's logging at debug level)."""
+    _, cells = demo
+    text = (cells[0].parent.parent / "debug.log").read_text()
+    for d in cells:
+        assert re.search(rf" DEBUG +flharness\.run\.runner: plan demo/{re.escape(d.name)} \(config [0-9a-f]{{16}}\): run$", text, re.M), d.name
+        assert f"cell demo/{d.name} to testbed" in text and f"cell {d.name}: ok; phases " in text
+    assert "flharness.testbed.session: testbed session: " in text and "ansible-playbook" in text

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from ..results.cell_series import SERIES_FILE, CellSeries
 from ..results.store import CELL_FILE
 from .metrics import Settings, analyse
 
+LOG = logging.getLogger(__name__)
 METRICS_FILE = "metrics.json"
 INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log", "udp.log")
 
@@ -43,10 +46,12 @@ def cached(cell_dir: Path, settings: Settings) -> CellMetrics | None:
 
 def compute(cell_dir: Path, settings: Settings) -> CellMetrics:
     """Compute and store the metrics of one cell and its series (runs in a worker process)."""
+    started = time.process_time()
     key = fingerprint(cell_dir, settings)
     series = CellSeries()
     out = analyse(cell_dir, files.read(CellRecord, cell_dir / CELL_FILE), settings, series)
     out.key = key
     series.write(cell_dir / SERIES_FILE)
     files.write(cell_dir / METRICS_FILE, out)
+    LOG.debug("metrics of %s: %.2f s of CPU", cell_dir, time.process_time() - started)
     return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import re
 import shutil
 import subprocess
@@ -51,6 +52,7 @@ from .store import (
     refuse_if_in_use,
 )
 
+LOG = logging.getLogger(__name__)
 #: What every fl guest needs, whatever the recipe adds: the sshd fl drives it through,
 #: python3 for the one-off kernel probe, modprobe/sysctl/mount/udev for virtme-ng's init,
 #: and the packages of fl's required tools (capabilities.REQUIRED_TOOLS).
@@ -79,9 +81,9 @@ class Build:
     def step(self, what: str):
         self.stage += 1
         t0 = time.time()
-        print(f"image {self.image.name}: [{self.stage}/{STAGES}] {what} …", flush=True)
+        LOG.info("image %s: [%d/%d] %s …", self.image.name, self.stage, STAGES, what)
         yield
-        print(f"image {self.image.name}: [{self.stage}/{STAGES}] done in {time.time() - t0:.0f} s", flush=True)
+        LOG.info("image %s: [%d/%d] done in %.0f s", self.image.name, self.stage, STAGES, time.time() - t0)
 
     def run(self) -> Image:
         recipe = self.image.recipe
@@ -104,8 +106,8 @@ class Build:
             self._guest_root(kernel, built)
         with self.step("manifest"):
             image = self._commit(kernel, built)
-        print(f"image {self.image.name}: built in {time.time() - self.started:.0f} s: {image.folder} "
-              f"(kernel {kernel.release}, {human_size(image.manifest.size_bytes)})", flush=True)
+        LOG.info("image %s: built in %.0f s: %s (kernel %s, %s)", self.image.name, time.time() - self.started,
+                 image.folder, kernel.release, human_size(image.manifest.size_bytes))
         return image
 
     # --- stages -----------------------------------------------------------------------------
@@ -113,7 +115,7 @@ class Build:
     def _kernel(self) -> KernelPackages:
         k = self.image.recipe.kernel
         kernel = resolve_kernel(self.build_root, k.package, k.version, k.suite, self.log)
-        print(f"image {self.image.name}:   {kernel.packages[0]} {kernel.version} (release {kernel.release})", flush=True)
+        LOG.info("image %s:   %s %s (release %s)", self.image.name, kernel.packages[0], kernel.version, kernel.release)
         wanted = []
         if self.image.recipe.modules:
             wanted.append(f"linux-headers-{kernel.release}={kernel.version}")
@@ -134,8 +136,8 @@ class Build:
         the headers are installed here with their dependencies from the suite."""
         debs = deb_paths(self.image.path, self.image.recipe)
         kernel, guest, headers = kernel_from_debs(debs, self.log)
-        print(f"image {self.image.name}:   {kernel.packages[0]} {kernel.version} (release {kernel.release}) "
-              f"from {len(debs)} .deb file(s)", flush=True)
+        LOG.info("image %s:   %s %s (release %s) from %d .deb file(s)", self.image.name, kernel.packages[0],
+                 kernel.version, kernel.release, len(debs))
         (self.build_root / "fl" / "kernel").mkdir(parents=True, exist_ok=True)
         for deb in guest:
             shutil.copy(deb, self.build_root / "fl" / "kernel" / deb.name)
@@ -304,8 +306,8 @@ def build(name: str, force: bool = False) -> Image:
     with _locked(image.name):
         cached = load_image(image.name)
         if cached is not None and cached.manifest.recipe_sha256 == image.digest and not force:
-            print(f"image {image.name}: up to date (built {age(time.time() - cached.manifest.built)} ago from "
-                  f"{image.path.name}, kernel {cached.manifest.kernel.release}; --force rebuilds)")
+            LOG.info("image %s: up to date (built %s ago from %s, kernel %s; --force rebuilds)", image.name,
+                     age(time.time() - cached.manifest.built), image.path.name, cached.manifest.kernel.release)
             return cached
         if cached is not None:
             refuse_if_in_use(cached.folder, "rebuild")

@@ -2,10 +2,11 @@
 reproduction pages → index."""
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
-from .. import REPO
+from .. import REPO, log
 from .charts import scenario_charts
 from .collect import collect
 from .dataset import rows, write_csv, write_summary
@@ -16,18 +17,31 @@ from .plots import draw_cell_plots
 from .queue_plot import draw_queue_plots
 from .reproduction import write_page
 
+LOG = logging.getLogger(__name__)
+
 
 def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO, junit: Path | None = None,
           strict: bool = False) -> int:
     """Exit status 1 when a plot failed, or with STRICT when an expectation was missed."""
+    if not (run_dir / "run.json").is_file():
+        return _build(run_dir, workers, template_dir, junit, strict)  # collect says what is wrong
+    with log.debug_log(run_dir):
+        return _build(run_dir, workers, template_dir, junit, strict)
+
+
+def _build(run_dir: Path, workers: int | None, template_dir: Path, junit: Path | None, strict: bool) -> int:
     started = time.monotonic()
+    LOG.debug("fl plot %s", run_dir)
     run = collect(run_dir, workers)
+    LOG.debug("collected %d cells (metrics) in %.1f s", len(run.cells()), time.monotonic() - started)
     judged = [j for s in run.scenarios for j in judge(s)]
     if junit is not None:
         write_junit(judged, junit)
     counts = draw_cell_plots(run.scenarios, workers)
+    LOG.debug("Flent plots: %s (%.1f s)", counts, time.monotonic() - started)
     queues = draw_queue_plots(run.scenarios)
     owds = draw_owd_plots(run.scenarios, workers)
+    LOG.debug("queue and one-way delay plots: %s, %s (%.1f s)", queues, owds, time.monotonic() - started)
     charts = {s.name: scenario_charts(s, s.dir / "charts") for s in run.scenarios}
     write_csv(rows(run), run_dir / "dataset.csv")
     write_summary(run, run_dir / "summary.json")
@@ -38,16 +52,16 @@ def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO, 
     cells = run.cells()
     invalid = sum(len(s.findings()["invalid"]) for s in run.scenarios)
     flagged = sum(len(s.findings()["flagged"]) for s in run.scenarios)
-    print(f"{run_dir}: {len(cells)} cells ({invalid} invalid, {flagged} flagged); plots: {counts['drawn']} drawn, "
+    LOG.info(f"{run_dir}: {len(cells)} cells ({invalid} invalid, {flagged} flagged); plots: {counts['drawn']} drawn, "
           f"{counts['current']} current, {counts['failed']} failed; queue plots: {queues['drawn']} drawn, "
           f"{queues['current']} current; one-way delay plots: {owds['drawn']} drawn, {owds['current']} current; "
           f"index: README.md, index.html "
           f"({time.monotonic() - started:.1f} s)")
     if judged:
-        print(f"expectations: {expect_counts(judged)}" + (f"; JUnit XML: {junit}" if junit else ""))
+        LOG.info(f"expectations: {expect_counts(judged)}" + (f"; JUnit XML: {junit}" if junit else ""))
         for j in judged:
             if j.ok is False:
-                print(f"  ✘ {j.scenario}/{j.cell}: {j.expectation.text}: {j.detail}")
+                LOG.info(f"  ✘ {j.scenario}/{j.cell}: {j.expectation.text}: {j.detail}")
     missed = strict and any(j.ok is False for j in judged)
     return 1 if counts["failed"] or missed else 0
 

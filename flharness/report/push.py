@@ -7,6 +7,7 @@ user's own keys and configuration.
 """
 from __future__ import annotations
 
+import logging
 import re
 import subprocess
 import urllib.error
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from ..errors import FlError
 
+LOG = logging.getLogger(__name__)
 DEST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+:[A-Za-z0-9._/+-]*$|^/[A-Za-z0-9._/+-]*$")
 
 
@@ -34,15 +36,15 @@ def push(run_dir: Path, dest: str, url: str | None, rsh: str = "ssh -o BatchMode
     p = subprocess.run(argv, capture_output=True, text=True)
     if p.returncode != 0:
         raise FlError(f"rsync to {target} failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")
-    print(f"pushed {run_dir} to {target}")
+    LOG.info("pushed %s to %s", run_dir, target)
     if url is None:
-        print("no --url (or fl_push_url): links not verified")
+        LOG.info("no --url (or fl_push_url): links not verified")
         return 0
     index = urllib.parse.urljoin(url.rstrip("/") + "/", f"{run_dir.name}/index.html")
     broken = check_links(index)
     for link, why in broken:
-        print(f"broken: {link} ({why})")
-    print(f"{index}: {'all links ok' if not broken else f'{len(broken)} broken link(s)'}")
+        LOG.info("broken: %s (%s)", link, why)
+    LOG.info("%s: %s", index, "all links ok" if not broken else f"{len(broken)} broken link(s)")
     return 1 if broken else 0
 
 

@@ -7,6 +7,7 @@ testbed runs the next one (run/finish.py).
 """
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from .finish import Attempt, finish, give_up
 from .planning import ScenarioPlan
 from .progress import Progress, progress_detail
 
+LOG = logging.getLogger(__name__)
 #: Restarts of a testbed after it died mid-run; each resumes with the cells left.
 RESTARTS = 2
 POLL = 0.005  # seconds
@@ -115,6 +117,7 @@ class Dispatch:
         self.plans[id(attempt)] = sp
         attempt.deadline = time.monotonic() + slot.limit(cell)
         slot.attempt = attempt
+        LOG.debug("cell %s/%s to testbed %s (%s)", sp.name, cell.name, slot.testbed.label or "-", slot.testbed.id)
         slot.testbed.give(cell_vars(cell, slot.testbed.inv, slot.testbed.path_on_testbed(attempt.partial),
                                     not self.run.virtual_clock, tcp_rewrite=self.run.caps.tcp_rewrite,
                                     run=slot.testbed.run_vars))
@@ -144,8 +147,7 @@ class Dispatch:
             slot.retired = f"{tb.label or tb.id}: {why.splitlines()[0]}"
             return
         slot.restarts += 1
-        print(f"fl: restarting testbed {tb.label or tb.id} ({slot.restarts}/{RESTARTS}): {why.splitlines()[0]}",
-              flush=True)
+        LOG.warning("restarting testbed %s (%d/%d): %s", tb.label or tb.id, slot.restarts, RESTARTS, why.splitlines()[0])
         slot.built = False
         slot.restarting = self.pool.submit(_restart, tb)
 

@@ -5,6 +5,7 @@ costs the testbed only its configuration, Flent and the collection of its state.
 """
 from __future__ import annotations
 
+import logging
 import subprocess
 import time
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from ..testbed.ansible import PlaybookResult
 from ..testbed.plan import XZ_LEVEL
 from .cell_logs import write_cell_logs
 from .evaluate import Verdict, evaluate
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -55,6 +58,7 @@ def finish(attempt: Attempt, result: PlaybookResult) -> tuple[CellRecord, Verdic
     committed = attempt.store.commit(attempt.partial, rec)
     if verdict.status == "ok":
         _analyse(committed, verdict)
+    LOG.debug("cell %s: %s%s; phases %s", rec.cell, rec.status, f" ({rec.reason})" if rec.reason else "", rec.phases)
     return rec, verdict
 
 

@@ -4,6 +4,7 @@ it starts; `fl clean` does it on demand."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 from pathlib import Path
@@ -14,12 +15,14 @@ from ..testbed import netns
 from ..testbed.inventory import load_inventory
 from ..testbed.testbed import STATE_DIR, Testbed, stale_testbeds
 
+LOG = logging.getLogger(__name__)
+
 
 def recover_stale(say: str = "fl: removing testbed {id} left by a run that was killed (fl PID {pid})") -> int:
     """Remove every testbed whose fl process is gone; returns how many."""
     found = stale_testbeds()
     for state in found:
-        print(say.format(id=state["id"], pid=state.get("pid")), flush=True)
+        LOG.info(say.format(id=state["id"], pid=state.get("pid")))
         remove_testbed(state)
     return len(found)
 
@@ -31,7 +34,7 @@ def remove_testbed(state: dict[str, Any]) -> None:
     try:
         inv = load_inventory(source)
     except FlError as e:
-        print(f"  cannot read its inventory ({e}); removing its namespaces only")
+        LOG.info("  cannot read its inventory (%s); removing its namespaces only", e)
         for ns in netns.testbed_namespaces(state["id"]):
             netns.remove(ns)
         (STATE_DIR / f"{state['id']}.json").unlink(missing_ok=True)
@@ -52,7 +55,7 @@ def _stop_group(pid: int | None, program: bytes) -> None:
     except OSError:
         return
     if any(program in part for part in cmdline[:2]):
-        print(f"  stopping its {program.decode()} (process group {pid})")
+        LOG.info("  stopping its %s (process group %s)", program.decode(), pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
         if program == b"vng":

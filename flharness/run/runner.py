@@ -7,9 +7,9 @@ scenarios of a run; `--parallel N` runs N of them at once (run/dispatch.py).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
-import sys
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from .. import log
 from ..capabilities import Capabilities, probe_for, probe_request
 from ..cells import Cell
 from ..errors import FlError
@@ -38,6 +39,7 @@ from .provenance_log import append_invocation, backend_record, on_testbed
 from .recovery import recover_stale
 from .summary import print_summary
 
+LOG = logging.getLogger(__name__)
 CELL_OVERHEAD = 2.0  # seconds of setup and collection per cell on namespaces, for estimates
 #: Wall seconds a cell may take on namespaces or ssh hosts beyond Flent's own limit.
 HOST_CELL_MARGIN = 300.0
@@ -57,15 +59,20 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     run_dir = opts.results / opts.run
     _check_readable(run_dir, names)
     if not (opts.force or opts.dry_run) and (done := all_done(selected, paths, run_dir)):
-        print("every selected cell completed earlier with the same configuration: nothing to run "
-              "(--force runs them again)")
+        LOG.info("every selected cell completed earlier with the same configuration: nothing to run "
+                 "(--force runs them again)")
         return print_summary(done, [], False)
-    with ExitStack() as stack, _signals_as_interrupt():
+    with ExitStack() as stack, _signals_as_interrupt(), log.debug_log() as debug:
+        LOG.debug("fl run %s: %d cell(s) of %s into %s", " ".join(map(str, paths)), len(cells), ", ".join(names), run_dir)
         testbeds = _testbeds(opts, inventories, run_dir, stack)
         caps = _probe(testbeds, cells, opts)
         run = Run(opts, inventories[0], caps)
         plans = _plan(run, selected, paths)
-        return _execute(run, plans, testbeds)
+        for sp in plans:
+            for p in sp.planned:
+                LOG.debug("plan %s/%s (config %s): %s%s", sp.name, p.cell.name, p.cell.config_hash, p.action,
+                          f": {p.reason}" if p.reason else "")
+        return _execute(run, plans, testbeds, debug)
 
 
 def _check_readable(run_dir: Path, names: list[str]) -> None:
@@ -77,7 +84,7 @@ def _check_readable(run_dir: Path, names: list[str]) -> None:
         ScenarioResults(run_dir / name).records()
 
 
-def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed]) -> int:
+def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed], debug: log.DebugLog) -> int:
     to_run = [(sp, c) for sp in plans for c in sp.cells("run")]
     rv = run_vars([c for _, c in to_run], run.caps.feature("ifb") and run.caps.feature("u32_mirred"),
                   run.caps.feature("nftables"), dilation=run.dilation, shared_fs=run.inventory.shared_fs,
@@ -90,6 +97,8 @@ def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed]) -> in
     for sp in plans:
         sp.store.root.mkdir(parents=True, exist_ok=True)
         _save_scenario(sp)
+    LOG.debug("run-wide settings (fl_run): %s", json.dumps(rv, sort_keys=True))
+    LOG.debug("debug log: %s", debug.write_to(run.root))
     run.provenance = {"fl": fl_source(), "controller": controller(),
                       "testbeds": {tb.label: tb.id for tb in testbeds}}
     invocation = append_invocation(run, plans)
@@ -123,8 +132,8 @@ def _testbed_inventories(opts: RunOptions) -> list[Inventory]:
         raise FlError("--parallel: at least 1")
     cores = os.cpu_count() or 1
     if opts.vm and n > cores:
-        print(f"fl: warning: {n} VMs on {cores} cores: each VM needs a core of its own; "
-              "they will slow each other down (results stay exact on the virtual clock)", file=sys.stderr)
+        LOG.warning("%d VMs on %d cores: each VM needs a core of its own; they will slow each other down "
+                    "(results stay exact on the virtual clock)", n, cores)
     return [found[0] if opts.vm else moved(found[0], i) for i in range(n)]
 
 
@@ -145,8 +154,8 @@ def _testbeds(opts: RunOptions, inventories: list[Inventory], run_dir: Path, sta
         stack.callback(tb.down)
     if opts.vm:
         cfg = opts.vm
-        print(f"booting {len(testbeds)} VM(s) with {cfg.release} ({cfg.accel}, {cfg.clock} clock, "
-              f"{cfg.cpus} vCPU, {cfg.memory})", flush=True)
+        LOG.info("booting %d VM(s) with %s (%s, %s clock, %s vCPU, %s)", len(testbeds), cfg.release, cfg.accel,
+                 cfg.clock, cfg.cpus, cfg.memory)
     for tb in testbeds:
         tb.boot()
     for tb in testbeds:
@@ -169,6 +178,8 @@ def _probe(testbeds: list[Testbed], cells: list[Cell], opts: RunOptions) -> Capa
             raise FlError(f"{opts.inventory}: the testbeds differ in kernel or tools, so their results "
                           f"would not be comparable: {kernels}")
         caps = found[0]
+    LOG.debug("probed: kernel %s; tools %s; features %s", caps.kernel, json.dumps(caps.tools, sort_keys=True),
+              json.dumps(caps.data.get("features", {}), sort_keys=True))
     if caps.data.get("error"):
         raise FlError(caps.data["error"])
     if missing := caps.missing_tools():

@@ -2,6 +2,7 @@
 run in the guest through Ansible, the VM removed."""
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,11 @@ from ..testbed.inventory import load_inventory
 from ..testbed.testbed import Testbed
 from ..testbed.vm import VmConfig
 
+LOG = logging.getLogger(__name__)
+
 
 def probe_in_vm(cfg: VmConfig, inventory: Path, request: dict[str, Any]) -> Capabilities:
-    print(f"booting {cfg.release} ({cfg.accel}, {cfg.clock} clock) to probe it", flush=True)
+    LOG.info("booting %s (%s, %s clock) to probe it", cfg.release, cfg.accel, cfg.clock)
     with tempfile.TemporaryDirectory(prefix="fl-vm-probe-") as tmp:
         tb = Testbed(load_inventory(inventory), {}, Path(tmp) / "fl.log", vm=cfg, results=Path(tmp))
         try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -19,6 +20,7 @@ import yaml
 
 from .. import REPO
 
+LOG = logging.getLogger(__name__)
 PLAYBOOKS = REPO / "playbooks"
 
 
@@ -97,6 +99,7 @@ def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log
                 on_start(proc.pid)
             rc = wait_or_kill(proc)
         ended = time.time()
+        LOG.debug("ansible-playbook %s.yml on %s: status %s in %.1f s", playbook, inventory, rc, ended - started)
         lines = [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
     failures = [failure_of(e) for e in lines if e["event"] in ("failed", "unreachable")]
     return PlaybookResult(playbook, rc, failures, phases(lines, started, ended), outputs_of(lines))

@@ -9,6 +9,7 @@ and every failure.
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import yaml
 from .. import REPO
 from .ansible import PlaybookResult, UnsafeDumper, ansible_env, ansible_playbook, failure_of, kill_group, outputs_of, phases
 
+LOG = logging.getLogger(__name__)
 PLAYBOOK = REPO / "playbooks" / "session.yml"
 NEXT_CELL = "Next cell"  # the task that asks fl for a cell (playbooks/tasks/cell.yml)
 
@@ -73,6 +75,7 @@ class Session:
             out.write(f"\n### ansible-playbook session.yml ({self.inventory})\n")
             out.flush()
             self.started = time.time()
+            LOG.debug("testbed session: %s", " ".join(map(str, argv)))
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO,
                                          start_new_session=True, stdin=subprocess.DEVNULL)
 

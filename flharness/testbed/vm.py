@@ -10,6 +10,7 @@ process group.
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
@@ -26,6 +27,7 @@ from typing import Any
 from ..errors import FlError
 from .ansible import kill_group
 
+LOG = logging.getLogger(__name__)
 BOOT_ALLOWANCE = 300.0  # seconds from starting QEMU to the guest's sshd, under TCG
 #: Wall seconds per second of a cell's Flent run (length + lead-in/out) and per cell for
 #: the rest, allowed before a cell is taken for hung (the VM is then restarted).
@@ -204,6 +206,7 @@ class Vm:
                 *([f"--rwdir={GUEST_RESULTS}={self.results}"] if self.results else []), "--exec", shlex.join(guest)]
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
         with self.console.open("wb") as out:
+            LOG.debug("booting a VM: %s", " ".join(argv))
             self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         self.booted = time.time()
