@@ -143,7 +143,9 @@ def _specs_of(cell: Cell) -> list[tuple[str, tuple[str, ...]]]:
         out.append(("client_qdisc", cell.ends.client_qdisc))
     plan = delay_plan(cell)
     for direction in ("up", "down"):
-        out += [("netem" if cell.path.netem else "rtt", ("netem", *c["netem"])) for c in (plan[direction]["classes"] if plan else [])]
+        for c in plan[direction]["classes"] if plan else []:
+            out.append(("netem" if cell.path.netem else "rtt", ("netem", *c["netem"])))
+            out += [("netem", ("netem", *c["chained"]))] if c.get("chained") else []
     return out
 
 

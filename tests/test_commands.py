@@ -3,8 +3,12 @@ scenario, against what the roles' templates configured before the renovation
 (tests/fixtures/commands/dryrun/, recorded from the templates through Ansible by
 tests/fixtures/commands/record.py, which the commit before the command files has): the
 same tc batch lines, nft rules, sysctls, client qdisc, tunnel-entrance rules and rate
-schedule steps, in order. One difference is intended: a cell's sysctls go in the order the
-scenario writes them; the recording's render had sorted them (yaml.dump sorts keys)."""
+schedule steps, in order. Two differences are intended: a cell's sysctls go in the order
+the scenario writes them (the recording's render had sorted them: yaml.dump sorts keys);
+and s2's and s3's bursty cells have the seed's second netem chained after the path
+delay's (`then delay 200us slot 800us 5ms packets 16 limit 10000`) where the slot words
+were merged into the delay netem (their recorded lines and config hashes were edited so).
+"""
 from __future__ import annotations
 
 import shlex
@@ -112,3 +116,32 @@ def test_command_files_say_what_the_templates_configured(name):
                 assert files["sysctl.conf"].splitlines() == [f"{k}={v}" for k, v in cell.sysctls[host].items()]
                 files["sysctl.conf"] = "".join(sorted(files["sysctl.conf"].splitlines(keepends=True)))
         assert made == want, cell.name
+
+
+def test_a_chained_netem_goes_under_every_delay_netem(scenario_file):
+    """`then …` in netem: a second netem as the child of the path delay's, per direction,
+    under each RTT's netem where flows have their own; the first stage keeps fl's limit."""
+    path = scenario_file("test: tcp_2up\nrate: 10mbit\nqdisc: pfifo\ncc: [cubic, reno]\nrtt: [80ms, 20ms]\n"
+                         "netem: {up: loss 1% then delay 1ms slot 2ms 4ms packets 8 limit 500, down: then delay 3ms}\n")
+    cell, = expand(load_scenario(path), path)
+    batch = host_files(cell, PORTS, RUN, tcp_rewrite="tc")["mid"]["bottleneck.tc"].splitlines()
+    up = [x for x in batch if "ifb4mid.l" in x and "netem" in x]
+    assert up == ["qdisc add dev ifb4mid.l parent 1:10 handle 20: netem delay 40ms loss 1% limit 100000",
+                  "qdisc add dev ifb4mid.l parent 20:1 handle 30: netem delay 1ms slot 2ms 4ms packets 8 limit 500",
+                  "qdisc add dev ifb4mid.l parent 1:11 handle 21: netem delay 10ms loss 1% limit 100000",
+                  "qdisc add dev ifb4mid.l parent 21:1 handle 31: netem delay 1ms slot 2ms 4ms packets 8 limit 500"]
+    down = [x for x in batch if "ifb4mid.r" in x and "netem" in x]
+    assert down[1] == "qdisc add dev ifb4mid.r parent 20:1 handle 30: netem delay 3ms"
+
+
+@pytest.mark.parametrize(("netem", "why"), [
+    ("delay 1ms", "give the delay as rtt"),
+    ("loss 1% then", "one 'then' at most, followed by"),
+    ("then delay 1ms then delay 2ms", "one 'then' at most"),
+    ("limit 10", "'limit' is not a netem word"),
+])
+def test_bad_netem_stages_are_refused(scenario_file, netem, why):
+    from flharness.errors import ScenarioError
+    path = scenario_file(f"test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nrtt: 20ms\nnetem: {netem}\n")
+    with pytest.raises(ScenarioError, match=why):
+        load_scenario(path)

@@ -10,6 +10,7 @@ Selected with `pytest -m vm`.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import statistics
@@ -93,6 +94,32 @@ def test_slotting_changes_the_delay_distribution(run):
         idle = sorted(v for _, v in series(data, "Ping (ms) ICMP", 0.5, LEAD_IN - 0.5))
         spread[label] = idle[int(0.9 * (len(idle) - 1))] - idle[int(0.1 * (len(idle) - 1))]
     assert spread["clean"] < 0.5 and spread["bursty"] > 1.0, spread
+
+
+def test_a_chained_netem_releases_bursts_of_at_most_16_packets_per_slot(run):
+    """The bursty cell's second netem (`then delay 200us slot 800us 5ms packets 16 limit
+    10000`) sits under the path delay's on both IFBs and sent packets (tc -s in the
+    teardown log); at the server, behind a 1 Gbit/s bottleneck, the data arrives in bursts
+    at least 0.4 ms apart (a slot opens every 0.8-5 ms) of at most 16 packets, and most
+    bursts hold several packets (the slots gather what the path delay released)."""
+    _, data, d = find(run, "vm-features", netem="bursty")
+    mid = (d / "teardown.log").read_text().split("======== mid ========")[1].split("======== srv")[0]
+    for ifb in ("ifb4mid.l", "ifb4mid.r"):
+        block = mid.split(f"show dev {ifb};", 1)[1].split("\n$ ", 1)[0]
+        chained = re.search(r"qdisc netem 30: parent 1:1 .*?slot 800us 5ms packets 16.*?\n Sent \d+ bytes (\d+) pkt", block, re.S)
+        assert chained and int(chained.group(1)) > 1000, (ifb, block)
+        assert re.search(r"qdisc netem 1: root .*?delay 10ms", block, re.S), (ifb, block)
+    t0 = flent_t0(data)
+    arrivals = sorted(p.ts for p in read_pcap(d / "srv.pcap.xz")
+                      if p.src == CLI and p.proto == 6 and p.payload > 0 and t0 + LEAD_IN + 1 <= p.ts <= t0 + LEAD_IN + 9)
+    bursts, size = [], 1
+    for a, b in itertools.pairwise(arrivals):
+        if b - a > 0.0004:
+            bursts.append(size)
+            size = 0
+        size += 1
+    assert len(bursts) > 500 and max(bursts) <= 16, (len(bursts), max(bursts))
+    assert statistics.median(bursts) >= 2, statistics.median(bursts)
 
 
 def test_loss_in_the_pcaps(run):

@@ -18,6 +18,11 @@ from ..units import Duration, Rate
 NETEM_WORDS = {"loss", "random", "state", "gemodel", "ecn", "corrupt", "duplicate", "reorder",
                "gap", "slot", "packets", "bytes", "distribution", "uniform", "normal", "pareto",
                "paretonormal", "jitter"}
+#: Starts a second netem stage, chained after the path delay's (the L4S Tests' bursty
+#: links: `then delay 200us slot 800us 5ms packets 16 limit 10000`); there `delay` and
+#: `limit` are the stage's own.
+THEN = "then"
+CHAINED_WORDS = NETEM_WORDS | {"delay", "limit"}
 NETEM_NUMBER_RE = re.compile(r"^\d+(\.\d+)?(%|us|ms|s)?$")
 TUNNELS = ("none", "wireguard", "ipsec", "fou")
 #: Where the path delay goes: share of the RTT added on the way up (cli → srv) and down.
@@ -26,14 +31,23 @@ RTT_SPLITS = {"even": (0.5, 0.5), "up": (1.0, 0.0), "down": (0.0, 1.0)}
 
 @dataclass(frozen=True)
 class Netem:
-    """Extra netem arguments per direction; `jitter` goes into netem's delay clause."""
+    """Extra netem arguments per direction; `jitter` goes into netem's delay clause; the
+    words after `then` are a second netem, chained after the path delay's."""
 
     up: tuple[str, ...]
     down: tuple[str, ...]
 
+    def _stages(self, direction: str) -> tuple[list[str], list[str]]:
+        words = list(self.up if direction == "up" else self.down)
+        return (words[:words.index(THEN)], words[words.index(THEN) + 1:]) if THEN in words else (words, [])
+
+    def chained(self, direction: str) -> list[str]:
+        """The second netem's arguments for one direction, or [] for none."""
+        return self._stages(direction)[1]
+
     def delay_args(self, direction: str, delay: Duration) -> list[str]:
         """netem arguments for one direction: delay (+ jitter, distribution), then the rest."""
-        words = list(self.up if direction == "up" else self.down)
+        words = self._stages(direction)[0]
         clause, rest = ["delay", delay.text], []
         i = 0
         while i < len(words):
@@ -74,13 +88,17 @@ def parse_netem(raw: Any) -> tuple[Netem | None, str]:
 
 def _netem_words(raw: Any) -> tuple[str, ...]:
     words = str(raw).split()
+    then = words.index(THEN) if THEN in words else len(words)
+    if words.count(THEN) > 1 or then == len(words) - 1:
+        raise ValueError("netem: one 'then' at most, followed by the chained netem's words")
     for i, w in enumerate(words):
-        if w == "delay":
+        chained = i > then
+        if w == "delay" and not chained:
             raise ValueError("netem: give the delay as rtt (fl adds half of it each way); "
-                             "use 'jitter 75ms' for delay variation")
-        if w not in NETEM_WORDS and not NETEM_NUMBER_RE.match(w):
+                             "use 'jitter 75ms' for delay variation, or 'then delay …' for a netem chained after it")
+        if w not in (CHAINED_WORDS if chained else NETEM_WORDS | {THEN}) and not NETEM_NUMBER_RE.match(w):
             raise ValueError(f"netem: {w!r} is not a netem word or number "
-                             f"(words: {', '.join(sorted(NETEM_WORDS))})")
+                             f"(words: {', '.join(sorted(NETEM_WORDS))}; after 'then' also delay, limit)")
         if w == "jitter" and (i + 1 >= len(words) or not re.match(r"^\d+(\.\d+)?(us|ms|s)$", words[i + 1])):
             raise ValueError("netem: jitter needs a time, e.g. 'jitter 75ms'")
     return tuple(words)

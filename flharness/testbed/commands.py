@@ -117,12 +117,14 @@ def path_delay(dev: str, ifb: str, plan: dict, direction: str) -> list[str]:
     classes = plan[direction]["classes"]
     if plan["shared"]:
         out = [f"qdisc add dev {ifb} root handle {layout.ROOT} netem {' '.join(classes[0]['netem'])}"]
+        out += _chained(ifb, layout.ROOT, layout.CHAINED_NETEM, classes[0])
     else:
         out = [f"qdisc add dev {ifb} root handle {layout.ROOT} htb default {layout.DELAY_CLASS + plan['default']}"]
         for i, c in enumerate(classes):
             out += [f"class add dev {ifb} parent {layout.ROOT} classid 1:{layout.DELAY_CLASS + i} htb rate {layout.DELAY_RATE}",
                     f"qdisc add dev {ifb} parent 1:{layout.DELAY_CLASS + i} handle {layout.DELAY_NETEM + i}: "
                     f"netem {' '.join(c['netem'])}"]
+            out += _chained(ifb, f"{layout.DELAY_NETEM + i}:", layout.CHAINED_NETEM + i, c)
         out += [f"filter add dev {ifb} parent {layout.ROOT} protocol ip prio 1 u32 match ip tos {f['tos']} 0xfc "
                 f"flowid 1:{layout.DELAY_CLASS + f['class']}" for f in plan["filters"]]
     return out + [f"qdisc add dev {dev} handle {layout.INGRESS} ingress",
@@ -148,12 +150,13 @@ def delay_plan(cell: Cell) -> dict[str, Any] | None:
                for f in cell.flows if f.tos is not None] if len(rtts) > 1 else []
     shares = dict(zip(("up", "down"), RTT_SPLITS[cell.path.rtt_split]))
 
-    def netem(direction: str, rtt: Duration) -> list[str]:
+    def netem(direction: str, rtt: Duration) -> dict[str, list[str]]:
         one_way = Duration.of_seconds(rtt.seconds * shares[direction])
         args = cell.path.netem.delay_args(direction, one_way) if cell.path.netem else ["delay", one_way.text]
-        return args + ["limit", str(NETEM_LIMIT)]
+        chained = cell.path.netem.chained(direction) if cell.path.netem else []
+        return {"netem": args + ["limit", str(NETEM_LIMIT)]} | ({"chained": chained} if chained else {})
 
-    return {d: {"classes": [{"netem": netem(d, r)} for r in rtts]} for d in ("up", "down")} | {
+    return {d: {"classes": [netem(d, r) for r in rtts]} for d in ("up", "down")} | {
         "filters": filters, "default": rtts.index(cell.flows[0].rtt), "shared": len(rtts) == 1}
 
 
@@ -171,6 +174,12 @@ def header_hash_queues(cell: Cell, link: Link) -> int | None:
         return None
     given = words[words.index("flows") + 1] if "flows" in words[:-1] else ""
     return int(given) if given.isdigit() else HASHED_FQ[words[0]]  # tc rejects a non-number
+
+
+def _chained(ifb: str, netem: str, handle: int, delay_class: dict) -> list[str]:
+    """The second netem stage under the delay netem NETEM (its only child), if any."""
+    chained = delay_class.get("chained")
+    return [f"qdisc add dev {ifb} parent {netem.rstrip(':')}:1 handle {handle}: netem {' '.join(chained)}"] if chained else []
 
 
 def ecn_commands(cell: Cell, ports: Ports, tcp_rewrite: ecn_rules.TcpRewrite | None) -> ecn_rules.EcnCommands | None:

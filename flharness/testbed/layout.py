@@ -7,6 +7,8 @@ rate, holding the declared qdisc (CHILD), or the declared qdisc itself at the ro
 it shapes by itself (cake bandwidth …, tbf). The path delay is netem on an IFB fed by the
 port's ingress (INGRESS): one netem at the IFB's root, or, for flows with RTTs of their
 own, an htb root with a class per RTT (DELAY_CLASS + i) holding a netem (DELAY_NETEM + i).
+A second netem stage (the L4S Tests' bursty links) is the child of each delay netem
+(CHAINED_NETEM + i).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ CHILD = "10:"  # the declared qdisc under the htb class
 INGRESS = "ffff:"  # a port's ingress qdisc (the path delay's redirect, ECN rewrites)
 DELAY_CLASS = 10  # an IFB's htb class for the i-th RTT is 1:(10 + i)
 DELAY_NETEM = 20  # its netem's handle is (20 + i):
+CHAINED_NETEM = 30  # a second netem chained under the i-th delay netem: (30 + i):
 DELAY_RATE = "100gbit"  # the delay classes never limit the rate
 REDIRECT_PRIO = 10  # the filter that sends a port's ingress to its IFB (ECN filters go before it)
 IFB_PREFIX = "ifb4"  # an IFB is named after its port: ifb4mid.l
