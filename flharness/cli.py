@@ -18,6 +18,12 @@ def main(argv: list[str] | None = None) -> int:
     except FlError as e:
         print(f"fl: error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:
+        from .run.space import disk_full
+        if (full := disk_full(e)) is None:
+            raise
+        print(f"fl: error: {full}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `fl list … | head`
         sys.stderr.close()
         return 0

@@ -84,3 +84,12 @@ def human_duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def human_size(n: float) -> str:
+    """Bytes as people read them: 950 B, 12 kB, 3.4 MB, 1.2 GB."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit in ("B", "kB") else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"

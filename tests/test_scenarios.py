@@ -44,7 +44,9 @@ def test_s2_rate_step_and_bursty_path():
     c = {c.name: c for c in cells_of("s2-codel-rate-step")}["cubic-dualpi2-50mbit-80ms-bursty-5mbit"]
     (step,) = c.path.schedule
     assert step.at.seconds == 30 and step.up.rate.text == "5mbit" and step.down.rate.text == "5mbit"
-    assert c.path.netem.up == ("slot", "800us", "5ms", "packets", "16")
+    # the seed's second netem, chained after the path delay's
+    assert c.path.netem.chained("up") == ["delay", "200us", "slot", "800us", "5ms", "packets", "16", "limit", "10000"]
+    assert c.path.netem.delay_args("up", c.flows[0].rtt) == ["delay", "80ms"]
 
 
 def test_s4_per_direction_fifo():

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..provenance import fl_source
+from ..units import human_size
 from .debian import (
     RETRIES,
     BuildError,
@@ -46,7 +47,6 @@ from .store import (
     ModuleRecord,
     age,
     cache_root,
-    human_size,
     image_folder,
     load_image,
     refuse_if_in_use,

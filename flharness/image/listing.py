@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import time
 
+from ..units import human_size
 from .recipe import recipe_names
-from .store import age, cache_root, human_size, images
+from .store import age, cache_root, images
 
 #: What `fl image list` names of a kernel's support, when it has it.
 NOTABLE = {"qdiscs": ("dualpi2", "netem", "fq_codel", "cake", "fq", "pie", "fq_pie"),

@@ -134,14 +134,6 @@ def remove(name: str) -> None:
     shutil.rmtree(trash)
 
 
-def human_size(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit in ("B", "kB") else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"
-
-
 def age(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds / 60:.0f} min"

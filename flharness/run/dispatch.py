@@ -22,6 +22,7 @@ from .context import Run
 from .finish import Attempt, finish, give_up
 from .planning import ScenarioPlan
 from .progress import Progress, progress_detail
+from .space import disk_full
 
 LOG = logging.getLogger(__name__)
 #: Restarts of a testbed after it died mid-run; each resumes with the cells left.
@@ -164,7 +165,10 @@ class Dispatch:
     def _reap(self, wait: bool = False) -> None:
         for future in [f for f in self.finishing if wait or f.done()]:
             attempt = self.finishing.pop(future)
-            rec, verdict = future.result()
+            try:
+                rec, verdict = future.result()
+            except OSError as e:  # writing the cell's files: a full disk stops the run in one line
+                raise disk_full(e) or e from None
             sp = self.plans.pop(id(attempt))
             if verdict.retry and (sp.name, rec.cell) not in self.retried and not wait \
                     and not all(s.retired for s in self.slots):

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import flent_data, sockets
+from ..analysis.teardown_log import command_output, host_sections
 from ..cells import Cell, Flow
 from ..results.cell_record import CcCheck, Checks, Endpoints
 from ..testbed.ansible import PlaybookResult
@@ -18,6 +19,7 @@ LATE_START_S, LATE_START_SHARE = 2.0, 0.1
 #: off (its lead-in did not happen): the cell fails, and is run once more.
 EARLY_START_S = 2.5
 REQUIRED_FILES = ("setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
+CAPTURING = ("cli", "srv")  # the hosts whose tcpdump records the cell
 
 
 @dataclass
@@ -49,11 +51,23 @@ def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, ends: Endpoints
     missing = [f for f in REQUIRED_FILES if not (cell_dir / f).is_file() or (cell_dir / f).stat().st_size == 0]
     if missing:
         v.fail(f"missing or empty: {', '.join(missing)}")
+    _check_captures(cell_dir, v)
     data = _check_flent_data(cell, cell_dir, v)
     _check_ccs(cell, cell_dir, ends.netperf_port, v)
     if data is not None:
         v.checks.calibration = calibration(cell, cell_dir, data, ends.server)
     return v
+
+
+def _check_captures(cell_dir: Path, v: Verdict) -> None:
+    """A tcpdump stopped by fl prints its counts (the teardown log); one that died during
+    the test (killed, crashed, its disk full) does not, and its capture is incomplete."""
+    log = cell_dir / "teardown.log"
+    if not log.is_file():
+        return
+    for host, section in host_sections(log.read_text(errors="replace")).items():
+        if host in CAPTURING and "packets captured" not in (command_output(section, "tcpdump statistics") or ""):
+            v.fail(f"the capture on {host} ended before the test did (its tcpdump died): its packets are incomplete")
 
 
 def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> dict[str, Any] | None:

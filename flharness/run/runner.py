@@ -37,6 +37,7 @@ from .planning import Planned, ScenarioPlan, all_done, check_run_name, load_sele
 from .progress import Progress
 from .provenance_log import append_invocation, backend_record, on_testbed
 from .recovery import recover_stale
+from .space import check_space
 from .summary import print_summary
 
 LOG = logging.getLogger(__name__)
@@ -58,6 +59,9 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     recover_stale()
     run_dir = opts.results / opts.run
     _check_readable(run_dir, names)
+    if not opts.dry_run:
+        check_space(run_dir, [c for s, cs in selected for c in cs
+                              if opts.force or not ScenarioResults(run_dir / s.name).is_done(c.name, c.config_hash)])
     if not (opts.force or opts.dry_run) and (done := all_done(selected, paths, run_dir)):
         LOG.info("every selected cell completed earlier with the same configuration: nothing to run "
                  "(--force runs them again)")
@@ -111,7 +115,10 @@ def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed], debug
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        append_invocation(run, plans, invocation, records, interrupted)
+        try:
+            append_invocation(run, plans, invocation, records, interrupted)
+        except OSError as e:  # the error that stopped the run (a full disk) says more
+            LOG.warning("%s: run.json not updated: %s", run.root, e.strerror)
     return print_summary(plans, records, interrupted, vm_hint=run.opts.vm is None)
 
 

@@ -1,6 +1,7 @@
 """Run fl's playbooks with ansible-playbook: extra vars in, precise failures out."""
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -10,11 +11,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -88,11 +89,8 @@ def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log
         vars_file.write_text(yaml.dump(extra_vars, Dumper=UnsafeDumper))
         argv = [ansible_playbook(), "-i", str(inventory), str(PLAYBOOKS / f"{playbook}.yml"),
                 "-e", f"@{vars_file}"]
-        log.parent.mkdir(parents=True, exist_ok=True)
         started = time.time()
-        with log.open("a") as out:
-            out.write(f"\n### ansible-playbook {playbook}.yml\n")
-            out.flush()
+        with _log_file(log, Path(tmp), playbook) as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=ansible_env(Path(tmp), events),
                                     cwd=REPO, start_new_session=True, stdin=subprocess.DEVNULL)
             if on_start:
@@ -103,6 +101,23 @@ def run_playbook(playbook: str, inventory: Path, extra_vars: dict[str, Any], log
         lines = [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
     failures = [failure_of(e) for e in lines if e["event"] in ("failed", "unreachable")]
     return PlaybookResult(playbook, rc, failures, phases(lines, started, ended), outputs_of(lines))
+
+
+@contextlib.contextmanager
+def _log_file(log: Path, spare: Path, playbook: str) -> Iterator[IO[str]]:
+    """LOG, opened to append the playbook's output; where it cannot be written (a full
+    disk), a file in SPARE instead, so that the playbook still runs (removing a testbed
+    must never depend on its log)."""
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        out = log.open("a")
+        out.write(f"\n### ansible-playbook {playbook}.yml\n")
+        out.flush()
+    except OSError as e:
+        LOG.warning("%s: %s; the output of %s.yml goes elsewhere", log, e.strerror, playbook)
+        out = (spare / "ansible-output.log").open("a")
+    with out:
+        yield out
 
 
 def outputs_of(events: list[dict[str, Any]]) -> dict[str, dict[str, str]]:

@@ -7,11 +7,13 @@ fl process, its playbook and VM) so that a later fl can remove what a killed run
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from .probing import probe_hosts
 from .session import Session
 from .vm import Vm, VmConfig
 
+LOG = logging.getLogger(__name__)
 STATE_ROOT = Path("/run/fl")
 STATE_DIR = STATE_ROOT / "testbeds"
 #: Cells per included batch of the session playbook (playbooks/tasks/cells.yml).
@@ -135,20 +138,32 @@ class Testbed:
         """Remove everything; Ctrl-C is ignored meanwhile so cleanup cannot be cut short."""
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
         try:
-            if self.session:
-                self.session.stop()
-            if self.touched and not self.removed and (not self.vm or self.vm.alive()):
-                self._playbook_down()
-            if self.vm:
-                self.vm.stop()
-            if self.inv.backend == "netns" and not self.vm:
-                for ns in netns.testbed_namespaces(self.id):  # safety net
-                    netns.remove(ns)
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.state_file.unlink(missing_ok=True)
+            for step in self._down_steps():
+                try:  # each step, whatever the one before met (a full disk under fl.log, …)
+                    step()
+                except OSError as e:
+                    LOG.warning("removing testbed %s: %s", self.label or self.id, e)
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
+
+    def _down_steps(self) -> list[Callable[[], None]]:
+        steps: list[Callable[[], None]] = []
+        if self.session:
+            steps.append(self.session.stop)
+        if self.touched and not self.removed and (not self.vm or self.vm.alive()):
+            steps.append(self._playbook_down)
+        if self.vm:
+            steps.append(self.vm.stop)
+        if self.inv.backend == "netns" and not self.vm:
+            steps.append(self._remove_namespaces)  # safety net
+        steps.append(lambda: shutil.rmtree(self.folder, ignore_errors=True))
+        steps.append(lambda: self.state_file.unlink(missing_ok=True))
+        return steps
+
+    def _remove_namespaces(self) -> None:
+        for ns in netns.testbed_namespaces(self.id):
+            netns.remove(ns)
 
     def _playbook_down(self) -> None:
         if not self.inventory.is_file():
