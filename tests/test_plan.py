@@ -64,7 +64,7 @@ def test_rtt_split_puts_the_delay_on_one_way(scenario_file):
     assert [c["netem"][:2] for c in down["down"]["classes"]] == [["delay", "80ms"], ["delay", "20ms"]]
     assert [c["netem"][:2] for c in even["down"]["classes"]] == [["delay", "40ms"], ["delay", "10ms"]]
     assert [c.name.split("-")[-1] for c in cells] == ["delay_up", "delay_down", "rtt_even"]
-    assert cells[0].config["rtt_split"] == "up" and "rtt_split" not in cells[2].config
+    assert cells[0].config.rtt_split == "up" and "rtt_split" not in cells[2].config.model_dump(mode="json")
 
 
 def test_rtt_split_rejects_other_values(scenario_file):

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import ScenarioError
 from ..flent_tests import FlentTest, flow_count
 from ..qdisc import QdiscContext, default_label, is_self_shaping, render, render_text
+from ..results.cell_record import CellConfig, FlowConfig, LinkConfig, Links, NetemConfig, StepConfig
 from ..scenario.schema import AXES, NAMED_AXES, Scenario
 from ..scenario.values import Point, QdiscSpec, check_sysctl_value
 from ..units import Duration, Rate
@@ -40,7 +41,7 @@ def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path,
     ends = Endpoints(sysctls, tuple(client_q.split()) if client_q else None, combo["udp"].value)
     coords = _with_rendered_qdisc_label(combo, up, down)
     config = _config(scenario, test, combo, rep, flows, up, down, cpath, ends)
-    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    digest = config_hash(config)
     swept = tuple(scenario.swept_axes())
     named = [a for a in AXES if a in swept and a in coords and a not in NAMED_AXES
              and not (a == "replay_window" and cpath.tunnel != "ipsec")]  # only IPsec has one
@@ -52,33 +53,35 @@ def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path,
 
 
 def _config(scenario: Scenario, test: FlentTest, combo: dict[str, Point], rep: int,
-            flows: tuple[Flow, ...], up: Link, down: Link, cpath: PathSetup, ends: Endpoints) -> dict[str, Any]:
-    """The fully resolved configuration that is hashed; features left at their defaults are
-    left out, so adding a feature to fl never changes the hash of cells that do not use it."""
-    def flow(f: Flow) -> dict[str, Any]:
-        d: dict[str, Any] = {"direction": f.direction, "cc": f.cc, "rtt": f.rtt.text, "tos": f.tos}
-        if f.start.seconds:
-            d["start"] = f.start.text
-        if f.ecn != "none":
-            d["ecn"] = f.ecn
-        return d
+            flows: tuple[Flow, ...], up: Link, down: Link, cpath: PathSetup, ends: Endpoints) -> CellConfig:
+    """The fully resolved configuration that is hashed and recorded (cell.json's config);
+    features left at their defaults are left out, so adding a feature to fl never changes
+    the hash of cells that do not use it."""
+    def flow(f: Flow) -> FlowConfig:
+        extra: dict[str, Any] = {"start": f.start.text} if f.start.seconds else {}
+        return FlowConfig(direction=f.direction, cc=f.cc, rtt=f.rtt.text, tos=f.tos, **extra,  # type: ignore[arg-type]
+                          **({"ecn": f.ecn} if f.ecn != "none" else {}))
 
-    config: dict[str, Any] = {
-        "format": CONFIG_FORMAT, "test": test.name, "length": combo["length"].value,
-        "step_size": scenario.step_size, "repetition": rep, "flows": [flow(f) for f in flows],
-        "bottleneck": {"up": up.as_json(), "down": down.as_json()}, "sysctls": ends.sysctls,
-    }
+    def links(u: Link, d: Link) -> dict[str, LinkConfig]:
+        return {"up": LinkConfig(**u.as_json()), "down": LinkConfig(**d.as_json())}
+
     extras = {
-        "netem": jsonable(cpath.netem) if cpath.netem else None,
+        "netem": NetemConfig(**jsonable(cpath.netem)) if cpath.netem else None,
         "rtt_split": cpath.rtt_split if cpath.rtt_split != "even" else None,
-        "rate_schedule": [{"at": s.at.text, "up": s.up.as_json(), "down": s.down.as_json()}
-                          for s in cpath.schedule] or None,
+        "rate_schedule": [StepConfig(at=s.at.text, **links(s.up, s.down)) for s in cpath.schedule] or None,
         "tunnel": cpath.tunnel if cpath.tunnel != "none" else None,
         "replay_window": cpath.replay_window if cpath.tunnel == "ipsec" else None,
         "client_qdisc": " ".join(ends.client_qdisc) if ends.client_qdisc else None,
         "udp": ends.udp.text if ends.udp else None,
     }
-    return {**config, **{k: v for k, v in extras.items() if v is not None}}
+    return CellConfig(format=CONFIG_FORMAT, test=test.name, length=combo["length"].value, step_size=scenario.step_size,
+                      repetition=rep, flows=[flow(f) for f in flows], bottleneck=Links(**links(up, down)),
+                      sysctls=ends.sysctls, **{k: v for k, v in extras.items() if v is not None})
+
+
+def config_hash(config: CellConfig) -> str:
+    """The configuration's canonical JSON, hashed: a rerun keeps a cell done with the same."""
+    return hashlib.sha256(json.dumps(config.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _with_rendered_qdisc_label(combo: dict[str, Point], up: Link, down: Link) -> dict[str, Point]:

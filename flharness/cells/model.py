@@ -5,6 +5,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from ..flent_tests import FlentTest
+from ..results.cell_record import CellConfig
 from ..scenario.features import Netem
 from ..scenario.values import LinkRate, Point, QdiscSpec
 from ..units import Duration, Rate
@@ -84,7 +85,7 @@ class Cell:
     down: Link
     path: PathSetup
     ends: Endpoints
-    config: dict[str, Any]  # the fully resolved configuration, JSON
+    config: CellConfig  # the fully resolved configuration, as hashed and recorded
     config_hash: str
 
     @property
