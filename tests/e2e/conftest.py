@@ -1,0 +1,43 @@
+"""Fixtures of the end-to-end tests: runs shared by several test modules (the demo, the
+behaviours), and a real nginx serving a folder (weblib)."""
+from __future__ import annotations
+
+import pytest
+from flrun import REPO, built_testbeds, leftovers, run_fl
+from weblib import nginx  # noqa: F401 (the fixture)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """The shipped demo scenario run once for the session: (fl's output, results root).
+    Run folder results/e2e/; test_e2e_demo checks the run, test_e2e_report its analysis."""
+    results = tmp_path_factory.mktemp("results")
+    p = run_fl("run", "demo", "--run", "e2e", "--results", str(results))
+    assert p.returncode == 0, p.stdout + p.stderr
+    built_testbeds(p, *(c.parent for c in (results / "e2e" / "demo").glob("*/cell.json")))
+    assert not leftovers(p.seen, results), "the run left something behind"
+    return p.stdout, results
+
+
+#: Two scenario files run in one `fl run` for the session (several scenarios on one
+#: testbed): path and endpoint behaviours this machine's kernel can run, and a download
+#: test in two repetitions with analysis settings. tests/e2e/test_e2e_behaviours.py checks
+#: them, tests/e2e/test_e2e_cli.py publishes them.
+BEHAVIOURS = [str(REPO / "tests" / "scenarios" / f"{n}.yml") for n in ("behaviours-paths", "behaviours-reps")]
+
+
+@pytest.fixture(scope="session")
+def behaviours_run(tmp_path_factory):
+    """(the finished run, its run folder results/default/): checked by the tests."""
+    results = tmp_path_factory.mktemp("behaviours")
+    p = run_fl("run", *BEHAVIOURS, "--results", str(results), timeout=900)
+    return p, results / "default"
+
+
+@pytest.fixture(scope="session")
+def behaviours_report(behaviours_run):
+    """`fl plot` of the session's behaviours run: (its output, the run folder)."""
+    _, run = behaviours_run
+    p = run_fl("plot", "--results", str(run.parent), timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout, run

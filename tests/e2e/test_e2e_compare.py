@@ -1,0 +1,109 @@
+"""`fl compare` on real runs: one small host scenario (2 cells × 3 repetitions) run twice
+gives "no change" in goodput and D_SS everywhere; a copy whose labelled bottleneck rate
+is 15 instead of 20 Mbit/s gives "lower" by the rates' ratio (−25 %), and its page
+names the configuration difference; Chromium renders the page from a real nginx."""
+from __future__ import annotations
+
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from flrun import REPO, needs_root_tools, run_fl
+from weblib import render_in_chromium
+
+pytestmark = [pytest.mark.e2e, needs_root_tools()]
+SCENARIO = REPO / "tests" / "scenarios" / "compare.yml"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    results = tmp_path_factory.mktemp("compare")
+    slower = results / "slower" / "compare.yml"
+    slower.parent.mkdir()
+    text = SCENARIO.read_text()
+    assert "value: 20mbit" in text
+    slower.write_text(text.replace("value: 20mbit", "value: 15mbit"))
+    for label, scenario in (("a", SCENARIO), ("b", SCENARIO), ("c", slower)):
+        p = run_fl("run", str(scenario), "--run", label, "--results", str(results), "--parallel", "2")
+        assert p.returncode == 0, p.stdout + p.stderr
+    return results
+
+
+def rows(page: Path, metric: str) -> list[list[str]]:
+    """The compare table's rows of METRIC: [cell, series, metric, A, B, Δ, Δ %, CI, n, verdict]."""
+    out = []
+    for line in page.read_text().splitlines():
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) == 10 and cols[2] == metric:
+            out.append(cols)
+    return out
+
+
+def test_the_same_scenario_twice_is_no_change(runs):
+    p = run_fl("compare", "a", "b", "--results", str(runs))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "a → b: 2 cells matched" in p.stdout
+    page = runs / "compare-a-vs-b" / "README.md"
+    for metric in ("goodput (Mbit/s)", "D_SS (Mbit/s)"):
+        found = rows(page, metric)
+        assert len(found) == 2 and all(r[8] == "3 / 3" and r[9] == "no change" for r in found), found
+        assert all(r[7] != "–" for r in found)  # three repetitions each: a CI
+    assert "configuration:" not in page.read_text()
+
+
+def test_a_lower_rate_is_lower_by_the_rates_ratio(runs, nginx, tmp_path):
+    p = run_fl("compare", "a", "c", "--results", str(runs))
+    assert p.returncode == 0, p.stdout + p.stderr
+    page = runs / "compare-a-vs-c" / "README.md"
+    for metric in ("goodput (Mbit/s)", "D_SS (Mbit/s)"):
+        found = rows(page, metric)
+        assert len(found) == 2, found
+        for r in found:
+            a, b, delta, pct = (float(x) for x in r[3:7])
+            assert r[9] == "**lower**" and delta < 0 and a > b, r
+            assert -28 < pct < -22, r  # 15/20 of the payload capacity: −25 %
+            lo, hi = (float(x) for x in r[7].split(" … "))
+            assert lo <= delta <= hi < 0, r
+    text = page.read_text()
+    assert re.search(r"\| configuration: bottleneck\.up\.rate \| 20mbit \| 15mbit \| 2 \|", text), text
+    assert "configuration bottleneck.up.rate: 20mbit → 15mbit (2 cells)" in p.stdout
+    assert len(list((runs / "compare-a-vs-c" / "charts").glob("*.svg"))) == 3  # goodput, D_SS, one-way delay
+    www, url = nginx
+    p = run_fl("push", "--run", "compare-a-vs-c", "--results", str(runs), "--dest", str(www), "--url", url)
+    assert p.returncode == 0 and "all links ok" in p.stdout, p.stdout + p.stderr
+    result = render_in_chromium(www, url, "compare-a-vs-c/index.html", tmp_path)
+    assert result["tables"] == 2 and result["images"] == 3 and result["broken"] == [], result
+    shutil.copy(tmp_path / "compare-a-vs-c.png", runs / "compare-a-vs-c.png")
+
+
+def test_unknown_or_identical_runs_are_refused(runs):
+    p = run_fl("compare", "a", "a", "--results", str(runs))
+    assert p.returncode == 1 and "same run folder" in p.stderr
+    p = run_fl("compare", "a", "nope", "--results", str(runs))
+    assert p.returncode == 1 and "not a run folder" in p.stderr
+
+
+def test_expectations_are_judged_and_written_as_junit(runs, tmp_path):
+    """The scenario's two expectations on run a's six cells: goodput ≥ 0.9 × capacity holds
+    in all six, the Reno flow's p95 one-way delay < RTT + 10 ms fails in its three (its
+    FIFO holds ~60 ms); --strict makes that exit 1, without it fl plot exits 0."""
+    junit = tmp_path / "fl.xml"
+    p = run_fl("plot", "--run", "a", "--results", str(runs), "--junit", str(junit), "--strict")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "expectations: 6 met, 3 missed, 0 not judged" in p.stdout, p.stdout
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == "9" and suite.get("failures") == "3", ET.tostring(suite)
+    failed = [c.get("classname") for c in suite.iter("testcase") if c.find("failure") is not None]
+    assert sorted(failed) == [f"compare.reno-pfifo_100-link-0ms-r{i}" for i in (1, 2, 3)], failed
+    for case in suite.iter("testcase"):
+        found = case.find("failure") if case.find("failure") is not None else case.find("system-out")
+        value = float(re.search(r"= ([\d.]+)", found.text or "").group(1))
+        if "goodput" in (case.get("name") or ""):
+            assert 0.9 * 20 * 1448 / 1514 <= value <= 20 * 1448 / 1514, found.text  # never above capacity
+        else:
+            assert 40 < value < 70, found.text
+    index = (runs / "a" / "README.md").read_text()
+    assert "### Expectations" in index and "✘ 1 of 2 missed" in index and "✔ 1" in index
+    assert run_fl("plot", "--run", "a", "--results", str(runs)).returncode == 0

@@ -1,0 +1,123 @@
+"""Faults end cleanly, for real: a results folder too small for the run (refused before
+anything is built), a disk that fills during the run (one line naming the file, no cell
+recorded ok that was not, the testbed removed, the next run resumes), a server daemon
+killed mid-run (restarted before the next cell: one cell at most is lost) and a capture
+killed mid-cell (that cell fails with the reason, the next ones run). Each uses two short
+cells of tests/scenarios/three-short.yml and its own results folder."""
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from flrun import REPO, FlProcess, leftovers, needs_root_tools, run_fl
+from test_e2e_calibration import own_tcpdump
+from test_e2e_interrupt import cells, flows_running
+
+pytestmark = [pytest.mark.e2e, needs_root_tools()]
+SCENARIO = str(REPO / "tests" / "scenarios" / "three-short.yml")
+FIRST, SECOND = "cubic-vs-cubic-pfifo_200-20mbit-0ms", "cubic-vs-reno-pfifo_200-20mbit-0ms"
+TWO = ("--only", "cubic-vs-cubic", "--only", "cubic-vs-reno")
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of SIZE mounted on FOLDER (a file system of the test's own)."""
+    folder.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Write a file into FOLDER until its file system is full."""
+    filler = folder / "filler"
+    with filler.open("wb") as f:
+        chunk = b"\0" * (1 << 20)
+        try:
+            while True:
+                f.write(chunk)
+                f.flush()
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+    return filler
+
+
+def error_lines(fl: FlProcess | subprocess.CompletedProcess) -> list[str]:
+    text = fl.output if isinstance(fl, FlProcess) else fl.stdout + fl.stderr
+    assert "Traceback" not in text, text
+    return [line for line in text.splitlines() if line.startswith("fl: error:")]
+
+
+def test_a_results_folder_too_small_for_the_run_is_refused_before_anything_is_built(tmp_path):
+    with small_disk(tmp_path / "small", "8m") as disk:
+        p = run_fl("run", SCENARIO, "--results", str(disk))
+        assert p.returncode == 1
+        (line,) = error_lines(p)
+        assert line.startswith(f"fl: error: {disk / 'default'}: ") and "free, the 3 cell(s) to run need about" in line, line
+        assert not p.seen.ids and leftovers(p.seen, disk) == [] and not (disk / "default").exists()
+
+
+def test_a_disk_that_fills_during_the_run_stops_it_in_one_line_and_the_next_run_resumes(tmp_path):
+    with small_disk(tmp_path / "disk", "120m") as disk:
+        fl = FlProcess("run", SCENARIO, "--results", str(disk), *TWO)
+        fl.wait_for_line(f"three-short/{FIRST} …", timeout=300)
+        fl.wait_until(lambda: flows_running(disk, "three-short", FIRST), "the first cell's flows run")
+        filler = fill(disk)
+        assert fl.finish(timeout=300) == 1, fl.output
+        (line,) = error_lines(fl)
+        assert "No space left on device: the run stopped; free some space and run it again" in line, line
+        assert str(disk) in line, line  # the file it could not write
+        assert leftovers(fl.seen, disk) == []
+        assert cells(disk).get(FIRST, {}).get("status") != "ok"  # never recorded ok
+        filler.unlink()
+        p = run_fl("run", SCENARIO, "--results", str(disk), *TWO)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert {name: c["status"] for name, c in cells(disk).items()} == {FIRST: "ok", SECOND: "ok"}
+        assert leftovers(p.seen, disk) == []
+
+
+def _pid_of(fl: FlProcess, name: str) -> int:
+    (tid,) = fl.seen.ids
+    return int((Path("/run/fl") / tid / "srv" / f"{name}.pid").read_text().split()[0])
+
+
+def test_a_server_daemon_killed_mid_run_is_started_again_before_the_next_cell(tmp_path):
+    """netserver killed while the first cell's flows run (its forked test processes carry
+    on): the second cell's setup finds it gone and starts it (setup.log says so), and the
+    second cell runs."""
+    results = tmp_path / "results"
+    fl = FlProcess("run", SCENARIO, "--results", str(results), *TWO)
+    fl.wait_for_line(f"three-short/{FIRST} …", timeout=300)
+    fl.wait_until(lambda: flows_running(results, "three-short", FIRST), "the first cell's flows run")
+    os.kill(_pid_of(fl, "netserver"), signal.SIGKILL)
+    assert fl.finish(timeout=300) in (0, 1), fl.output
+    assert cells(results)[SECOND]["status"] == "ok", cells(results)[SECOND]
+    setup = (results / "default" / "three-short" / SECOND / "setup.log").read_text()
+    assert "fl-servers: netserver had died; started again" in setup, setup
+    assert leftovers(fl.seen, results) == []
+
+
+def test_a_capture_killed_mid_cell_fails_that_cell_and_the_next_one_runs(tmp_path):
+    results = tmp_path / "results"
+    fl = FlProcess("run", SCENARIO, "--results", str(results), *TWO)
+    fl.wait_for_line(f"three-short/{FIRST} …", timeout=300)
+    fl.wait_until(lambda: flows_running(results, "three-short", FIRST), "the first cell's flows run")
+    os.kill(own_tcpdump(results, "srv"), signal.SIGKILL)
+    assert fl.finish(timeout=300) == 1, fl.output  # a cell failed
+    state = cells(results)
+    first = state[FIRST]
+    assert first["status"] == "failed" and "the capture on srv ended before the test did" in first["reason"], first
+    assert state[SECOND]["status"] == "ok", state[SECOND]
+    assert re.search(rf"\] failed +{FIRST} .*the capture on srv ended", fl.output), fl.output
+    assert leftovers(fl.seen, results) == []
+    json.loads((results / "default" / "run.json").read_text())  # the run's record is whole

@@ -1,0 +1,42 @@
+"""Path features this machine's kernel can run, for real: a rate schedule and per-flow
+ECN rewrites at the middlebox (tests/scenarios/host-features.yml). The netem features
+(per-flow RTT, loss, slotting) are tested in the VM suite (test_e2e_vm_features.py)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from flrun import REPO, needs_root_tools, run_fl
+from resultlib import ecn_split, find, packets, step_time
+
+pytestmark = [pytest.mark.e2e, needs_root_tools()]
+SCENARIO = REPO / "tests" / "scenarios" / "host-features.yml"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    results = tmp_path_factory.mktemp("features")
+    p = run_fl("run", str(SCENARIO), "--results", str(results))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "2 ok, 0 failed" in p.stdout, p.stdout
+    return results / "default"
+
+
+def test_rate_step_at_ten_seconds_of_the_test(run):
+    _, data, d = find(run, "host-features", rate_schedule="5mbit@10s")
+    before, after, step = step_time(data, "TCP upload", (7, 9.5), (11.5, 14.5))
+    assert before > 17 and after < 5.5, (before, after)
+    assert abs(step - 10) <= 0.5, step
+    log = (d / "teardown.log").read_text()
+    applied = float(re.search(r"t=([\d.]+): up 5mbit .*\(planned t=10.0\)", log).group(1))
+    assert abs(applied - 10) <= 0.1, log
+
+
+def test_bleached_flow_arrives_not_ect_the_other_ect(run):
+    _, _, d = find(run, "host-features", ecn="bleach-none")
+    assert packets(d / "cli.pcap.xz", "ip[1] & 0xfc == 0x4c and ip[1] & 3 == 2 and greater 1000") > 100
+    (all1, ect1), (all2, ect2) = ecn_split(d, 0x4c), ecn_split(d, 0x8c)
+    assert all1 > 100 and ect1 == 0, (all1, ect1)
+    assert all2 > 100 and ect2 >= 0.95 * all2, (all2, ect2)  # retransmissions go Not-ECT (RFC 3168)
+    teardown = (d / "teardown.log").read_text()
+    assert re.search(r'ip ecn set not-ect counter packets [1-9]\d* .*comment "flow 1: bleach"', teardown), teardown

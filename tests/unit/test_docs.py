@@ -1,0 +1,20 @@
+"""The documentation that is generated stays current, and its links resolve."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from flharness.results import doc
+
+REPO = Path(__file__).parents[2]
+
+
+def test_the_results_reference_is_generated_from_the_models():
+    assert (REPO / "docs" / "results.md").read_text() == doc.render(), \
+        "docs/results.md is stale: .venv/bin/python -m flharness.results.doc > docs/results.md"
+
+
+def test_every_relative_link_of_the_readme_and_docs_resolves():
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).exists(), f"{page.relative_to(REPO)}: broken link {target}"

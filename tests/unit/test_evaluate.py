@@ -1,0 +1,86 @@
+"""The checks on a finished cell's Flent data (flharness/run/evaluate.py), on the golden
+cell's (tests/fixtures/golden/): flows that began on time, and a flow that began before
+Flent's lead-in ended (its time axis off, as a VM's virtual clock leaping at Flent's start
+made it once: 4.9 s early), which fails the cell so that the run tries it again."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from flharness.analysis import flent_data
+from flharness.cells import expand
+from flharness.run.evaluate import Verdict, _check_test_window
+from flharness.scenario import load_scenario
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def golden():
+    path = FIXTURES / "golden.yml"
+    (cell,) = expand(load_scenario(path), path)
+    return cell, flent_data.load(FIXTURES / "golden" / f"{cell.name}.flent.gz")
+
+
+def test_flows_that_began_on_time_pass():
+    cell, data = golden()
+    v = Verdict()
+    _check_test_window(cell, data, list(flent_data.flow_series(data)), v)
+    assert (v.status, v.retry, v.checks.late_start_s) == ("ok", False, {})
+
+
+def test_a_flow_that_began_before_the_lead_in_ended_fails_the_cell_for_a_retry():
+    cell, data = golden()
+    shifted = copy.deepcopy(data)
+    for sample in shifted["raw_values"]["TCP upload::1"]:
+        sample["t"] -= 4.9
+    v = Verdict()
+    _check_test_window(cell, shifted, list(flent_data.flow_series(shifted)), v)
+    assert v.status == "failed" and v.retry, v
+    assert "TCP upload::1 4.9 s before its lead-in ended" in v.reason and "TCP upload::2" not in v.reason, v.reason
+
+
+class _Future:
+    def __init__(self, result):
+        self._result = result
+
+    def done(self) -> bool:
+        return True
+
+    def result(self):
+        return self._result
+
+
+class _Plan:
+    name = "golden"
+
+
+def test_the_dispatcher_runs_such_a_cell_once_more_then_records_it(tmp_path):
+    """A verdict that asks for a retry puts the cell back at the head of the queue (its
+    attempt set aside in .attempts/) once; the second failure is recorded."""
+    import io
+    from types import SimpleNamespace
+
+    from flharness.results import ScenarioResults
+    from flharness.run.dispatch import Dispatch
+    from flharness.run.finish import Attempt
+    from flharness.run.progress import Progress
+
+    cell, _ = golden()
+    store = ScenarioResults(tmp_path / "golden")
+    failed = SimpleNamespace(cell=cell.name, status="failed", reason="Flent started … early", duration=20.0)
+    verdict = Verdict(status="failed", retry=True)
+    out = io.StringIO()
+    d = Dispatch(run=None, slots=[SimpleNamespace(retired="")], queue=__import__("collections").deque(), new_attempt=None,
+                 progress=Progress([30.0], out=out))
+    for round_ in (1, 2):
+        (store.root / cell.name).mkdir(parents=True)
+        attempt = Attempt(store=store, cell=cell, partial=tmp_path / "p", record=failed, testbed="")
+        future = _Future((failed, verdict))
+        d.finishing[future], d.plans[id(attempt)] = attempt, _Plan()
+        d._reap()
+        if round_ == 1:
+            assert list(d.queue) == [(d.queue[0][0], cell)] and d.records == [] and "again" in out.getvalue()
+            assert [p.name.rsplit("-", 2)[-1] for p in (store.root / ".attempts").iterdir()] == ["retried"]
+            d.queue.clear()
+        else:
+            assert not d.queue and d.records == [failed]

@@ -1,0 +1,254 @@
+"""What the roles receive: the cell's command files (testbed/commands.py) and the scripts
+the roles' own templates render around them."""
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from flharness.cells import expand
+from flharness.errors import ScenarioError
+from flharness.scenario import load_scenario
+from flharness.testbed.commands import delay_plan
+from flharness.testbed.inventory import load_inventory
+from flharness.testbed.plan import cell_vars, flent_argv, run_vars
+from flharness.testbed.render import render_cells
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def inv():
+    return load_inventory(REPO / "inventory.ini")
+
+
+def one_cell(scenario_file, text):
+    path = scenario_file(text)
+    return expand(load_scenario(path), path)
+
+
+RV = {"ifb": True, "nft": True, "htb_args": []}  # fl_run's settings the command files use
+
+
+def setup_scripts(cell_vars_list, rv, inv, host="mid"):
+    """Each cell's setup script for HOST, rendered by Ansible from the cell role's templates."""
+    rendered = render_cells(inv, rv, cell_vars_list, {host: ["setup.sh.j2"]})
+    return [rendered[cv["name"]][host]["setup.sh"] for cv in cell_vars_list]
+
+
+def files(cv, host="mid"):
+    """One host's command files of a cell, all in one text."""
+    return "".join(cv["files"].get(host, {}).values())
+
+
+def test_per_flow_rtt_delay_classes(scenario_file):
+    cell = one_cell(scenario_file, "test: tcp_2up\nrate: 50mbit\nqdisc: fq_codel\ncc: [cubic, prague]\n"
+                                   "rtt: [80ms, 20ms]\n")[0]
+    plan = delay_plan(cell)
+    for direction in ("up", "down"):
+        assert plan[direction]["classes"] == [{"netem": ["delay", "40ms", "limit", "100000"]},
+                                              {"netem": ["delay", "10ms", "limit", "100000"]}]
+    assert not plan["shared"]
+    assert plan["filters"] == [{"tos": "0x4c", "class": 0}, {"tos": "0x8c", "class": 1}]
+    assert plan["default"] == 0  # unmarked traffic (ping) follows flow 1
+
+
+def test_rtt_split_puts_the_delay_on_one_way(scenario_file):
+    """rtt_split: up puts each flow's whole RTT (and here the jitter) on the way cli → srv."""
+    cells = one_cell(scenario_file, "test: tcp_2up\nrate: 50mbit\nqdisc: pfifo\ncc: cubic\n"
+                                    "rtt: [80ms, 20ms]\nnetem: {up: jitter 30ms}\n"
+                                    "matrix: {rtt_split: [up, down, even]}\n")
+    up, down, even = (delay_plan(c) for c in cells)
+    assert [c["netem"][:3] for c in up["up"]["classes"]] == [["delay", "80ms", "30ms"], ["delay", "20ms", "30ms"]]
+    assert [c["netem"][:2] for c in up["down"]["classes"]] == [["delay", "0ms"], ["delay", "0ms"]]
+    assert [c["netem"][:2] for c in down["down"]["classes"]] == [["delay", "80ms"], ["delay", "20ms"]]
+    assert [c["netem"][:2] for c in even["down"]["classes"]] == [["delay", "40ms"], ["delay", "10ms"]]
+    assert [c.name.split("-")[-1] for c in cells] == ["delay_up", "delay_down", "rtt_even"]
+    assert cells[0].config.rtt_split == "up" and "rtt_split" not in cells[2].config.model_dump(mode="json")
+
+
+def test_rtt_split_rejects_other_values(scenario_file):
+    with pytest.raises(ScenarioError, match="rtt_split 'sideways' is none of"):
+        one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\nqdisc: pfifo\ncc: reno\nrtt: 10ms\n"
+                                "rtt_split: sideways\n")
+
+
+def test_no_delay_without_rtt(scenario_file):
+    cell = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\nqdisc: pfifo\ncc: reno\n")[0]
+    assert delay_plan(cell) is None
+
+
+def test_bottleneck_script_shapes(scenario_file, inv):
+    cells = one_cell(scenario_file, """
+        test: tcp_2up
+        cc: [cubic, prague]
+        rtt: [80ms, 20ms]
+        matrix:
+          rate: [{up: 5mbit, down: 100mbit}]
+          qdisc: ["pfifo limit {{ packets('250ms') }}", cake bandwidth 50mbit]
+    """)
+    fifo, cake = (cell_vars(c, inv, Path("/tmp/x"), tcp_rewrite="tc", run=RV)["files"]["mid"]["bottleneck.tc"]
+                  for c in cells)
+    assert "class add dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n" in fifo
+    assert "qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 103\n" in fifo
+    assert "class add dev mid.l parent 1: classid 1:1 htb rate 100mbit ceil 100mbit\n" in fifo
+    assert "qdisc add dev mid.l parent 1:1 handle 10: pfifo limit 2064\n" in fifo
+    assert "qdisc add dev ifb4mid.l parent 1:11 handle 21: netem delay 10ms limit 100000\n" in fifo
+    assert "u32 match ip tos 0x8c 0xfc flowid 1:11\n" in fifo
+    assert "filter add dev mid.r parent ffff: protocol all prio 10 u32 match u32 0 0 action " \
+           "mirred egress redirect dev ifb4mid.r\n" in fifo
+    assert cake.startswith("qdisc add dev mid.r root handle 1: cake bandwidth 50mbit\n")
+    assert "htb" not in cake.split("ifb4mid")[0]
+
+
+def test_path_features_render(scenario_file, inv, tmp_path):
+    """netem impairments per direction, ECN rewrites per flow, a client qdisc, UDP, a schedule."""
+    cell, = one_cell(scenario_file, """
+        test: tcp_2up
+        rate: 20mbit
+        qdisc: pfifo limit 100
+        cc: [cubic, cubic]
+        rtt: 100ms
+        netem: {up: loss 5% jitter 75ms distribution normal, down: duplicate 1%}
+        ecn: [bleach, none]
+        client_qdisc: fq
+        udp: 5mbit
+        rate_schedule: [{at: 10s, rate: 5mbit}]
+    """)
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run=RV)
+    mid = cv["files"]["mid"]
+    assert "root handle 1: netem delay 50ms 75ms distribution normal loss 5% limit 100000\n" in mid["bottleneck.tc"]
+    assert "root handle 1: netem delay 50ms duplicate 1% limit 100000\n" in mid["bottleneck.tc"]
+    assert mid["ecn.nft"] == ("flush chain inet fl ecn_rewrite\nadd rule inet fl ecn_rewrite iifname \"mid.l\" ip dscp 19 "
+                              "ip ecn set not-ect counter comment \"flow 1: bleach\"\nreset counters table inet fl\n")
+    assert cv["files"]["cli"] == {"client.tc": "qdisc add dev cli.r root fq\n"}
+    assert cv["udp_bps"] == 5_000_000 and cv["target"] == "10.71.2.1" and cv["schedule"]
+    assert mid["schedule.steps"] == "10000000 schedule-1.tc up 5mbit pfifo limit 100, down 5mbit pfifo limit 100 (planned t=10.0)\n"
+    assert mid["schedule-1.tc"] == ("class change dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
+                                    "qdisc change dev mid.r parent 1:1 handle 10: pfifo limit 100\n"
+                                    "class change dev mid.l parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
+                                    "qdisc change dev mid.l parent 1:1 handle 10: pfifo limit 100\n")
+
+
+def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
+    """Labels and cell names are free text in places; the script must still quote them (a
+    command file is written whole from one quoted word: no shell sees its words)."""
+    cell = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\ncc: reno\n"
+                                   "qdisc: {value: 'pfifo limit 10', label: \"x y (z)\"}\n")[0]
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run=RV)
+    batch = cv["files"]["mid"]["bottleneck.tc"]
+    cv["files"]["mid"]["bottleneck.tc"] = batch.replace("rate 5mbit", "rate 5mbit; reboot $(reboot)")  # as if validation were bypassed
+    script, = setup_scripts([cv], run_vars([cell], False, False), inv)
+    written = re.search(r"^printf '%s' (.*) > \"\$cmd/\"bottleneck.tc$", script, re.M | re.S)
+    assert written and shlex.split(written.group(1)) == [cv["files"]["mid"]["bottleneck.tc"]]
+
+
+def test_flent_command(scenario_file, inv, tmp_path):
+    cells = one_cell(scenario_file, "test: tcp_2up\nlength: 30\nrate: 50mbit\nqdisc: pfifo\n"
+                                    "matrix:\n  cc: [cubic-vs-cubic, bbr-vs-cubic]\n")
+    argv = flent_argv(cells[0], inv, tmp_path)
+    assert argv[:6] == ["timeout", "-k", "15", "160", "flent", "tcp_2up"]
+    # on the virtual clock guest time leaps while the guest idles: no limit in guest time
+    assert flent_argv(cells[0], inv, tmp_path, time_limit=False)[:2] == ["flent", "tcp_2up"]
+    assert argv[argv.index("-H") + 1] == "10.71.2.1" and argv[argv.index("-l") + 1] == "30"
+    params = [argv[i + 1] for i, a in enumerate(argv) if a == "--test-parameter"]
+    # tcp_Nup ignores tcp_cong_control: the per-flow list must be set even when all agree
+    assert "cc_algos=cubic,cubic" in params
+    assert "fl_qdisc=pfifo" in params and f"fl_config_hash={cells[0].config_hash}" in params
+    assert "markings" not in " ".join(params)
+    assert "--socket-stats" in argv and "-x" in argv
+
+
+def test_rrul_uses_global_cc(scenario_file, inv, tmp_path):
+    cell = one_cell(scenario_file, "test: rrul_be\nrate: 10mbit\nqdisc: pfifo\ncc: bbr\n")[0]
+    params = [a for a in flent_argv(cell, inv, tmp_path) if "=" in a]
+    assert "tcp_cong_control=bbr" in params and not any(p.startswith("cc_algos") for p in params)
+
+
+def test_ipsec_tunnel(scenario_file, inv, tmp_path):
+    """Flent targets the server's inner address; the replay window reaches both SAs; keys
+    are fresh per cell and never echoed; ECN rewrites move to the tunnel entrance."""
+    cells = one_cell(scenario_file, """
+        test: tcp_2up
+        rate: 10mbit
+        qdisc: pfifo
+        cc: [cubic, cubic]
+        ecn: [bleach, none]
+        tunnel: ipsec
+        matrix: {replay_window: [0, 256]}
+    """)
+    cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc", run=RV) for c in cells)
+    assert cv["target"] == "10.71.9.2" and cv["flent"][cv["flent"].index("-H") + 1] == "10.71.9.2"
+    assert cv["tunnel"]["replay_window"] == 256 and cv["ecn"]["at"] == "cli"
+    keys = [cv0["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["srv"]["auth"]]
+    assert len(set(keys)) == 3 and all(len(k) == 66 for k in keys)
+    rv = run_vars(cells, True, True)
+    assert "ecn set" not in files(cv, "mid")
+    cli, = setup_scripts([cv], rv, inv, "cli")
+    assert "/wg.key\nmtu=$((" in cli  # the included clean-up ends on its own line
+    assert cli.count("replay-window 256") == 4  # two SAs: each echoed (without keys) and run
+    assert "ip xfrm state add src 10.71.1.1 dst 10.71.2.1 proto esp spi 0x0f170001 reqid 113 mode tunnel if_id 113" in cli
+    assert "ip xfrm state add src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002" in cli
+    for key in cv["tunnel"]["keys"]["cli"].values():
+        assert cli.count(key) == 1 and f"echo {key}" not in cli
+    assert 'add rule inet fl_tunnel ecn_rewrite oifname "fl-tun" ip dscp 19 ip ecn set not-ect counter comment ' \
+           '"flow 1: bleach"\n' in cv["files"]["cli"]["ecn-tunnel.nft"]
+    srv, = setup_scripts([cv], rv, inv, "srv")
+    assert "ecn set" not in srv + files(cv, "srv") and "ip addr add 10.71.9.2/24 dev fl-tun" in srv
+
+
+def test_tunnel_needs_inner_addresses(scenario_file, tmp_path):
+    from flharness.errors import FlError
+    ini = tmp_path / "inv.ini"
+    ini.write_text((REPO / "inventory.ini").read_text().replace(" fl_tunnel_addr=10.71.9.2/24", ""))
+    cell, = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\nqdisc: pfifo\ncc: reno\ntunnel: fou\n")
+    with pytest.raises(FlError, match="srv: fl_tunnel_addr is missing"):
+        cell_vars(cell, load_inventory(ini), tmp_path, tcp_rewrite="tc", run=RV)
+
+
+def test_tunnel_capabilities(scenario_file):
+    """A tunnel the kernel cannot build skips the cell with the reason; so do WireGuard
+    cells whose flows need telling apart on the path (it hides their DSCP)."""
+    from flharness.capabilities import Capabilities
+    fou, wg, wg_rtts = one_cell(scenario_file, """
+        test: tcp_2up
+        rate: 10mbit
+        qdisc: pfifo
+        cc: [cubic, cubic]
+        matrix:
+          - {tunnel: [fou, wireguard]}
+          - {tunnel: [wireguard], rtt: [[80ms, 20ms]]}
+    """)
+    base = {"kinds": {"htb": "ok"}, "ccs": {"cubic": True}, "tools": {"wg": "1.0"},
+            "features": {"netem": True, "ifb": True, "u32_mirred": True, "wireguard": True}}
+    caps = Capabilities(base)
+    assert caps.unsupported(fou) == "kernel lacks fou/ipip (IP in UDP) (tunnel fou)"
+    assert caps.unsupported(wg) is None
+    assert "cannot give tunnelled flows different RTTs" in caps.unsupported(wg_rtts)
+    assert "no wg (wireguard-tools)" in Capabilities({**base, "tools": {}}).unsupported(wg)
+
+
+def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
+    """In tunnel cells fq_codel/fq_pie get a cls_flow filter over the outer 5-tuple, with
+    as many buckets as the qdisc has queues; other qdiscs and plain cells get none; a
+    kernel without cls_flow skips such cells with the reason."""
+    from flharness.capabilities import Capabilities
+    cells = one_cell(scenario_file, """
+        test: tcp_1up
+        rate: 10mbit
+        cc: cubic
+        matrix:
+          - {tunnel: [fou], qdisc: [fq_codel flows 256, {value: fq_pie, shaper: self}, cake bandwidth 10mbit]}
+          - {tunnel: [none], qdisc: [fq_codel]}
+    """)
+    scripts = [files(cell_vars(c, inv, tmp_path / c.name, tcp_rewrite="tc", run=RV)) for c in cells]
+    flt = "handle 1 protocol all prio 1 flow hash keys src,dst,proto,proto-src,proto-dst divisor"
+    assert f"filter add dev mid.r parent 10: {flt} 256\n" in scripts[0]
+    assert f"filter add dev mid.l parent 10: {flt} 256\n" in scripts[0]
+    assert f"filter add dev mid.r parent 1: {flt} 1024\n" in scripts[1]
+    assert "flow hash" not in scripts[2] and "flow hash" not in scripts[3]
+    base = {"kinds": {"htb": "ok", "fq_codel": "ok"}, "ccs": {"cubic": True}, "tools": {},
+            "features": {"fou": True}}
+    assert "kernel lacks cls_flow" in Capabilities(base).unsupported(cells[0])
+    assert Capabilities(base).unsupported(cells[3]) is None
+    assert Capabilities({**base, "features": {"fou": True, "cls_flow": True}}).unsupported(cells[0]) is None

@@ -1,0 +1,107 @@
+"""Reproduction reports: the shipped reference files against their scenarios, the verdicts
+on synthetic metrics, and bad reference files (the real run: test_e2e_vm_l4s.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from flharness.cells import expand
+from flharness.errors import ScenarioError
+from flharness.report.collect import CellResult, ScenarioResult
+from flharness.report.reproduction import counts, matches, reproduce
+from flharness.scenario import load_scenario
+from flharness.scenario.reference import REFERENCE_DIR, Reference, Row, load_reference
+
+SCENARIOS = Path(__file__).parents[2] / "scenarios"
+SHIPPED = sorted(p.stem for p in REFERENCE_DIR.glob("*.yml"))
+
+
+def test_five_references_ship_and_their_scenarios_name_them():
+    assert SHIPPED == ["geni-exp-module", "geni-tcp-lab", "pantheon-1mbit", "s1-rttfair", "s6-rfc3168"]
+    for name in SHIPPED:
+        assert load_scenario(SCENARIOS / f"{name}.yml").reference == name
+    assert len(load_reference("s1-rttfair").rows) == 192  # the seed's fairness table, every row
+    assert len(load_reference("s6-rfc3168").rows) == 24
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_row_is_a_cell_of_its_scenario_with_one_value_per_flow(name):
+    ref = load_reference(name)
+    path = SCENARIOS / f"{ref.scenario}.yml"
+    cells = expand(load_scenario(path), path)
+    for i, row in enumerate(ref.rows):
+        hits = [c for c in cells if matches(lambda a, c=c: c.coords[a].label if a in c.coords else None, row)]
+        if row.missing:
+            assert not hits, f"rows[{i}] says missing but matches {hits[0].name}"
+            continue
+        assert hits, f"rows[{i}] {row.cell} matches no cell of {ref.scenario}"
+        flows = {len(c.flows) for c in hits}
+        for metric, (published, _) in row.published().items():
+            per_flow = metric not in ("jain", "ratio", "goodput_total_mbit", "utilisation", "queue_delay_p95_ms")
+            assert len(published) == (flows.pop() if per_flow and len(flows) == 1 else len(published) if per_flow else 1)
+
+
+def _cell(labels: dict[str, str], dss: list[float] | None, status: str = "ok", reason: str = "") -> CellResult:
+    record = SimpleNamespace(label=labels.get, status=status, reason=reason, cell="-".join(labels.values()))
+    metrics = None if dss is None else SimpleNamespace(
+        invalid=[], flags=[], jain=sum(dss) ** 2 / (len(dss) * sum(x * x for x in dss)), ratio=max(dss) / min(dss),
+        flows=[SimpleNamespace(steady_mbit=x) for x in dss])
+    return CellResult("s", Path("/nonexistent"), record, metrics)  # type: ignore[arg-type]
+
+
+def test_verdicts_on_synthetic_metrics():
+    ref = Reference(source={"document": "paper"}, scenario="s", tolerance={"dss_mbit": "10%", "jain": 0.02}, rows=[
+        Row(cell={"cc": "cubic-vs-cubic", "qdisc": "fifo"}, dss_mbit=[5.0, 5.0], jain=1.0),
+        Row(cell={"cc": "cubic-vs-prague", "qdisc": "fifo"}, dss_mbit=[3.0, 7.0]),
+        Row(cell={"cc": "cubic-vs-cubic", "qdisc": "pie"}, jain=0.9),
+        Row(cell={"cc": "vegas", "qdisc": "fifo"}, missing="no such CC in fl's scenario", jain=1.0),
+    ])
+    s = ScenarioResult("s", Path("/nonexistent"), SimpleNamespace())  # type: ignore[arg-type]
+    s.cells = [  # two repetitions of the first row: their mean is compared
+        _cell({"cc": "cubic-vs-cubic", "qdisc": "fifo"}, [5.2, 3.4]),
+        _cell({"cc": "cubic-vs-cubic", "qdisc": "fifo"}, [5.4, 3.6]),
+        _cell({"cc": "cubic-vs-prague", "qdisc": "fifo"}, None, "skipped", "kernel lacks tcp_prague (congestion control prague)"),
+    ]
+    lines = reproduce(s, ref)
+    got = {(line.row, line.metric, line.series): line for line in lines}
+    f1, f2 = got[("cc cubic-vs-cubic, qdisc fifo", "dss_mbit", "flow 1")], got[("cc cubic-vs-cubic, qdisc fifo", "dss_mbit", "flow 2")]
+    assert (f1.reproduced, f1.n, f1.verdict) == (pytest.approx(5.3), 2, "agrees")  # 6 % off, tolerance 10 %
+    assert (f2.reproduced, f2.verdict) == (pytest.approx(3.5), "differs") and f2.pct == pytest.approx(-30)
+    jain = got[("cc cubic-vs-cubic, qdisc fifo", "jain", "")]
+    assert jain.verdict == "differs" and jain.delta == pytest.approx(jain.reproduced - 1.0) and jain.delta < -0.02
+    prague = got[("cc cubic-vs-prague, qdisc fifo", "dss_mbit", "flow 2")]
+    assert prague.verdict == "not run" and "tcp_prague" in prague.why and prague.reproduced is None
+    assert got[("cc cubic-vs-cubic, qdisc pie", "jain", "")].why == "no such cell in this run"
+    assert got[("cc vegas, qdisc fifo", "jain", "")].verdict == "missing"
+    assert counts(lines) == {"agrees": 1, "differs": 2, "not run": 3, "missing": 1}
+
+
+def test_any_order_and_published_runs():
+    row = Row(cell={"cc": "bbr"}, order="any", per_run=[{"dss_mbit": [1.0, 3.0]}, {"dss_mbit": [2.0, 4.0]}])
+    assert row.published() == {"dss_mbit": ([1.5, 3.5], "mean of 2 published runs")}
+    ref = Reference(source={}, scenario="s", tolerance={"dss_mbit": 0.1}, rows=[row])
+    s = ScenarioResult("s", Path("/nonexistent"), SimpleNamespace())  # type: ignore[arg-type]
+    s.cells = [_cell({"cc": "bbr"}, [3.5, 1.5])]  # fl's flows in the other order
+    assert [line.verdict for line in reproduce(s, ref)] == ["agrees", "agrees"]
+
+
+@pytest.mark.parametrize(("text", "key", "why"), [
+    ("source: {}\nscenario: x\ntolerance: {jain: 5}\nrows:\n  - {cell: {cc: a}, fairness: 1}\n", "rows[0].fairness", "not a metric"),
+    ("source: {}\nscenario: x\ntolerance: {jain: 5}\nrows:\n  - {cell: {cc: a}, dss_mbit: 1}\n", "rows[0].dss_mbit", "no tolerance"),
+    ("source: {}\nscenario: x\ntolerance: {jain: 5 percent}\nrows: []\n", "tolerance", "'N%' or a number"),
+    ("source: {}\nscenario: x\ntolerance: {}\nrows: []\nextra: 1\n", "extra", "Extra inputs"),
+])
+def test_a_bad_reference_file_names_itself_and_the_key(tmp_path, monkeypatch, text, key, why):
+    monkeypatch.setattr("flharness.scenario.reference.REFERENCE_DIR", tmp_path)
+    (tmp_path / "bad.yml").write_text(text)
+    with pytest.raises(ScenarioError) as e:
+        load_reference("bad")
+    assert str(tmp_path / "bad.yml") in str(e.value) and key in str(e.value) and why in str(e.value)
+
+
+def test_a_scenario_naming_no_reference_file_is_refused(scenario_file):
+    path = scenario_file("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nreference: nosuch\n")
+    with pytest.raises(ScenarioError, match=r"reference: no file nosuch.yml .*available: geni-exp-module"):
+        load_scenario(path)

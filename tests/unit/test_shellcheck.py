@@ -1,0 +1,54 @@
+"""shellcheck on every shell script fl runs: the helpers and scripts of the repository, and
+the roles' templates as Ansible renders them for cells that take each of their branches
+(tests/scenarios/every-feature.yml) on every host (POSIX sh: Ansible's raw runs them so)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flharness.cells import expand
+from flharness.scenario import load_scenario
+from flharness.testbed.inventory import load_inventory
+from flharness.testbed.plan import cell_vars, run_vars
+from flharness.testbed.render import render_cells
+
+REPO = Path(__file__).resolve().parents[2]
+SHELLCHECK = shutil.which("shellcheck")
+SCRIPTS = [*sorted((REPO / "roles" / "testbed" / "files").iterdir()), REPO / "flharness" / "testbed" / "vm_guest.sh",
+           REPO / "install.sh", REPO / ".ci" / "run"]
+CELL_TEMPLATES = {"cli": ["setup.sh.j2", "flent.sh.j2", "collect.sh.j2"], "mid": ["setup.sh.j2", "collect.sh.j2"],
+                  "srv": ["setup.sh.j2", "collect.sh.j2"]}
+TESTBED_TEMPLATES = ["testbed_up.sh.j2", "testbed_down.sh.j2"]  # install_helpers only copies the files above
+
+pytestmark = pytest.mark.skipif(SHELLCHECK is None and not __import__("os").environ.get("CI"),
+                                reason="needs shellcheck (./install.sh)")
+
+
+def shellcheck(text: str, name: str, dialect: str | None = None, path: Path | None = None) -> str:
+    argv = [SHELLCHECK or "shellcheck", "--format=gcc", "-x", "-P", str(REPO / "roles" / "testbed" / "files")]
+    argv += ["-s", dialect] if dialect else []
+    p = subprocess.run([*argv, str(path) if path else "-"], input=None if path else text, capture_output=True, text=True)
+    return "" if p.returncode == 0 else f"{name}:\n{p.stdout}{p.stderr}"
+
+
+def test_the_repositorys_shell_scripts_pass_shellcheck():
+    assert SHELLCHECK, "shellcheck is missing (./install.sh installs it)"
+    problems = [shellcheck("", str(p.relative_to(REPO)), path=p) for p in SCRIPTS]
+    assert not "".join(problems), "".join(problems)
+
+
+def test_the_roles_templates_render_scripts_that_pass_shellcheck():
+    assert SHELLCHECK, "shellcheck is missing (./install.sh installs it)"
+    path = REPO / "tests" / "scenarios" / "every-feature.yml"
+    cells = expand(load_scenario(path), path)
+    inv = load_inventory(REPO / "inventory.ini")
+    rv = run_vars(cells, ifb=True, nft=True)
+    made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run=rv) for c in cells]
+    rendered = render_cells(inv, rv, made, CELL_TEMPLATES, {h: TESTBED_TEMPLATES for h in CELL_TEMPLATES})
+    problems = [shellcheck(text, f"{cell} {host} {name}", dialect="sh")
+                for cell, hosts in rendered.items() for host, scripts in hosts.items() for name, text in scripts.items()]
+    assert len([1 for hosts in rendered.values() for scripts in hosts.values() for _ in scripts]) == len(cells) * 7 + 3 * 2
+    assert not "".join(problems), "".join(problems)

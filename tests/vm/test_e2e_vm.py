@@ -1,0 +1,219 @@
+"""The VM backend for real: a distribution kernel booted with virtme-ng, virtual time.
+
+The session's one `fl run --vm --parallel 2` (conftest.vm_run) holds the acceptance
+matrix (netem RTTs 20/80 ms × fq_codel/cake/FIFO × two CC pairs at 10 Mbit/s), a repeat
+of one cell and the cells of the other VM test modules; it is interrupted while both
+VMs run cells, then resumed. Checks: no qemu survives the interrupt, completed cells are
+kept, the rest runs on both VMs; base RTT within ±1 ms of the declared RTT, goodput
+≥ 97 % of the payload capacity in the server's capture, FIFO queueing delay as the buffer implies (±15 %), fq_codel keeps ping within
+10 ms of the base RTT, and the repeated cell's throughput within 1 % (determinism).
+Selected with `pytest -m vm`; not in the default suite.
+"""
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+from flrun import FlProcess, needs_vm
+from resultlib import LEAD_IN, payload_received_mbit, series
+
+from flharness.analysis.flent_data import load as load_flent
+from flharness.analysis.flent_data import t0 as flent_t0
+
+pytestmark = [pytest.mark.vm, needs_vm()]
+RATE = 10e6
+
+
+@pytest.fixture(scope="module")
+def vm(vm_run):
+    return vm_run
+
+
+def cells(vm, scenario: str) -> dict[str, tuple[dict, dict]]:
+    out = {}
+    for d in sorted((vm["root"] / scenario).iterdir()):
+        if (d / "cell.json").is_file():
+            rec = json.loads((d / "cell.json").read_text())
+            data = load_flent(d / f"{d.name}.flent.gz")
+            out[d.name] = (rec, data)
+    return out
+
+
+def ping(data: dict, after: float = 0, before: float = 1e9) -> list[float]:
+    return [v for _, v in series(data, "Ping (ms) ICMP", after, before)]
+
+
+def qdisc(rec: dict) -> str:
+    return rec["coordinates"]["qdisc"]["label"]
+
+
+def rtt_ms(rec: dict) -> float:
+    return rec["coordinates"]["rtt"]["value"][0]["ms"]
+
+
+def goodput(data: dict) -> float:
+    meta = data["metadata"]["SERIES_META"]
+    return sum(meta[f"TCP upload::{i}"]["MEAN_VALUE"] for i in (1, 2)) * 1e6
+
+
+def test_an_interrupted_vm_run_leaves_no_qemu_and_keeps_completed_cells(vm):
+    """SIGINT while both VMs run cells: no QEMU survives, the cells done are kept, the
+    ones under way on both VMs are recorded as interrupted."""
+    k = vm["killed"]
+    assert k["rc"] == 130, k["out"]
+    assert k["qemus"] == []
+    states = list(k["statuses"].values())
+    assert states.count("ok") >= 1 and states.count("interrupted") == 2, k["statuses"]
+
+
+def test_the_next_run_resumes_and_every_cell_is_ok(vm):
+    r = vm["resumed"]
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "already done" in r.stdout
+    aqm, det = cells(vm, "vm-aqm"), cells(vm, "vm-det")
+    assert len(aqm) == 12 and len(det) == 1
+    others = [v for s in ("vm-features", "pantheon-seed", "vm-tunnel", "vm-par") for v in cells(vm, s).values()]
+    assert len(others) == 24
+    labels = set()
+    for rec, _ in [*aqm.values(), *det.values(), *others]:
+        assert rec["status"] == "ok", (rec["cell"], rec["reason"])
+        b = rec["backend"]
+        assert (b["kind"], b["clock"], b["accel"]) == ("vm", "virtual", "tcg")
+        assert rec["kernel"] == b["release"]
+        labels.add(b["testbed_label"])
+    assert labels == {"vm1", "vm2"}  # both VMs ran cells
+
+
+def test_base_rtt_is_the_declared_rtt(vm):
+    for name, (rec, data) in cells(vm, "vm-aqm").items():
+        declared = rtt_ms(rec)
+        base = statistics.median(ping(data, before=LEAD_IN - 0.5))
+        assert abs(base - declared) <= 1.0, (name, base, declared)
+
+
+CAPACITY = RATE * 1448 / 1514 / 1e6  # Mbit/s of TCP payload in 1514-byte frames
+
+
+def test_goodput_fills_the_payload_capacity(vm):
+    """The emulated link delivers its declared rate. The oracle is the server's capture
+    (new payload bytes arriving, counted by the test): over the second half of the flows'
+    time (slow start at 80 ms alone costs ~1 s of a 10 s test) it is ≥ 97 % of the
+    payload capacity where a FIFO holds the path's BDP (FIFO 100 at 20 and 80 ms). An AQM
+    holding ~5 ms of queue leaves the link idle after some Cubic/Reno backoffs; that is
+    the AQM's behaviour, not the emulator's: ≥ 94 % at 20 ms (BDP 17 packets; cake with
+    two Cubic flows measured 96.0 %) and ≥ 80 % at 80 ms (BDP 66 packets; 0.85-0.97
+    measured, 5 s being a few dozen RTTs). fl's goodput (metrics.json: the server's ACKs
+    and what arrived above them) is within 2 % of the test's own count of payload first
+    reaching the server in the test, and never beyond fl's own bound for the impossible
+    (1.01 × the capacity)."""
+    for name, (rec, data) in cells(vm, "vm-aqm").items():
+        d = vm["root"] / "vm-aqm" / name
+        length, t0 = rec["config"]["length"], flent_t0(data)
+        steady = payload_received_mbit(d / "srv.pcap.xz", t0 + LEAD_IN + length / 2, t0 + LEAD_IN + length - 0.5)
+        floor = 0.97 if qdisc(rec) == "pfifo_100" else 0.80 if rtt_ms(rec) == 80 else 0.94
+        assert steady >= floor * CAPACITY, (name, steady)
+        metrics = json.loads((d / "metrics.json").read_text())
+        goodput = sum(f["mean_mbit"] for f in metrics["flows"])
+        arrived = payload_received_mbit(d / "srv.pcap.xz", t0 + LEAD_IN, t0 + LEAD_IN + length)
+        assert goodput <= 1.01 * CAPACITY and abs(goodput - arrived) <= 0.02 * arrived, (name, goodput, arrived)
+
+
+def test_fifo_queueing_delay_is_what_the_buffer_implies(vm):
+    for name, (rec, data) in cells(vm, "vm-aqm").items():
+        if qdisc(rec) != "pfifo_100":
+            continue
+        limit = int(rec["config"]["bottleneck"]["up"]["qdisc"].split()[-1])
+        theory = limit * 1514 * 8 / RATE * 1e3  # ms to drain a full FIFO
+        base = statistics.median(ping(data, before=LEAD_IN - 0.5))
+        loaded = sorted(ping(data, after=LEAD_IN + 2, before=LEAD_IN + rec["config"]["length"]))
+        peak = loaded[int(0.99 * (len(loaded) - 1))] - base
+        assert abs(peak - theory) <= 0.15 * theory, (name, peak, theory)
+
+
+def test_fq_codel_keeps_ping_near_the_base_rtt(vm):
+    for name, (rec, data) in cells(vm, "vm-aqm").items():
+        if qdisc(rec) != "fq_codel":
+            continue
+        base = statistics.median(ping(data, before=LEAD_IN - 0.5))
+        loaded = statistics.median(ping(data, after=LEAD_IN + 2, before=LEAD_IN + rec["config"]["length"]))
+        assert loaded - base <= 10, (name, loaded, base)
+
+
+def test_the_same_cell_twice_gives_the_same_throughput(vm):
+    (rec_a, a), = cells(vm, "vm-det").values()
+    rec_b, b = cells(vm, "vm-aqm")[rec_a["cell"]]
+    assert rec_a["config_hash"] == rec_b["config_hash"]
+    assert abs(goodput(a) - goodput(b)) <= 0.01 * goodput(b), (goodput(a), goodput(b))
+
+
+def test_the_vms_ran_on_tcg_with_the_virtual_clock(vm):
+    """What QEMU was told (the command lines of the run's own two QEMUs, read while they
+    ran cells): TCG, and instruction counting as the clock (-icount, no sleeping)."""
+    argv = vm["killed"]["qemu_argv"]
+    assert len(argv) == 2, argv
+    for a in argv:
+        assert "-accel tcg" in a and "-icount shift=0,sleep=off" in a, a
+
+
+def kernel_release(image: Path) -> str:
+    """The release a bzImage names in its own header (the version string that setup
+    header field kernel_version points to), read without fl."""
+    head = image.read_bytes()[:0x10000]
+    at = int.from_bytes(head[0x20E:0x210], "little") + 0x200
+    return head[at:at + 256].split(b" ")[0].decode()
+
+
+def newest_kernel() -> Path:
+    """The newest /boot/vmlinuz-* with its modules installed: what `--vm` alone picks."""
+    def version(p: Path) -> list[int]:
+        return [int(x) for x in re.findall(r"\d+", p.name)]
+    found = [p for p in Path("/boot").glob("vmlinuz-*") if Path("/lib/modules", p.name.removeprefix("vmlinuz-")).is_dir()]
+    return max(found, key=version)
+
+
+def _qemu_of(pid: int) -> str | None:
+    """The command line of a QEMU process descending from PID (this test's own fl)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    todo = list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "qemu-system" in cmd.split(" ", 1)[0]:
+            return cmd
+        todo += children.get(p, [])
+    return None
+
+
+def test_fl_check_boots_an_explicit_kernel_on_the_real_clock():
+    """`fl check --vm /boot/vmlinuz-… --vm-accel tcg --vm-clock real`: the QEMU it starts
+    (found among its own descendants) runs that kernel image on TCG without instruction
+    counting (the real clock), and the check reports the release the image's own header
+    names, with netem among the qdiscs the guest supports."""
+    image = newest_kernel()
+    release = kernel_release(image)
+    fl = FlProcess("check", "--vm", str(image), "--vm-accel", "tcg", "--vm-clock", "real")
+    seen: list[str] = []
+
+    def qemu_booted() -> bool:  # vng first asks QEMU for its version: wait for the VM itself
+        if (cmd := _qemu_of(fl.proc.pid)) is not None and " -kernel " in cmd:
+            seen.append(cmd)
+        return bool(seen)
+    fl.wait_until(qemu_booted, "fl check's QEMU booted", timeout=300)
+    rc = fl.finish(timeout=900)
+    assert rc == 0, fl.output
+    assert str(image) in seen[0] and "-accel tcg" in seen[0] and "-icount" not in seen[0], seen[0]
+    assert f"kernel {release}" in fl.output, (release, fl.output)
+    assert "netem" in fl.output.split("supported:")[1].split("\n")[0], fl.output
