@@ -8,6 +8,7 @@ testbed runs the next one (run/finish.py).
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..cells import Cell
+from ..errors import FlError
 from ..results import CellRecord
 from ..testbed.plan import cell_vars
 from ..testbed.testbed import Testbed, TestbedError
@@ -77,11 +79,12 @@ class Dispatch:
                         raise TestbedError("no testbed left to run the remaining cells: "
                                            + "; ".join(s.retired for s in self.slots))
                     time.sleep(POLL)
-            except BaseException:
-                self._abandon()
+            except BaseException as e:
+                self._abandon("interrupted (SIGINT/SIGTERM)" if isinstance(e, KeyboardInterrupt)
+                              else f"interrupted: the run stopped ({e})")
                 raise
             finally:
-                self._reap(wait=True)
+                self._reap_after_all()
         return self.records
 
     # --- one testbed --------------------------------------------------------------------------
@@ -168,7 +171,7 @@ class Dispatch:
             try:
                 rec, verdict = future.result()
             except OSError as e:  # writing the cell's files: a full disk stops the run in one line
-                raise disk_full(e) or e from None
+                raise disk_full(e, attempt.partial) or e from None
             sp = self.plans.pop(id(attempt))
             if verdict.retry and (sp.name, rec.cell) not in self.retried and not wait \
                     and not all(s.retired for s in self.slots):
@@ -186,14 +189,29 @@ class Dispatch:
         self.queue.appendleft((sp, attempt.cell))
         self.progress.again(attempt.cell.name, attempt.record.duration or 0, reason[:200], attempt.testbed)
 
-    def _abandon(self) -> None:
-        """Interrupted (or a fatal error): cells under way are recorded as interrupted."""
+    def _abandon(self, why: str) -> None:
+        """Interrupted (or a fatal error): cells under way are recorded as interrupted,
+        where that can still be written (a full disk leaves them in .partial/: never ok)."""
         for slot in self.slots:
             if slot.attempt is not None:
                 attempt, slot.attempt = slot.attempt, None
-                rec = give_up(attempt, "interrupted", "interrupted (SIGINT/SIGTERM)")
+                try:
+                    rec = give_up(attempt, "interrupted", why)
+                except OSError as e:
+                    LOG.warning("%s: not recorded as interrupted: %s", attempt.partial, e.strerror)
+                    continue
                 self.records.append(rec)
                 self.progress.finish(rec.cell, "stopped", rec.duration or 0, "", attempt.testbed)
+
+    def _reap_after_all(self) -> None:
+        """The cells still being finished, when the run ends; when it ends on an error, a
+        second one (a full disk again) is only reported: the first says what happened."""
+        try:
+            self._reap(wait=True)
+        except (OSError, FlError) as e:
+            if sys.exc_info()[0] is None:
+                raise
+            LOG.warning("finishing the last cells: %s", e)
 
 
 def _restart(tb: Testbed) -> None:

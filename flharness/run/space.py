@@ -51,9 +51,10 @@ def check_space(folder: Path, cells: list[Cell]) -> None:
                       "on another disk (--results)")
 
 
-def disk_full(e: OSError) -> FlError | None:
-    """A full disk as one line naming the file, or None for another error."""
+def disk_full(e: OSError, where: Path | None = None) -> FlError | None:
+    """A full disk as one line naming the file (or WHERE it was writing, when a write to an
+    open file failed), or None for another error."""
     if e.errno not in DISK_FULL:
         return None
-    return FlError(f"{e.filename or 'the results folder'}: {e.strerror}: the run stopped; free some space and "
-                   "run it again (completed cells are kept)")
+    return FlError(f"{e.filename or where or 'the results folder'}: {e.strerror}: the run stopped; free some space "
+                   "and run it again (completed cells are kept)")

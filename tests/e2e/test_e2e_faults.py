@@ -76,7 +76,7 @@ def test_a_disk_that_fills_during_the_run_stops_it_in_one_line_and_the_next_run_
         assert fl.finish(timeout=300) == 1, fl.output
         (line,) = error_lines(fl)
         assert "No space left on device: the run stopped; free some space and run it again" in line, line
-        assert str(disk) in line, line  # the file it could not write
+        assert f"fl: error: {disk}/" in line, line  # the file (or the cell's folder) it could not write
         assert leftovers(fl.seen, disk) == []
         assert cells(disk).get(FIRST, {}).get("status") != "ok"  # never recorded ok
         filler.unlink()
