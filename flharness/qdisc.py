@@ -14,13 +14,13 @@ from typing import Any
 from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
+from .frames import FRAME_BYTES
 from .units import Duration, Rate
 
 KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/%+-]{1,64}$")
 _EXPR_RE = re.compile(r"\{\{(.*?)\}\}", re.S)
 _EXPR_CHARS_RE = re.compile(r"^[A-Za-z0-9_.'\"(), *+/<>=!-]*$")
-WIRE_PACKET_BYTES = 1514  # a full-size Ethernet frame as shapers and FIFOs count it
 
 #: Qdiscs that shape by themselves (given a rate/bandwidth) and so sit at the root.
 SELF_SHAPING_KINDS = {"tbf", "htb", "hfsc", "cbs", "taprio"}
@@ -84,13 +84,13 @@ class QdiscContext:
             return Duration.parse(d).seconds
 
         def packets(d: object) -> int:
-            return max(1, round(self.rate.bps * seconds(d) / 8 / WIRE_PACKET_BYTES))
+            return max(1, round(self.rate.bps * seconds(d) / 8 / FRAME_BYTES))
 
         def bytes_(d: object) -> int:
-            return max(WIRE_PACKET_BYTES, round(self.rate.bps * seconds(d) / 8))
+            return max(FRAME_BYTES, round(self.rate.bps * seconds(d) / 8))
 
         def bdp_packets(factor: float = 1) -> int:
-            return max(1, round(self.rate.bps * self.rtt.seconds * factor / 8 / WIRE_PACKET_BYTES))
+            return max(1, round(self.rate.bps * self.rtt.seconds * factor / 8 / FRAME_BYTES))
 
         return {**self.vars, "direction": self.direction, "rate": self.rate.text, "rate_bps": int(self.rate.bps),
                 "rtt_ms": self.rtt.ms, "packets": packets, "bytes": bytes_,

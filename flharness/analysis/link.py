@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..frames import PAYLOAD_SHARE
 from ..results.cell_record import CellConfig, Direction
-
-PAYLOAD_SHARE = 1448 / 1514  # TCP payload per Ethernet frame at a 1500-byte MTU
 
 
 def payload_capacity_bps(rate_bps: float) -> float:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..qdisc import WIRE_PACKET_BYTES
+from ..frames import FRAME_BYTES
 from ..results.cell_metrics import CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary
 from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..results.cell_series import CellSeries, FlowSeries
@@ -246,7 +246,7 @@ def goodput_interval(rate_bps: float) -> float:
     """The goodput series' interval: GOODPUT_INTERVAL, or the time of GOODPUT_FRAMES
     full-size frames at the link's rate where that is longer (a sample of a few packets
     would show their quantisation, not the flow)."""
-    return max(GOODPUT_INTERVAL, GOODPUT_FRAMES * WIRE_PACKET_BYTES * 8 / rate_bps)
+    return max(GOODPUT_INTERVAL, GOODPUT_FRAMES * FRAME_BYTES * 8 / rate_bps)
 
 
 def _flow_series(r_pk: Any, got: pcap.Conn, window: tuple[float, float], interval: float, t0: float,

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..testbed import layout
 from .teardown_log import device_blocks, host_sections
 
 _QDISC_RE = re.compile(r"^qdisc (\S+) ([0-9a-f]+:) (?:root|parent \S+)")
@@ -84,6 +85,6 @@ def bottleneck_totals(teardown: Path, queue_log: Path) -> dict[str, dict[str, An
     out = {}
     for direction, dev in ports(queue_log).items():
         by_handle = {q["handle"]: q for q in qdiscs(blocks.get(dev, ""))}
-        if q := by_handle.get("10:") or by_handle.get("1:"):
+        if q := by_handle.get(layout.CHILD) or by_handle.get(layout.ROOT):
             out[direction] = q
     return out

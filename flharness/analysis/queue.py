@@ -19,6 +19,7 @@ import numpy as np
 
 from ..results.cell_metrics import QueueSummary, Spread
 from ..results.cell_record import CellConfig, Direction
+from ..testbed import layout
 from .link import rate_at
 
 QUEUE_LOG = "mid.qdisc.log"
@@ -75,9 +76,9 @@ def load(path: Path) -> dict[str, QueueSeries]:
 
 
 def bottleneck(qdiscs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The declared qdisc among a port's: handle 10: below HTB, else the root."""
+    """The declared qdisc among a port's: the child of fl's htb class, else the root (layout.py)."""
     by_handle = {q.get("handle"): q for q in qdiscs}
-    return by_handle.get("10:") or by_handle.get("1:")
+    return by_handle.get(layout.CHILD) or by_handle.get(layout.ROOT)
 
 
 def _series(rows: list[dict[str, Any]]) -> QueueSeries:

@@ -9,10 +9,9 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from ..analysis.teardown_log import device_blocks, host_sections, sysctl_values
+from ..hosts import ENDPOINTS, HOSTS
 from .collect import RunResult
 
-HOSTS = ("cli", "mid", "srv")  # the columns' order
-ENDPOINTS = ("cli", "srv")
 _ROOT_QDISC_RE = re.compile(r"^qdisc (\S+) \S+ root\b", re.M)
 
 

@@ -26,14 +26,14 @@ from typing import Any
 from ..analysis import flent_data
 from ..analysis.teardown_log import host_sections
 from ..cells import Cell
+from ..frames import FRAME_BYTES
+from ..hosts import HOSTS
 from ..results.cell_record import Calibration
 from ..testbed.commands import NETEM_LIMIT
-from .cell_logs import HOSTS
 from .effects import effects
 
 BASE_RTT_TOLERANCE = (1.0, 0.02)  # ms, share of the declared RTT
 CPU_BUSY, CPU_BUSY_SHARE = 0.95, 0.10
-FRAME_BYTES = 1514
 _DROPS_RE = re.compile(r"^(\d+) packets dropped by kernel$", re.M)
 _OFFLOAD_RE = re.compile(r"^(\S+) (tcp-segmentation|generic-segmentation|generic-receive)-offload: (on|off)", re.M)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..cells import Cell
+from ..hosts import HOSTS
 from ..testbed.ansible import PlaybookResult
 
-HOSTS = ("cli", "mid", "srv")
 SETUP = ("# fl setup log: cell {name} ({scenario}), config {hash}\n"
          "# Commands fl ran on each testbed host for this cell, with their output, and the\n"
          "# resulting qdiscs. Generated scripts: roles/cell/templates/setup.sh.j2 and what it includes.\n")

@@ -6,11 +6,10 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from ..hosts import HOSTS
 from ..testbed.plan import cell_vars
 from .context import Run
 from .planning import ScenarioPlan
-
-HOSTS = ("cli", "mid", "srv")
 
 
 def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from ..analysis import flent_data, sockets
 from ..analysis.teardown_log import command_output, host_sections
 from ..cells import Cell, Flow
+from ..hosts import ENDPOINTS
 from ..results.cell_record import CcCheck, Checks, Endpoints
 from ..testbed.ansible import PlaybookResult
 from .calibration import calibration
@@ -19,7 +20,6 @@ LATE_START_S, LATE_START_SHARE = 2.0, 0.1
 #: off (its lead-in did not happen): the cell fails, and is run once more.
 EARLY_START_S = 2.5
 REQUIRED_FILES = ("setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
-CAPTURING = ("cli", "srv")  # the hosts whose tcpdump records the cell
 
 
 @dataclass
@@ -66,7 +66,7 @@ def _check_captures(cell_dir: Path, v: Verdict) -> None:
     if not log.is_file():
         return
     for host, section in host_sections(log.read_text(errors="replace")).items():
-        if host in CAPTURING and "packets captured" not in (command_output(section, "tcpdump statistics") or ""):
+        if host in ENDPOINTS and "packets captured" not in (command_output(section, "tcpdump statistics") or ""):
             v.fail(f"the capture on {host} ended before the test did (its tcpdump died): its packets are incomplete")
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..flent_tests import FLENT_TESTS, FlentTest
+from ..hosts import HOSTS
 from ..qdisc import check_expressions, check_template, default_label, placeholder_text
 from ..units import Duration, Rate
 
@@ -20,7 +21,6 @@ CC_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 VAR_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 SYSCTL_KEY_RE = re.compile(r"^net(\.[A-Za-z0-9_-]+)+$")
 SYSCTL_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}$")
-HOSTS = ("cli", "mid", "srv")
 SCALAR_TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/%+-]+$")
 
 

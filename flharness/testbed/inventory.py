@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FlError
+from ..hosts import HOSTS
 
-HOSTS = ("cli", "mid", "srv")
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,11}$")  # 15 minus the 'ifb4' prefix of its IFB
 BACKENDS = ("netns", "ssh")
 #: Inventory keys holding addresses, moved to a subnet of their own per parallel testbed.

@@ -37,7 +37,10 @@ KINDS = {
     "fq_pie": "fq_pie", "red": "red limit 400000 avpkt 1000 bandwidth 10mbit adaptive",
     "sfq": "sfq", "dualpi2": "dualpi2", "prio": "prio", "hfsc": "hfsc", "drr": "drr",
 }
-SELF_SHAPING_KINDS = ("tbf", "htb", "netem", "hfsc", "drr", "prio")
+#: Kinds `fl check` tries at a device's root (classful or shaping by themselves; the rest
+#: under an htb class, where fl puts a scenario's qdisc). Not the scenario's rule, which
+#: is qdisc.py's SELF_SHAPING_KINDS: this probe runs alone on testbed hosts.
+ROOT_KINDS = ("tbf", "htb", "netem", "hfsc", "drr", "prio")
 #: Congestion controls `fl check` tries to select.
 CCS = ["reno", "cubic", "bbr", "dctcp", "prague", "bbr2", "bbr3", "vegas", "westwood", "htcp"]
 TOOLS = {
@@ -273,7 +276,7 @@ def probe(request: dict) -> dict:
     try:
         with Probe() as p:
             result["features"] = p.features()
-            kinds = p.qdiscs([(spec.split(), k in SELF_SHAPING_KINDS) for k, spec in KINDS.items()])
+            kinds = p.qdiscs([(spec.split(), k in ROOT_KINDS) for k, spec in KINDS.items()])
             result["kinds"] = {k: v["verdict"] for k, v in zip(KINDS, kinds)}
             # tokens as text: Ansible's to_json may turn a numeric string ("200") into a number
             specs = [([str(x) for x in t], bool(s)) for t, s in request.get("qdiscs", [])]

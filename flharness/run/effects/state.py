@@ -10,6 +10,7 @@ from ...analysis.qdisc_stats import ports, qdiscs
 from ...analysis.teardown_log import command_output, device_blocks, sysctl_values
 from ...analysis.udp_flow import udp_flow
 from ...results.cell_record import Effect
+from ...testbed import layout
 from ...testbed.layout import TUNNEL_DEV
 from ...testbed.plan import FLENT_DELAY
 from ...units import Rate
@@ -18,7 +19,7 @@ from .cell_files import CellFiles
 UDP_RATE_TOLERANCE = 0.05  # the UDP flow's sending rate against the declared one
 STEP_LATE_S = 0.5  # a step logged this much after its planned time did not come at its time
 _STEP_RE = re.compile(r"^t=([\d.]+): up (\S+) .*\(planned t=([\d.]+)\)$", re.M)
-_CLASS_RATE_RE = re.compile(r"^class htb 1:1 .*? rate (\S+) ", re.M)
+_CLASS_RATE_RE = re.compile(rf"^class htb {re.escape(layout.CLASS)} .*? rate (\S+) ", re.M)
 _LINK_RE = r"^\d+: {dev}[:@].*\n(?:.*\n)*?\s+RX:.*\n\s+\d+\s+(\d+).*\n\s+TX:.*\n\s+\d+\s+(\d+)"
 
 

@@ -1,0 +1,9 @@
+"""The link's physics fl counts with, defined once: a full-size Ethernet frame as shapers
+(HTB) and FIFOs count it, and the TCP payload it carries at a 1500-byte MTU with TCP
+timestamps (1500 − 20 IP − 20 TCP − 12 options). A link of rate R delivers at most
+R × PAYLOAD_SHARE of TCP payload."""
+from __future__ import annotations
+
+FRAME_BYTES = 1514
+PAYLOAD_BYTES = 1448
+PAYLOAD_SHARE = PAYLOAD_BYTES / FRAME_BYTES
