@@ -8,7 +8,7 @@ from typing import Any
 from .cells import Cell
 from .errors import ScenarioError
 from .qdisc import kernel_module
-from .testbed import ecn_rules, probe
+from .testbed import ecn_rules, layout, probe
 from .testbed.commands import delay_plan, header_hash_queues
 
 #: Tools fl cannot run a cell without, and what each is for.
@@ -156,6 +156,8 @@ def probe_request(cells: list[Cell], every_rewrite: bool = False) -> dict[str, A
     specs = {(link.qdisc, link.self_shaping) for c in cells for link in (c.up, c.down)}
     specs |= {(tokens, True) for c in cells for axis, tokens in _specs_of(c) if axis != "qdisc"}
     return {
+        "layout": {"shaper": layout.shaper("{dev}", "10mbit"), "root": layout.declared("{dev}", "{qdisc}", True),
+                   "child": layout.declared("{dev}", "{qdisc}", False), "root_handle": layout.ROOT},
         "qdiscs": [[list(q), s] for q, s in sorted(specs)],
         "ccs": sorted({f.cc for c in cells for f in c.flows}),
         "sysctls": sorted({k for c in cells for settings in c.sysctls.values() for k in settings}),

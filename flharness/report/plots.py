@@ -3,6 +3,7 @@ or the plot settings changed. Titles and flow labels come from the cell's coordi
 axis bounds are shared by all cells of a scenario so plots compare at a glance."""
 from __future__ import annotations
 
+import datetime
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +52,15 @@ def title(cell: CellResult) -> str:
     return ", ".join(p for p in (who, cell.label("qdisc"), rate) if p)
 
 
+def note(cell: CellResult) -> str:
+    """The figure's note in place of Flent's annotation, whose time is the testbed's clock
+    (a VM guest's runs ahead of this machine's): when the cell ran by fl's clock, where."""
+    rec = cell.record
+    when = datetime.datetime.fromtimestamp(rec.started, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC") if rec.started else "?"
+    where = f"VM, kernel {rec.kernel}" if rec.backend.kind == "vm" else f"{rec.backend.testbed}, kernel {rec.kernel}"
+    return f"{cell.scenario}/{cell.name}: run {when} (fl's clock), {rec.config.length} s test, {where}"
+
+
 def _mbit(bps: float, unit: bool = True) -> str:
     return f"{bps / 1e6:g}" + (" Mbit/s" if unit else "")
 
@@ -58,7 +68,8 @@ def _mbit(bps: float, unit: bool = True) -> str:
 def flent_argv(cell: CellResult, bounds: Bounds, out: Path) -> list[str]:
     data = next(cell.dir.glob("*.flent.gz"))
     argv = ["flent", "-i", str(data), "-p", plot_name(cell), "-o", str(out),
-            "--override-title", title(cell), "--bounds-x", f"0,{bounds.seconds:g}",
+            "--override-title", title(cell), "--no-annotation", "--figure-note", note(cell),
+            "--bounds-x", f"0,{bounds.seconds:g}",
             "--bounds-y", f"0,{bounds.mbit:g}", "--bounds-y", f"0,{bounds.ms:g}",
             "--label-y", "Mbit/s", "--label-y", "ms",
             "--replace-legend", "Ping (ms) -- Ping (ms) ICMP=Ping (ICMP)"]

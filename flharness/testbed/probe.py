@@ -2,7 +2,9 @@
 """Probe what this kernel and userland can do, for real, in a throwaway namespace.
 
 Standard library only: fl runs it in-process on the controller and ships it as a
-script to ssh hosts. Input (JSON, argv[1] or stdin): optional lists ``qdiscs``
+script to ssh hosts. Input (JSON, argv[1] or stdin): ``layout`` (where fl puts a qdisc,
+from testbed/layout.py: ``shaper`` lines, ``root`` and ``child`` lines for ``{dev}`` and
+``{qdisc}``, and the ``root_handle``), optional lists ``qdiscs``
 (``[tokens, self_shaping]``), ``ccs``, ``sysctls`` (keys) and ``sysctl_sets`` (one host's
 ``[key, value]`` settings of one cell, tried in order) and ``tcp_rewrite`` (the ways fl
 rewrites a SYN's TCP flags: tc batch lines for a device ``{dev}`` whose ingress qdisc
@@ -114,9 +116,20 @@ def flent_version() -> str | None:
 
 
 class Probe:
-    def __init__(self) -> None:
+    def __init__(self, layout: dict[str, Any]) -> None:
+        """LAYOUT: where fl puts a qdisc (testbed/layout.py, in the request): the htb shaper's
+        lines, and the root's and the htb child's line, for a device {dev} and a qdisc {qdisc}."""
         self.ns = f"fl-probe-{uuid.uuid4().hex[:6]}"
         self.dev = "fl0"
+        self.layout = layout
+
+    def _placed(self, tokens: list[str], self_shaping: bool) -> list[str]:
+        """The batch lines that put TOKENS where fl would: at the root, or under the shaper."""
+        fill = {"{dev}": self.dev, "{qdisc}": " ".join(tokens)}
+        lines = [*([] if self_shaping else self.layout["shaper"]), self.layout["root" if self_shaping else "child"]]
+        for k, v in fill.items():
+            lines = [line.replace(k, v) for line in lines]
+        return lines
 
     def __enter__(self) -> Probe:
         rc, msg = sh("ip", "netns", "add", self.ns)
@@ -149,11 +162,7 @@ class Probe:
         tried: list[int] = []  # the batch line that tries each spec
         for tokens, self_shaping in specs:
             lines.append(f"qdisc del dev {self.dev} root")
-            if not self_shaping:
-                lines += [f"qdisc add dev {self.dev} root handle 1: htb default 1",
-                          f"class add dev {self.dev} parent 1: classid 1:1 htb rate 10mbit"]
-            where = "root handle 1:" if self_shaping else "parent 1:1 handle 10:"
-            lines.append(f"qdisc add dev {self.dev} {where} {' '.join(tokens)}")
+            lines += self._placed(tokens, self_shaping)
             tried.append(len(lines))
         errors = batch_errors(sh("tc", "-n", self.ns, "-force", "-batch", "-", stdin="\n".join(lines) + "\n")[1])
         out = []
@@ -179,7 +188,8 @@ class Probe:
         # AccECN (RFC 9768; mainline since Linux 6.18): the kernel takes tcp_ecn=3
         f["accecn"] = sh("sysctl", "-qw", "net.ipv4.tcp_ecn=3", ns=self.ns)[0] == 0
         self.qdisc(["pfifo"], False)  # a classful root to hang a filter on
-        f["cls_flow"] = self.tc("filter", "add", "dev", self.dev, "parent", "1:", "handle", "1", "protocol", "all", "prio", "1",
+        f["cls_flow"] = self.tc("filter", "add", "dev", self.dev, "parent", self.layout["root_handle"], "handle", "1",
+                                "protocol", "all", "prio", "1",
                                 "flow", "hash", "keys", "src,dst,proto,proto-src,proto-dst", "divisor", "1024")[0] == 0
         f.update(self.tunnels())
         return f
@@ -274,7 +284,7 @@ def probe(request: dict) -> dict:
         result["error"] = "not root: fl needs root (CAP_NET_ADMIN) to build namespaces and qdiscs"
         return result
     try:
-        with Probe() as p:
+        with Probe(request["layout"]) as p:
             result["features"] = p.features()
             kinds = p.qdiscs([(spec.split(), k in ROOT_KINDS) for k, spec in KINDS.items()])
             result["kinds"] = {k: v["verdict"] for k, v in zip(KINDS, kinds)}
