@@ -17,6 +17,7 @@ from typing import Any
 
 from ..cells import Cell
 from ..cells.model import Link
+from ..hosts import HOSTS
 from ..scenario.features import RTT_SPLITS
 from ..units import Duration
 from . import ecn_rules, layout
@@ -57,7 +58,7 @@ class RunSettings:
 def host_files(cell: Cell, ports: Ports, run: RunSettings, tcp_rewrite: ecn_rules.TcpRewrite | None,
                ) -> dict[str, HostFiles]:
     """Every host's command files for CELL."""
-    files: dict[str, HostFiles] = {h: {} for h in ("cli", "mid", "srv")}
+    files: dict[str, HostFiles] = {h: {} for h in HOSTS}
     for host, settings in cell.sysctls.items():
         files[host]["sysctl.conf"] = _lines(f"{k}={v}" for k, v in settings.items())
     ecn = ecn_commands(cell, ports, tcp_rewrite)

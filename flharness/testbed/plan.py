@@ -8,7 +8,7 @@ from typing import Any
 
 from ..cells import Cell
 from . import ecn_rules
-from .commands import RunSettings, delay_plan, host_files, ports
+from .commands import RunSettings, ecn_commands, host_files, ports
 from .inventory import Inventory
 from .layout import TUNNEL_DEV
 
@@ -42,13 +42,12 @@ def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | Non
     """Where the cell's per-flow ECN rewrites happen (their commands: commands.py): at the
     middlebox on packets from cli, or in tunnelled cells at the client's tunnel entrance;
     whether tc filters do some (the teardown log shows their counters)."""
-    rules = ecn_rules.flow_rules([(f.index, f.dscp, f.ecn) for f in cell.flows])
-    if not rules:
+    made = ecn_commands(cell, ports(inv), tcp_rewrite)
+    if made is None:
         return None
-    at = "cli" if cell.path.tunnel != "none" else "mid"
-    dev = TUNNEL_DEV if at == "cli" else str(inv.hostvars["mid"]["fl_if_cli"])
-    made = ecn_rules.commands(rules, dev, at, tcp_rewrite, ingress_exists=delay_plan(cell) is not None)
-    return {"at": at, "dev": dev, "tc": bool(made.tc)}
+    tunnelled = cell.path.tunnel != "none"
+    return {"at": "cli" if tunnelled else "mid", "dev": ports(inv).tunnel if tunnelled else ports(inv).mid_cli,
+            "tc": bool(made.tc)}
 
 
 def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
