@@ -10,6 +10,7 @@ Selected with `pytest -m vm`.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import re
@@ -100,8 +101,9 @@ def test_a_chained_netem_releases_bursts_of_at_most_16_packets_per_slot(run):
     """The bursty cell's second netem (`then delay 200us slot 800us 5ms packets 16 limit
     10000`) sits under the path delay's on both IFBs and sent packets (tc -s in the
     teardown log); at the server, behind a 1 Gbit/s bottleneck, the data arrives in bursts
-    at least 0.4 ms apart (a slot opens every 0.8-5 ms) of at most 16 packets, and most
-    bursts hold several packets (the slots gather what the path delay released)."""
+    at least 0.4 ms apart (a slot opens every 0.8-5 ms): 99 % of them hold at most 16
+    packets, and most exactly 16 (the slots fill up). (In CI: 2776 bursts, 2685 of 16, 6
+    of two slots that left too close to be told apart.)"""
     _, data, d = find(run, "vm-features", netem="bursty")
     mid = (d / "teardown.log").read_text().split("======== mid ========")[1].split("======== srv")[0]
     for ifb in ("ifb4mid.l", "ifb4mid.r"):
@@ -118,8 +120,9 @@ def test_a_chained_netem_releases_bursts_of_at_most_16_packets_per_slot(run):
             bursts.append(size)
             size = 0
         size += 1
-    assert len(bursts) > 500 and max(bursts) <= 16, (len(bursts), max(bursts))
-    assert statistics.median(bursts) >= 2, statistics.median(bursts)
+    sizes = collections.Counter(bursts)
+    assert len(bursts) > 500 and sizes.most_common(1)[0][0] == 16, sizes  # the slots fill up
+    assert sum(n for size, n in sizes.items() if size <= 16) >= 0.99 * len(bursts), sizes
 
 
 def test_loss_in_the_pcaps(run):
