@@ -16,6 +16,7 @@ from .collect import CellResult, ScenarioResult
 #: Flent plot per test; tcp_delivery_with_rtt (delivery rate, ping, TCP RTT) otherwise.
 PLOT_FOR_TEST = {"rrul": "all_scaled", "rrul_be": "all_scaled"}
 DEFAULT_PLOT = "tcp_delivery_with_rtt"
+NOTE_INDENT = " " * 16
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ def note(cell: CellResult) -> str:
     rec = cell.record
     when = datetime.datetime.fromtimestamp(rec.started, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC") if rec.started else "?"
     where = f"VM, kernel {rec.kernel}" if rec.backend.kind == "vm" else f"{rec.backend.testbed}, kernel {rec.kernel}"
-    return f"{cell.scenario}/{cell.name}: run {when} (fl's clock), {rec.config.length} s test, {where}"
+    # Flent puts the note at the figure's left edge, which its tight bounding box cuts: indented
+    return f"{NOTE_INDENT}run {when} (fl's clock), {rec.config.length} s test, {where}"
 
 
 def _mbit(bps: float, unit: bool = True) -> str:
