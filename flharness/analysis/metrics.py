@@ -50,6 +50,7 @@ RATE_SAMPLE_SPAN = 1.0  # s: a delivery-rate sample is judged against the highes
 SIDES: dict[Direction, tuple[str, str]] = {"up": ("cli", "srv"), "down": ("srv", "cli")}  # (sender, receiver)
 PEAK_INTERVAL = 1.0  # seconds: the aggregate goodput's peak is the best such interval
 SHOULD_FILL = 0.90  # bulk flows that never reach this share of the capacity: flagged
+STANDING_QUEUE_PKTS = 10  # a mean backlog this deep while the link is unfilled: the shaper was short
 GOODPUT_INTERVAL = 0.1  # s: the goodput series' interval (series.npz, the box plots), at least
 GOODPUT_FRAMES = 20  # full-size frames at the link's rate
 BULK_TEST_RE = re.compile(r"^tcp_(\d+|n)?(up|down)$|^tcp_bidirectional$")
@@ -319,18 +320,25 @@ def _limited_by_more_than_the_rate(config: CellConfig) -> bool:
                                        config.netem))
 
 
-def _unfilled(peaks: dict[Direction, float], config: CellConfig) -> list[str]:
+def _unfilled(peaks: dict[Direction, float], config: CellConfig,
+              queues: dict[Direction, QueueSummary | None]) -> list[str]:
     """Directions whose bulk TCP flows never filled the link: their best second stayed
     below SHOULD_FILL × the payload capacity. Judged only where nothing but the declared
-    rate limits them; RRUL's flows share the link with its pings."""
+    rate limits them; RRUL's flows share the link with its pings. A standing queue
+    meanwhile tells who was short: the shaper, not the flows (QUEUES: the bottleneck's)."""
     if not peaks or not BULK_TEST_RE.match(config.test) or _limited_by_more_than_the_rate(config):
         return []
     out = []
     for direction, peak in sorted(peaks.items()):
         capacity = payload_capacity_bps(config.bottleneck.of(direction).rate_bps) / 1e6
         if peak < SHOULD_FILL * capacity:
+            why = "bulk TCP flows should fill the link"
+            q = queues.get(direction)
+            if q and q.backlog_pkts and q.backlog_pkts.mean >= STANDING_QUEUE_PKTS:
+                why = (f"its queue held {q.backlog_pkts.mean:.0f} packets on average meanwhile, so the shaper "
+                       "sent below its rate (the middlebox short of CPU), not the flows")
             out.append(f"{direction} goodput peaked at {peak:.3g} Mbit/s ({peak / capacity:.0%} of the payload "
-                       f"capacity) in its best {PEAK_INTERVAL:g} s: bulk TCP flows should fill the link")
+                       f"capacity) in its best {PEAK_INTERVAL:g} s: {why}")
     return out
 
 
@@ -346,7 +354,7 @@ def _flags(out: CellMetrics, record: CellRecord, impossible: list[str] | None = 
     flags += impossible or []
     checks = record.checks
     flags += [f"calibration: {reason}" for reason in (checks.calibration.reasons if checks.calibration else [])]
-    flags += [f"calibration: {reason}" for reason in _unfilled(out.peak_mbit, record.config)]
+    flags += [f"calibration: {reason}" for reason in _unfilled(out.peak_mbit, record.config, out.queue)]
     for f in out.flows:
         if _starved(f, record.config):
             flags.append(f"flow {f.index} ({f.label}): starved, {f.mean_mbit:.3g} Mbit/s in the test")

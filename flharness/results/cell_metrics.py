@@ -8,7 +8,7 @@ from .cell_record import Direction
 from .files import Contract, Sparse, Versioned
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 11
+METRICS_VERSION = 12
 
 
 class Percentiles(Contract):

@@ -23,7 +23,7 @@ from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
 from flharness.report.index import environment, table_safe
 from flharness.report.tables import fairness_table, stat
-from flharness.results.cell_metrics import CellMetrics, FlowMetrics
+from flharness.results.cell_metrics import CellMetrics, FlowMetrics, QueueSummary, Spread
 from flharness.results.cell_record import CellConfig, CellRecord, Endpoints
 from flharness.results.run_record import RunRecord
 from flharness.scenario.schema import Scenario
@@ -459,9 +459,23 @@ def test_bulk_flows_that_never_fill_the_link_are_flagged():
     peak = delivery.peak_mbit([np.diff([0, 1e6, 2e6, 2.5e6]), np.diff([0, 0, 0.1e6, 0.2e6])], edges)
     assert np.isclose(peak, 8.8)
     config = _config()
-    assert metrics._unfilled({"up": 8.8}, config) == []  # 92 %
-    assert metrics._unfilled({"up": 8.0}, config) == [
+    assert metrics._unfilled({"up": 8.8}, config, {}) == []  # 92 %
+    assert metrics._unfilled({"up": 8.0}, config, {}) == [
         "up goodput peaked at 8 Mbit/s (84% of the payload capacity) in its best 1 s: bulk TCP flows should fill the link"]
     for other in ({"client_qdisc": "tbf rate 5mbit"}, {"udp": "5mbit"}, {"rate_schedule": []}, {"test": "rrul"},
                   {"tunnel": "wireguard"}, {"netem": {"up": ["loss", "1%"], "down": []}}):
-        assert metrics._unfilled({"up": 1.0}, _config(**other)) == [], other
+        assert metrics._unfilled({"up": 1.0}, _config(**other), {}) == [], other
+
+
+def test_an_unfilled_link_with_a_standing_queue_blames_the_shaper():
+    """A queue that stays backlogged while the link goes unfilled: the shaper (the middlebox's
+    CPU) sent too little, not the flows (seen in CI: 573 packets on average, 86 % of the rate)."""
+    def queue_of(mean_pkts: float) -> QueueSummary:
+        spread = Spread(mean=mean_pkts, p95=mean_pkts, max=mean_pkts)
+        return QueueSummary(kind="pfifo", samples=80, interval_s=0.1, backlog_bytes=None, backlog_pkts=spread,
+                            delay_ms=None, drops=0, marks=0)
+    standing = metrics._unfilled({"up": 8.0}, _config(), {"up": queue_of(573)})
+    assert standing == ["up goodput peaked at 8 Mbit/s (84% of the payload capacity) in its best 1 s: its queue "
+                        "held 573 packets on average meanwhile, so the shaper sent below its rate (the middlebox "
+                        "short of CPU), not the flows"]
+    assert metrics._unfilled({"up": 8.0}, _config(), {"up": queue_of(2)})[0].endswith("should fill the link")
