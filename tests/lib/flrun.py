@@ -286,3 +286,19 @@ def statuses(results: Path) -> dict[str, str]:
     for cell_json in results.glob("default/*/*/cell.json"):
         out[f"{cell_json.parent.parent.name}/{cell_json.parent.name}"] = json.loads(cell_json.read_text())["status"]
     return out
+
+
+def kernel_release(image: Path) -> str:
+    """The release a bzImage names in its own header (the version string that setup
+    header field kernel_version points to), read without fl."""
+    head = image.read_bytes()[:0x10000]
+    at = int.from_bytes(head[0x20E:0x210], "little") + 0x200
+    return head[at:at + 256].split(b" ")[0].decode()
+
+
+def newest_kernel() -> Path:
+    """The newest /boot/vmlinuz-* with its modules installed: what `--vm` alone picks."""
+    def version(p: Path) -> list[int]:
+        return [int(x) for x in re.findall(r"\d+", p.name)]
+    found = [p for p in Path("/boot").glob("vmlinuz-*") if Path("/lib/modules", p.name.removeprefix("vmlinuz-")).is_dir()]
+    return max(found, key=version)

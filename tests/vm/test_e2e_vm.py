@@ -12,12 +12,11 @@ Selected with `pytest -m vm`; not in the default suite.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from pathlib import Path
 
 import pytest
-from flrun import FlProcess, needs_vm
+from flrun import FlProcess, kernel_release, needs_vm, newest_kernel
 from resultlib import LEAD_IN, payload_received_mbit, series
 
 from flharness.analysis.flent_data import load as load_flent
@@ -156,22 +155,6 @@ def test_the_vms_ran_on_tcg_with_the_virtual_clock(vm):
     assert len(argv) == 2, argv
     for a in argv:
         assert "-accel tcg" in a and "-icount shift=0,sleep=off" in a, a
-
-
-def kernel_release(image: Path) -> str:
-    """The release a bzImage names in its own header (the version string that setup
-    header field kernel_version points to), read without fl."""
-    head = image.read_bytes()[:0x10000]
-    at = int.from_bytes(head[0x20E:0x210], "little") + 0x200
-    return head[at:at + 256].split(b" ")[0].decode()
-
-
-def newest_kernel() -> Path:
-    """The newest /boot/vmlinuz-* with its modules installed: what `--vm` alone picks."""
-    def version(p: Path) -> list[int]:
-        return [int(x) for x in re.findall(r"\d+", p.name)]
-    found = [p for p in Path("/boot").glob("vmlinuz-*") if Path("/lib/modules", p.name.removeprefix("vmlinuz-")).is_dir()]
-    return max(found, key=version)
 
 
 def _qemu_of(pid: int) -> str | None:

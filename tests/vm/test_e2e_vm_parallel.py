@@ -1,6 +1,7 @@
 """Parallel VMs give the results one VM gives: the session's run (two VMs sharing the
 host's two cores, conftest.vm_run) and a run of the same eight single-flow cells in one
-VM of their own agree, each figure computed by fl's analysis from the cell's own files.
+VM of their own (in the background, beside the next modules' VMs and image builds) agree,
+each figure computed by fl's analysis from the cell's own files.
 
 Not within 1 %: the virtual clock makes a guest's timing independent of the host's load
 (the same cell repeated in one VM agrees to 1 %: test_e2e_vm), but not of the guest's
@@ -25,28 +26,24 @@ import json
 import math
 
 import pytest
-from flrun import REPO, needs_vm, run_fl
-from test_e2e_vm import kernel_release, newest_kernel
+from flrun import kernel_release, needs_vm
 
 from flharness.analysis.metrics import Settings, cell_metrics
 
 pytestmark = [pytest.mark.vm, needs_vm()]
-SCENARIO = str(REPO / "tests" / "scenarios" / "vm-par.yml")
 #: Per cell: how far each figure may differ; over the cells: the geometric mean's bound.
 PER_CELL = {"goodput": 0.25, "D_SS": 0.25, "tcp_rtt median": 0.10, "tcp_rtt p95": 0.10}
 MEAN_OVER_CELLS = {"goodput": 0.06, "D_SS": 0.06}
 
 
 @pytest.fixture(scope="module")
-def serial(tmp_path_factory):
+def serial(vm_run):
     """The same cells in one VM, its kernel named by path (`--vm /boot/vmlinuz-…`: the
-    kernel the session's `--vm` picked by itself, the newest in /boot)."""
-    results = tmp_path_factory.mktemp("vm-serial")
-    image = newest_kernel()
-    p = run_fl("run", SCENARIO, "--vm", str(image), "--vm-accel", "tcg", "--vm-clock", "virtual",
-               "--results", str(results), timeout=2400)
-    assert p.returncode == 0, p.stdout + p.stderr
-    return results / "default" / "vm-par", kernel_release(image)
+    kernel the session's `--vm` picked by itself, the newest in /boot); started in the
+    background by conftest.vm_run."""
+    fl, root, image = vm_run["serial"]
+    assert fl.finish(timeout=2400) == 0, fl.output
+    return root, kernel_release(image)
 
 
 def metrics(root) -> dict[str, dict]:
