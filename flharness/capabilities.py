@@ -8,6 +8,7 @@ from typing import Any
 from .cells import Cell
 from .errors import ScenarioError
 from .qdisc import kernel_module
+from .results.cell_record import LinkConfig
 from .testbed import ecn_rules, layout, probe
 from .testbed.commands import delay_plan, header_hash_queues
 
@@ -63,56 +64,58 @@ class Capabilities:
         return self.data.get("qdiscs", {}).get(" ".join(tokens), {})
 
     def _bottleneck_gap(self, cell: Cell) -> str | None:
-        for link in (cell.up, cell.down):
-            if self._verdict(link.qdisc).get("verdict") == "unsupported":
-                return f"kernel lacks {kernel_module(link.qdisc[0])} (qdisc {' '.join(link.qdisc)})"
+        for link in _links(cell):
+            if self._verdict(link.words).get("verdict") == "unsupported":
+                return f"kernel lacks {kernel_module(link.words[0])} (qdisc {link.qdisc})"
             if not link.self_shaping and self.data.get("kinds", {}).get("htb") != "ok":
                 return "kernel lacks sch_htb (the shaper)"
         return None
 
     def _path_gap(self, cell: Cell) -> str | None:
-        if cell.needs_path_netem:
-            need = f"the {cell.coords['rtt'].label} RTT" if cell.max_rtt.seconds else "netem impairments"
+        config = cell.config
+        if config.needs_path_netem:
+            need = f"the {cell.coords['rtt'].label} RTT" if config.max_rtt_s else "netem impairments"
             for feature, what in (("netem", "sch_netem"), ("ifb", "ifb"), ("u32_mirred", "cls_u32/act_mirred")):
                 if not self.feature(feature):
                     return f"kernel lacks {what} (needed for {need})"
-        if any(f.ecn != "none" for f in cell.flows) and not self.feature("nftables"):
+        if any(f.ecn for f in config.flows) and not self.feature("nftables"):
             return "no nftables (nft) on the middlebox: needed for the per-flow ECN rewrites"
-        if self.tcp_rewrite is None and any("strip-negotiation" in f.ecn for f in cell.flows):
+        if self.tcp_rewrite is None and any("strip-negotiation" in f.ecn_actions for f in config.flows):
             return ("kernel cannot rewrite TCP flags (strip-negotiation): it lacks act_pedit/act_csum "
                     "and refuses nftables writes to the TCP header")
         return self._tunnel_gap(cell)
 
     def _tunnel_gap(self, cell: Cell) -> str | None:
-        kind = cell.path.tunnel
-        if kind == "none":
+        kind = cell.config.tunnel
+        if kind is None:
             return None
         if not self.feature(kind):
             return f"kernel lacks {TUNNEL_MODULES[kind]} (tunnel {kind})"
         if kind == "wireguard" and not self.tools.get("wg"):
             return "no wg (wireguard-tools) on the endpoints: needed for WireGuard tunnels"
-        if any(f.ecn != "none" for f in cell.flows) and not self.tools.get("nft"):
+        if any(f.ecn for f in cell.config.flows) and not self.tools.get("nft"):
             return "no nft on the client: tunnelled flows get their ECN rewrites at the tunnel entrance"
-        if not self.feature("cls_flow") and any(header_hash_queues(cell, link) for link in (cell.up, cell.down)):
+        if not self.feature("cls_flow") and any(header_hash_queues(cell.config, link) for link in _links(cell)):
             return ("kernel lacks cls_flow (needed so the FQ qdisc queues tunnelled packets "
                     "by their outer headers, as a router does)")
-        if kind == "wireguard" and cell.per_flow_rtt:
+        if kind == "wireguard" and cell.config.per_flow_rtt:
             return ("WireGuard does not copy the flows' DSCP to its outer header, so the "
                     "middlebox cannot give tunnelled flows different RTTs")
         return None
 
     def _endpoint_gap(self, cell: Cell) -> str | None:
-        for cc in sorted({f.cc for f in cell.flows}):
+        config = cell.config
+        for cc in sorted({f.cc for f in config.flows}):
             if not self.cc_ok(cc):
                 return f"kernel lacks tcp_{cc} (congestion control {cc})"
-        for host, settings in cell.sysctls.items():
+        for host, settings in config.sysctls.items():
             for key in settings:
                 if not self.data.get("sysctls", {}).get(key, True):
                     return f"kernel has no sysctl {key} ({host})"
-        q = cell.ends.client_qdisc
-        if q and self._verdict(q).get("verdict") == "unsupported":
-            return f"kernel lacks {kernel_module(q[0])} (client qdisc {' '.join(q)})"
-        if cell.ends.udp and not self.tools.get("iperf"):
+        q = config.client_qdisc
+        if q and self._verdict(q.split()).get("verdict") == "unsupported":
+            return f"kernel lacks {kernel_module(q.split()[0])} (client qdisc {q})"
+        if config.udp and not self.tools.get("iperf"):
             return "no iperf on the testbed: needed for the competing UDP flow"
         return None
 
@@ -125,7 +128,7 @@ class Capabilities:
                 if verdict.get("verdict") == "invalid":
                     raise ScenarioError(path, cell.coords[axis].key,
                                         f"tc rejects {' '.join(tokens)!r}: {verdict.get('message')}")
-            for host, settings in cell.sysctls.items():
+            for host, settings in cell.config.sysctls.items():
                 tried = probe.sysctl_set_key(_pairs(settings))
                 if complaint := self.data.get("sysctl_sets", {}).get(tried):
                     raise ScenarioError(path, cell.coords["sysctls"].key,
@@ -136,15 +139,19 @@ def _pairs(settings: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple((k, str(v)) for k, v in settings.items())
 
 
+def _links(cell: Cell) -> tuple[LinkConfig, LinkConfig]:
+    return cell.config.bottleneck.up, cell.config.bottleneck.down
+
+
 def _specs_of(cell: Cell) -> list[tuple[str, tuple[str, ...]]]:
     """(axis, tc tokens) of every qdisc the cell puts on the testbed."""
-    out = [("qdisc", link.qdisc) for link in (cell.up, cell.down)]
-    if cell.ends.client_qdisc:
-        out.append(("client_qdisc", cell.ends.client_qdisc))
-    plan = delay_plan(cell)
+    out = [("qdisc", tuple(link.words)) for link in _links(cell)]
+    if cell.config.client_qdisc:
+        out.append(("client_qdisc", tuple(cell.config.client_qdisc.split())))
+    plan = delay_plan(cell.config)
     for direction in ("up", "down"):
         for c in plan[direction]["classes"] if plan else []:
-            out.append(("netem" if cell.path.netem else "rtt", ("netem", *c["netem"])))
+            out.append(("netem" if cell.config.netem else "rtt", ("netem", *c["netem"])))
             out += [("netem", ("netem", *c["chained"]))] if c.get("chained") else []
     return out
 
@@ -153,15 +160,16 @@ def probe_request(cells: list[Cell], every_rewrite: bool = False) -> dict[str, A
     """What to probe for the cells: every distinct qdisc spec, CC, sysctl and sysctl set,
     and how a SYN's flags can be rewritten (EVERY_REWRITE: each way, not only the first
     that works: fl check reports them all)."""
-    specs = {(link.qdisc, link.self_shaping) for c in cells for link in (c.up, c.down)}
+    specs = {(tuple(link.words), link.self_shaping) for c in cells for link in _links(c)}
     specs |= {(tokens, True) for c in cells for axis, tokens in _specs_of(c) if axis != "qdisc"}
     return {
         "layout": {"shaper": layout.shaper("{dev}", "10mbit"), "root": layout.declared("{dev}", "{qdisc}", True),
                    "child": layout.declared("{dev}", "{qdisc}", False), "root_handle": layout.ROOT},
         "qdiscs": [[list(q), s] for q, s in sorted(specs)],
-        "ccs": sorted({f.cc for c in cells for f in c.flows}),
-        "sysctls": sorted({k for c in cells for settings in c.sysctls.values() for k in settings}),
-        "sysctl_sets": [list(map(list, s)) for s in sorted({_pairs(st) for c in cells for st in c.sysctls.values()})],
+        "ccs": sorted({f.cc for c in cells for f in c.config.flows}),
+        "sysctls": sorted({k for c in cells for settings in c.config.sysctls.values() for k in settings}),
+        "sysctl_sets": [list(map(list, s)) for s in sorted({_pairs(st) for c in cells
+                                                              for st in c.config.sysctls.values()})],
         "tcp_rewrite": {"nft": ecn_rules.NFT_STRIP, "nft_always": every_rewrite, "tc": ecn_rules.commands(
             [ecn_rules.FlowRule(1, 0, ("strip-negotiation",))], "{dev}", "mid", "tc", ingress_exists=True).tc},
     }

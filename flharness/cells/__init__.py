@@ -1,5 +1,5 @@
 """Cells: the scenario's matrix expanded into runs with typed coordinates, names, hashes."""
 from .expand import expand
-from .model import FLOW_DSCPS, Cell, Flow, Link
+from .model import FLOW_DSCPS, Cell
 
-__all__ = ["FLOW_DSCPS", "Cell", "Flow", "Link", "expand"]
+__all__ = ["FLOW_DSCPS", "Cell", "expand"]

@@ -1,8 +1,9 @@
-"""One cell from one combination of axis values: flows, links, path, name and hash."""
+"""One cell from one combination of axis values: its configuration, name and hash."""
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from ..results.cell_record import CellConfig, FlowConfig, LinkConfig, Links, Net
 from ..scenario.schema import AXES, NAMED_AXES, Scenario
 from ..scenario.values import Point, QdiscSpec, check_sysctl_value
 from ..units import Duration, Rate
-from .model import FLOW_DSCPS, Cell, Endpoints, Flow, Link, PathSetup, Step, jsonable
+from .model import FLOW_DSCPS, Cell, jsonable
 
 #: Bumped when the meaning of a resolved configuration changes (invalidates resume).
 CONFIG_FORMAT = 1
@@ -24,59 +25,47 @@ def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path,
     test: FlentTest = combo["test"].value
     flows = _flows(test, _flow_total(test, combo, path), combo, path)
     variables = {**scenario.vars, **{k: v for p in combo.values() for k, v in p.vars.items()}}
-    rtt = max((f.rtt for f in flows), default=Duration.of_seconds(0))
+    rtt = max((Duration.parse(f.rtt) for f in flows), key=lambda d: d.seconds, default=Duration.of_seconds(0))
 
-    def links(up: Rate, down: Rate) -> tuple[Link, Link]:
-        return (_link(combo["qdisc"], up, "up", rtt, variables, path),
-                _link(combo["qdisc"], down, "down", rtt, variables, path))
+    def links(up: Rate, down: Rate) -> dict[str, LinkConfig]:
+        return {"up": _link(combo["qdisc"], up, "up", rtt, variables, path),
+                "down": _link(combo["qdisc"], down, "down", rtt, variables, path)}
 
-    up, down = links(combo["rate"].value.up, combo["rate"].value.down)
-    schedule = tuple(Step(s.at, *links(s.up, s.down)) for s in combo["rate_schedule"].value) \
-        if "rate_schedule" in combo else ()
-    cpath = PathSetup(combo["netem"].value if "netem" in combo else None, schedule,
-                     combo["tunnel"].value, combo["replay_window"].value,
-                     combo["rtt_split"].value if "rtt_split" in combo else "even")
-    client_q = combo["client_qdisc"].value
-    sysctls = _sysctls(combo, [f.cc for f in flows], variables, path) if "sysctls" in combo else {}
-    ends = Endpoints(sysctls, tuple(client_q.split()) if client_q else None, combo["udp"].value)
-    coords = _with_rendered_qdisc_label(combo, up, down)
-    config = _config(scenario, test, combo, rep, flows, up, down, cpath, ends)
-    digest = config_hash(config)
+    bottleneck = Links(**links(combo["rate"].value.up, combo["rate"].value.down))
+    config = _config(scenario, test, combo, rep, flows, bottleneck, links, variables, path)
+    coords = _with_rendered_qdisc_label(combo, bottleneck)
     swept = tuple(scenario.swept_axes())
     named = [a for a in AXES if a in swept and a in coords and a not in NAMED_AXES
-             and not (a == "replay_window" and cpath.tunnel != "ipsec")]  # only IPsec has one
+             and not (a == "replay_window" and config.tunnel != "ipsec")]  # only IPsec has one
     parts = [coords[a].slug for a in NAMED_AXES] + [coords[a].slug for a in named]
     if repeated:
         parts.append(f"r{rep}")
-    return Cell(scenario.name or path.stem, "-".join(parts), rep, coords, swept, test,
-                combo["length"].value, scenario.step_size, flows, up, down, cpath, ends, config, digest)
+    return Cell(scenario.name or path.stem, "-".join(parts), rep, coords, swept, config, config_hash(config))
 
 
-def _config(scenario: Scenario, test: FlentTest, combo: dict[str, Point], rep: int,
-            flows: tuple[Flow, ...], up: Link, down: Link, cpath: PathSetup, ends: Endpoints) -> CellConfig:
+def _config(scenario: Scenario, test: FlentTest, combo: dict[str, Point], rep: int, flows: list[FlowConfig],
+            bottleneck: Links, links: Callable[[Rate, Rate], dict[str, LinkConfig]], variables: dict[str, Any],
+            path: Path) -> CellConfig:
     """The fully resolved configuration that is hashed and recorded (cell.json's config);
     features left at their defaults are left out, so adding a feature to fl never changes
     the hash of cells that do not use it."""
-    def flow(f: Flow) -> FlowConfig:
-        extra: dict[str, Any] = {"start": f.start.text} if f.start.seconds else {}
-        return FlowConfig(direction=f.direction, cc=f.cc, rtt=f.rtt.text, tos=f.tos, **extra,  # type: ignore[arg-type]
-                          **({"ecn": f.ecn} if f.ecn != "none" else {}))
-
-    def links(u: Link, d: Link) -> dict[str, LinkConfig]:
-        return {"up": LinkConfig(**u.as_json()), "down": LinkConfig(**d.as_json())}
-
+    netem, tunnel = combo["netem"].value if "netem" in combo else None, combo["tunnel"].value
+    client_q, udp = combo["client_qdisc"].value, combo["udp"].value
+    split = combo["rtt_split"].value if "rtt_split" in combo else "even"
+    schedule = combo["rate_schedule"].value if "rate_schedule" in combo else ()
     extras = {
-        "netem": NetemConfig(**jsonable(cpath.netem)) if cpath.netem else None,
-        "rtt_split": cpath.rtt_split if cpath.rtt_split != "even" else None,
-        "rate_schedule": [StepConfig(at=s.at.text, **links(s.up, s.down)) for s in cpath.schedule] or None,
-        "tunnel": cpath.tunnel if cpath.tunnel != "none" else None,
-        "replay_window": cpath.replay_window if cpath.tunnel == "ipsec" else None,
-        "client_qdisc": " ".join(ends.client_qdisc) if ends.client_qdisc else None,
-        "udp": ends.udp.text if ends.udp else None,
+        "netem": NetemConfig(**jsonable(netem)) if netem else None,
+        "rtt_split": split if split != "even" else None,
+        "rate_schedule": [StepConfig(at=s.at.text, **links(s.up, s.down)) for s in schedule] or None,
+        "tunnel": tunnel if tunnel != "none" else None,
+        "replay_window": combo["replay_window"].value if tunnel == "ipsec" else None,
+        "client_qdisc": " ".join(client_q.split()) if client_q else None,
+        "udp": udp.text if udp else None,
     }
+    sysctls = _sysctls(combo, [f.cc for f in flows], variables, path) if "sysctls" in combo else {}
     return CellConfig(format=CONFIG_FORMAT, test=test.name, length=combo["length"].value, step_size=scenario.step_size,
-                      repetition=rep, flows=[flow(f) for f in flows], bottleneck=Links(**links(up, down)),
-                      sysctls=ends.sysctls, **{k: v for k, v in extras.items() if v is not None})
+                      repetition=rep, flows=flows, bottleneck=bottleneck, sysctls=sysctls,
+                      **{k: v for k, v in extras.items() if v is not None})
 
 
 def config_hash(config: CellConfig) -> str:
@@ -84,12 +73,12 @@ def config_hash(config: CellConfig) -> str:
     return hashlib.sha256(json.dumps(config.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _with_rendered_qdisc_label(combo: dict[str, Point], up: Link, down: Link) -> dict[str, Point]:
+def _with_rendered_qdisc_label(combo: dict[str, Point], bottleneck: Links) -> dict[str, Point]:
     """A qdisc with {{ }} and no label is named after what it renders to in this cell."""
     coords = dict(combo)
     point = combo["qdisc"]
     if not point.explicit_label and "{{" in point.value.template:
-        up_l, down_l = default_label(" ".join(up.qdisc)), default_label(" ".join(down.qdisc))
+        up_l, down_l = default_label(bottleneck.up.qdisc), default_label(bottleneck.down.qdisc)
         label = up_l if up_l == down_l else f"{up_l}-{down_l}"
         coords["qdisc"] = Point(point.value, label, point.raw, point.key, point.vars)
     return coords
@@ -118,7 +107,7 @@ def _per_flow(combo: dict[str, Point], axis: str, what: str, test: FlentTest, n:
     return items * n if len(items) == 1 else items
 
 
-def _flows(test: FlentTest, n: int, combo: dict[str, Point], path: Path) -> tuple[Flow, ...]:
+def _flows(test: FlentTest, n: int, combo: dict[str, Point], path: Path) -> list[FlowConfig]:
     ccs = _per_flow(combo, "cc", "congestion controls", test, n, path)
     rtts = _per_flow(combo, "rtt", "RTTs", test, n, path)
     starts = _per_flow(combo, "start", "start times", test, n, path)
@@ -129,8 +118,12 @@ def _flows(test: FlentTest, n: int, combo: dict[str, Point], path: Path) -> tupl
                             f"{len(FLOW_DSCPS)} flows")
     directions = ["up"] * test.up + ["down"] * test.down if not test.streams_param else \
         ["up" if test.streams_param == "upload_streams" else "down"] * n
-    return tuple(Flow(i + 1, directions[i], ccs[i], rtts[i], FLOW_DSCPS[i] << 2 if marked else None,
-                      starts[i], ecns[i]) for i in range(n))
+
+    def flow(i: int) -> FlowConfig:
+        extra = ({"start": starts[i].text} if starts[i].seconds else {}) | ({"ecn": ecns[i]} if ecns[i] != "none" else {})
+        return FlowConfig(direction=directions[i], cc=ccs[i], rtt=rtts[i].text,
+                          tos=FLOW_DSCPS[i] << 2 if marked else None, **extra)
+    return [flow(i) for i in range(n)]
 
 
 def _sysctls(combo: dict[str, Point], ccs: list[str], variables: dict[str, Any],
@@ -149,10 +142,11 @@ def _sysctls(combo: dict[str, Point], ccs: list[str], variables: dict[str, Any],
 
 
 def _link(point: Point, rate: Rate, direction: str, rtt: Duration, variables: dict[str, Any],
-          path: Path) -> Link:
+          path: Path) -> LinkConfig:
     spec: QdiscSpec = point.value
     try:
         tokens = render(spec.template, QdiscContext(rate, rtt, variables, direction))
     except ValueError as e:
         raise ScenarioError(path, point.key, str(e)) from None
-    return Link(rate, tuple(tokens), is_self_shaping(tokens, spec.shaper))
+    return LinkConfig(rate=rate.text, rate_bps=rate.bps, qdisc=" ".join(tokens),
+                      self_shaping=is_self_shaping(tokens, spec.shaper))

@@ -9,7 +9,8 @@ from typing import Literal
 
 from pydantic import Field, JsonValue
 
-from ..units import Duration
+from ..flent_tests import FLENT_TESTS, FlentTest
+from ..units import Duration, Rate
 from .files import Contract, Sparse, Versioned
 
 #: Bumped when cell.json's layout changes; files of another version are not read.
@@ -40,21 +41,40 @@ class FlowConfig(Sparse):
     """ECN rewrite at the middlebox, '+'-joined actions."""
 
     @property
+    def rtt_s(self) -> float:
+        return Duration.parse(self.rtt).seconds
+
+    @property
     def rtt_ms(self) -> float:
-        return Duration.parse(self.rtt).ms
+        return self.rtt_s * 1e3
 
     @property
     def start_s(self) -> float:
         return Duration.parse(self.start).seconds if self.start else 0.0
+
+    @property
+    def dscp(self) -> int | None:
+        return None if self.tos is None else self.tos >> 2
+
+    @property
+    def ecn_actions(self) -> str:
+        """The '+'-joined ECN actions, "none" for none."""
+        return self.ecn or "none"
 
 
 class LinkConfig(Contract):
     """The bottleneck in one direction as rendered for the cell."""
 
     rate: str
+    """As tc gets it, e.g. "50mbit"."""
     rate_bps: float
     qdisc: str
     self_shaping: bool
+
+    @property
+    def words(self) -> list[str]:
+        """The qdisc's words, as tc gets them."""
+        return self.qdisc.split()
 
 
 class Links(Contract):
@@ -63,6 +83,11 @@ class Links(Contract):
 
     def of(self, direction: Direction) -> LinkConfig:
         return self.up if direction == "up" else self.down
+
+    @property
+    def max_rate_bps(self) -> float:
+        """The faster direction's rate."""
+        return max(self.up.rate_bps, self.down.rate_bps)
 
 
 class StepConfig(Links):
@@ -75,10 +100,43 @@ class StepConfig(Links):
         return Duration.parse(self.at).seconds
 
 
+#: The word that starts a second netem stage, chained after the path delay's.
+THEN = "then"
+
+
 class NetemConfig(Contract):
     up: list[str]
-    """Extra netem words per direction."""
+    """Extra netem words per direction; `jitter` goes into netem's delay clause; the words
+    after `then` are a second netem, chained after the path delay's."""
     down: list[str]
+
+    def _stages(self, direction: Direction) -> tuple[list[str], list[str]]:
+        words = self.up if direction == "up" else self.down
+        return (words[:words.index(THEN)], words[words.index(THEN) + 1:]) if THEN in words else (list(words), [])
+
+    def chained(self, direction: Direction) -> list[str]:
+        """The second netem's arguments for one direction, or [] for none."""
+        return self._stages(direction)[1]
+
+    def delay_args(self, direction: Direction, delay: Duration) -> list[str]:
+        """netem arguments for one direction: delay (+ jitter, distribution), then the rest."""
+        words = self._stages(direction)[0]
+        clause, rest = ["delay", delay.text], []
+        i = 0
+        while i < len(words):
+            if words[i] == "jitter":
+                clause.append(words[i + 1])
+                if i + 2 < len(words) and words[i + 2].endswith("%"):
+                    clause.append(words[i + 2])
+                    i += 1
+                i += 2
+            elif words[i] == "distribution":
+                clause += words[i:i + 2]
+                i += 2
+            else:
+                rest.append(words[i])
+                i += 1
+        return clause + rest
 
 
 class CellConfig(Sparse):
@@ -106,6 +164,41 @@ class CellConfig(Sparse):
     client_qdisc: str | None = None
     udp: str | None = None
     """Rate of the competing UDP flow."""
+
+    @property
+    def flent_test(self) -> FlentTest:
+        return FLENT_TESTS[self.test]
+
+    @property
+    def tunnel_kind(self) -> str:
+        """The cli-srv tunnel, "none" for none."""
+        return self.tunnel or "none"
+
+    @property
+    def split(self) -> str:
+        """Where the path delay goes: even, up or down."""
+        return self.rtt_split or "even"
+
+    @property
+    def steps(self) -> list[StepConfig]:
+        return self.rate_schedule or []
+
+    @property
+    def udp_rate(self) -> Rate | None:
+        return Rate.parse(self.udp) if self.udp else None
+
+    @property
+    def per_flow_rtt(self) -> bool:
+        return len({f.rtt for f in self.flows}) > 1
+
+    @property
+    def max_rtt_s(self) -> float:
+        return max((f.rtt_s for f in self.flows), default=0.0)
+
+    @property
+    def needs_path_netem(self) -> bool:
+        """A path delay or impairment: netem on the middlebox's IFBs."""
+        return self.max_rtt_s > 0 or self.netem is not None
 
 
 class Backend(Sparse):

@@ -42,8 +42,9 @@ def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any], server: str) -
     """The verdict on the cell in CELL_DIR (DATA: its Flent data; SERVER: the address
     Flent talked to, which tells the captures' directions apart)."""
     reasons: list[str] = []
-    base, declared = _base_rtt(data), cell.flows[0].rtt.seconds * 1e3
-    if cell.path.netem is None and base is not None and abs(base - declared) > _rtt_tolerance(declared):
+    config = cell.config
+    base, declared = _base_rtt(data), config.flows[0].rtt_ms
+    if config.netem is None and base is not None and abs(base - declared) > _rtt_tolerance(declared):
         reasons.append(f"base RTT {base:.2f} ms, declared {declared:g} ms")
     drops = capture_drops(cell_dir / "teardown.log")
     reasons += [f"{host}'s capture dropped {n} packets" for host, n in drops.items() if n]
@@ -52,7 +53,7 @@ def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any], server: str) -
     for host in ("cli", "srv"):
         log = cell_dir / f"{host}.ss.log"
         if log.is_file():
-            busy = saturated_share(log, origin + lead, origin + lead + cell.length)
+            busy = saturated_share(log, origin + lead, origin + lead + config.length)
             saturated.update({f"{host} {core}": share for core, share in busy.items()})
     reasons += [f"CPU {core} more than {CPU_BUSY:.0%} busy for {share:.0%} of the test"
                 for core, share in saturated.items() if share > CPU_BUSY_SHARE]
@@ -60,7 +61,7 @@ def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any], server: str) -
     reasons += [f"offloads on: {', '.join(offloads)}"] if offloads else []
     if unrecorded := unrecorded_hosts(cell_dir / "teardown.log"):
         reasons.append(f"no state recorded after the test on {', '.join(unrecorded)}")
-    in_flight = max(cell.up.rate.bps, cell.down.rate.bps) * max(f.rtt.seconds for f in cell.flows) / 8 / FRAME_BYTES
+    in_flight = config.bottleneck.max_rate_bps * config.max_rtt_s / 8 / FRAME_BYTES
     if in_flight > NETEM_LIMIT:
         reasons.append(f"netem limit {NETEM_LIMIT} packets is below the delay line ({in_flight:.0f})")
     seen = effects(cell, cell_dir, server)

@@ -8,9 +8,9 @@ from typing import Any
 
 from ..analysis import flent_data, sockets
 from ..analysis.teardown_log import command_output, host_sections
-from ..cells import Cell, Flow
+from ..cells import Cell
 from ..hosts import ENDPOINTS
-from ..results.cell_record import CcCheck, Checks, Endpoints
+from ..results.cell_record import CcCheck, Checks, Endpoints, FlowConfig
 from ..testbed.ansible import PlaybookResult
 from .calibration import calibration
 
@@ -87,20 +87,20 @@ def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> dict[str, Any] 
     goodput = {name: flent_data.goodput_mbit(data, name) for name in series}
     v.checks.netperf_mbit = goodput  # the sender's count: whether each flow moved data
     empty = [n for n, g in goodput.items() if not g]
-    if len(series) != len(cell.flows) or empty:
-        v.fail(f"expected {len(cell.flows)} flows with data, Flent has {len(series) - len(empty)}")
+    if len(series) != len(cell.config.flows) or empty:
+        v.fail(f"expected {len(cell.config.flows)} flows with data, Flent has {len(series) - len(empty)}")
     _check_test_window(cell, data, list(series), v)
     return data
 
 
 def _check_test_window(cell: Cell, data: dict, names: list[str], v: Verdict) -> None:
     """Flows whose data began late (their connection could not start in time)."""
-    origin, lead, length = flent_data.t0(data), flent_data.lead_in(data), cell.length
+    origin, lead, length = flent_data.t0(data), flent_data.lead_in(data), cell.config.length
     late: dict[str, float] = {}
     early: dict[str, float] = {}
     for flow, name in _series_of(cell, names):
         begun = flent_data.first_data_s(data.get("raw_values", {}).get(name, []), origin)
-        delay = None if begun is None else begun - (lead + flow.start.seconds)
+        delay = None if begun is None else begun - (lead + flow.start_s)
         if delay is not None and delay > max(LATE_START_S, LATE_START_SHARE * length):
             late[name] = round(delay, 1)
         elif delay is not None and delay < -EARLY_START_S:
@@ -113,16 +113,16 @@ def _check_test_window(cell: Cell, data: dict, names: list[str], v: Verdict) -> 
         v.retry = True
 
 
-def _series_of(cell: Cell, names: list[str]) -> list[tuple[Flow, str]]:
+def _series_of(cell: Cell, names: list[str]) -> list[tuple[FlowConfig, str]]:
     """The cell's flows with their Flent series, in declared order per direction."""
     pools = {d: [n for n in names if n.startswith(f"TCP {d}load")] for d in ("up", "down")}
-    return [(f, pools[f.direction].pop(0)) for f in cell.flows if pools[f.direction]]
+    return [(f, pools[f.direction].pop(0)) for f in cell.config.flows if pools[f.direction]]
 
 
 def _check_ccs(cell: Cell, cell_dir: Path, control_port: int, v: Verdict) -> None:
     declared, observed = [], []
     for direction, host in (("up", "cli"), ("down", "srv")):
-        want = sorted(f.cc for f in cell.flows if f.direction == direction)
+        want = sorted(f.cc for f in cell.config.flows if f.direction == direction)
         if not want:
             continue
         log = cell_dir / f"{host}.ss.log"

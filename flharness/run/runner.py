@@ -54,7 +54,7 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
         raise FlError(f"two scenarios of this run have the same name: {', '.join(names)}")
     inventories = _testbed_inventories(opts)
     cells = [c for _, cs in selected for c in cs]
-    if any(c.path.tunnel != "none" for c in cells):
+    if any(c.config.tunnel for c in cells):
         inventories[0].tunnel_ip("cli"), inventories[0].tunnel_ip("srv")
     recover_stale()
     run_dir = opts.results / opts.run
@@ -229,9 +229,9 @@ def _cell_limit(run: Run):
     vm = run.opts.vm
 
     def limit(cell: Cell) -> float:
-        flent = cell.length + 2 * FLENT_DELAY
+        flent = cell.config.length + 2 * FLENT_DELAY
         if vm:
-            return vm.cell_limit(flent, max(cell.up.rate.bps, cell.down.rate.bps))
+            return vm.cell_limit(flent, cell.config.bottleneck.max_rate_bps)
         return flent + HOST_CELL_MARGIN
     return limit
 

@@ -26,8 +26,8 @@ DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 def raw_capture_bytes(cell: Cell) -> float:
     """Both captures of CELL before compression: the busier direction's rate (both with
     flows each way) over the test and Flent's lead-in and lead-out."""
-    rate = max(cell.up.rate.bps, cell.down.rate.bps) * (2 if cell.test.up and cell.test.down else 1)
-    return CAPTURES * CAPTURE_BYTES_PER_BIT * rate * (cell.length + 2 * FLENT_DELAY)
+    rate = cell.config.bottleneck.max_rate_bps * (2 if cell.test.up and cell.test.down else 1)
+    return CAPTURES * CAPTURE_BYTES_PER_BIT * rate * (cell.config.length + 2 * FLENT_DELAY)
 
 
 def needed_bytes(cells: list[Cell]) -> float:

@@ -12,16 +12,16 @@ from typing import Any
 
 from ..ecn import DESCRIPTIONS as ECN_ACTIONS
 from ..qdisc import check_template, default_label
+from ..results.cell_record import THEN
 from ..units import Duration, Rate
 
 #: netem words fl passes through (fl itself writes `delay`, from the RTT).
 NETEM_WORDS = {"loss", "random", "state", "gemodel", "ecn", "corrupt", "duplicate", "reorder",
                "gap", "slot", "packets", "bytes", "distribution", "uniform", "normal", "pareto",
                "paretonormal", "jitter"}
-#: Starts a second netem stage, chained after the path delay's (the L4S Tests' bursty
+#: After THEN, a second netem stage, chained after the path delay's (the L4S Tests' bursty
 #: links: `then delay 200us slot 800us 5ms packets 16 limit 10000`); there `delay` and
 #: `limit` are the stage's own.
-THEN = "then"
 CHAINED_WORDS = NETEM_WORDS | {"delay", "limit"}
 NETEM_NUMBER_RE = re.compile(r"^\d+(\.\d+)?(%|us|ms|s)?$")
 TUNNELS = ("none", "wireguard", "ipsec", "fou")
@@ -31,39 +31,11 @@ RTT_SPLITS = {"even": (0.5, 0.5), "up": (1.0, 0.0), "down": (0.0, 1.0)}
 
 @dataclass(frozen=True)
 class Netem:
-    """Extra netem arguments per direction; `jitter` goes into netem's delay clause; the
-    words after `then` are a second netem, chained after the path delay's."""
+    """Extra netem words per direction, as the cell's configuration carries them
+    (results/cell_record.py's NetemConfig, which reads the stages)."""
 
     up: tuple[str, ...]
     down: tuple[str, ...]
-
-    def _stages(self, direction: str) -> tuple[list[str], list[str]]:
-        words = list(self.up if direction == "up" else self.down)
-        return (words[:words.index(THEN)], words[words.index(THEN) + 1:]) if THEN in words else (words, [])
-
-    def chained(self, direction: str) -> list[str]:
-        """The second netem's arguments for one direction, or [] for none."""
-        return self._stages(direction)[1]
-
-    def delay_args(self, direction: str, delay: Duration) -> list[str]:
-        """netem arguments for one direction: delay (+ jitter, distribution), then the rest."""
-        words = self._stages(direction)[0]
-        clause, rest = ["delay", delay.text], []
-        i = 0
-        while i < len(words):
-            if words[i] == "jitter":
-                clause.append(words[i + 1])
-                if i + 2 < len(words) and words[i + 2].endswith("%"):
-                    clause.append(words[i + 2])
-                    i += 1
-                i += 2
-            elif words[i] == "distribution":
-                clause += words[i:i + 2]
-                i += 2
-            else:
-                rest.append(words[i])
-                i += 1
-        return clause + rest
 
 
 @dataclass(frozen=True)

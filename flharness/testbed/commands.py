@@ -1,7 +1,8 @@
-"""Each host's command files for one cell, rendered here from the cell: the shapes of every
-tc, nft and sysctl command fl runs for a cell live in this module (and the tc layout in
-layout.py). The cell role writes the files on the host and runs them with tc -batch,
-nft -f and sysctl (roles/cell/templates/); tests compare them with golden files.
+"""Each host's command files for one cell, rendered here from its configuration
+(CellConfig): the shapes of every tc, nft and sysctl command fl runs for a cell live in
+this module (and the tc layout in layout.py). The cell role writes the files on the host
+and runs them with tc -batch, nft -f and sysctl (roles/cell/templates/); tests compare
+them with golden files.
 
 mid:  reset.tc (fl's qdiscs removed), bottleneck.tc (both directions' bottleneck, the path
       delay and impairments on the IFBs, SYN rewrites by tc), ecn.nft (the per-flow ECN
@@ -15,9 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..cells import Cell
-from ..cells.model import Link
 from ..hosts import HOSTS
+from ..results.cell_record import CellConfig, Direction, LinkConfig
 from ..scenario.features import RTT_SPLITS
 from ..units import Duration
 from . import ecn_rules, layout
@@ -55,23 +55,23 @@ class RunSettings:
     htb_args: tuple[str, ...] = ()  # extra htb class arguments (e.g. burst for real-time VMs)
 
 
-def host_files(cell: Cell, ports: Ports, run: RunSettings, tcp_rewrite: ecn_rules.TcpRewrite | None,
+def host_files(config: CellConfig, ports: Ports, run: RunSettings, tcp_rewrite: ecn_rules.TcpRewrite | None,
                ) -> dict[str, HostFiles]:
     """Every host's command files for CELL."""
     files: dict[str, HostFiles] = {h: {} for h in HOSTS}
-    for host, settings in cell.sysctls.items():
+    for host, settings in config.sysctls.items():
         files[host]["sysctl.conf"] = _lines(f"{k}={v}" for k, v in settings.items())
-    ecn = ecn_commands(cell, ports, tcp_rewrite)
-    at_mid = ecn if cell.path.tunnel == "none" else None
-    files["mid"] |= {"reset.tc": _lines(reset(ports, run)), "bottleneck.tc": _lines(bottleneck(cell, ports, run, at_mid))}
+    ecn = ecn_commands(config, ports, tcp_rewrite)
+    at_mid = ecn if config.tunnel is None else None
+    files["mid"] |= {"reset.tc": _lines(reset(ports, run)), "bottleneck.tc": _lines(bottleneck(config, ports, run, at_mid))}
     if run.nft:
         files["mid"]["ecn.nft"] = _lines(["flush chain inet fl ecn_rewrite",
                                           *(f"add rule inet fl ecn_rewrite {r}" for r in (at_mid.nft if at_mid else [])),
                                           "reset counters table inet fl"])
-    files["mid"] |= schedule_files(cell, ports, run)
-    if cell.ends.client_qdisc:
-        files["cli"]["client.tc"] = _lines([f"qdisc add dev {ports.cli} root {' '.join(cell.ends.client_qdisc)}"])
-    if ecn is not None and cell.path.tunnel != "none":
+    files["mid"] |= schedule_files(config, ports, run)
+    if config.client_qdisc:
+        files["cli"]["client.tc"] = _lines([f"qdisc add dev {ports.cli} root {config.client_qdisc}"])
+    if ecn is not None and config.tunnel is not None:
         files["cli"] |= tunnel_ecn(ecn)
     return {h: f for h, f in files.items() if f}
 
@@ -90,22 +90,22 @@ def reset(ports: Ports, run: RunSettings) -> list[str]:
     return out
 
 
-def bottleneck(cell: Cell, ports: Ports, run: RunSettings, ecn: ecn_rules.EcnCommands | None) -> list[str]:
+def bottleneck(config: CellConfig, ports: Ports, run: RunSettings, ecn: ecn_rules.EcnCommands | None) -> list[str]:
     """Upload's bottleneck on the port towards srv, download's towards cli, then the path
     delay of each way on the IFB of the port it enters by, then tc's ECN rewrites."""
-    out = shape(ports.mid_srv, cell.up, run, header_hash_queues(cell, cell.up))
-    out += shape(ports.mid_cli, cell.down, run, header_hash_queues(cell, cell.down))
-    if (plan := delay_plan(cell)) is not None:
+    links = config.bottleneck
+    out = shape(ports.mid_srv, links.up, run, header_hash_queues(config, links.up))
+    out += shape(ports.mid_cli, links.down, run, header_hash_queues(config, links.down))
+    if (plan := delay_plan(config)) is not None:
         out += path_delay(ports.mid_cli, ports.ifb(ports.mid_cli), plan, "up")
         out += path_delay(ports.mid_srv, ports.ifb(ports.mid_srv), plan, "down")
     return out + (ecn.tc if ecn else [])
 
 
-def shape(dev: str, link: Link, run: RunSettings, hash_queues: int | None = None) -> list[str]:
+def shape(dev: str, link: LinkConfig, run: RunSettings, hash_queues: int | None = None) -> list[str]:
     """A port's bottleneck (layout.py); in tunnel cells an FQ qdisc hashes outer headers."""
-    qdisc = " ".join(link.qdisc)
-    out = [] if link.self_shaping else layout.shaper(dev, link.rate.text, run.htb_args)
-    out.append(layout.declared(dev, qdisc, link.self_shaping))
+    out = [] if link.self_shaping else layout.shaper(dev, link.rate, run.htb_args)
+    out.append(layout.declared(dev, link.qdisc, link.self_shaping))
     if hash_queues:
         out.append(f"filter add dev {dev} parent {layout.declared_handle(link.self_shaping)} handle 1 protocol all "
                    f"prio 1 flow hash keys src,dst,proto,proto-src,proto-dst divisor {hash_queues}")
@@ -133,7 +133,7 @@ def path_delay(dev: str, ifb: str, plan: dict, direction: str) -> list[str]:
                   f"action mirred egress redirect dev {ifb}"]
 
 
-def delay_plan(cell: Cell) -> dict[str, Any] | None:
+def delay_plan(config: CellConfig) -> dict[str, Any] | None:
     """netem on the middlebox's ingress IFBs: each flow's RTT split between the two ways
     (half each, or all on one way: rtt_split), plus the cell's netem impairments per
     direction ('up' = traffic from cli).
@@ -141,24 +141,22 @@ def delay_plan(cell: Cell) -> dict[str, Any] | None:
     One class when all flows share an RTT; otherwise one class per distinct RTT,
     chosen by the flows' TOS marks; unmarked traffic (ping) follows flow 1.
     """
-    if not cell.needs_path_netem:
+    if not config.needs_path_netem:
         return None
-    rtts: list[Duration] = []
-    for f in cell.flows:
-        if f.rtt not in rtts:
-            rtts.append(f.rtt)
+    rtts = list(dict.fromkeys(f.rtt for f in config.flows))  # distinct, in flow order
     filters = [{"tos": f"0x{f.tos:02x}", "class": rtts.index(f.rtt)}
-               for f in cell.flows if f.tos is not None] if len(rtts) > 1 else []
-    shares = dict(zip(("up", "down"), RTT_SPLITS[cell.path.rtt_split]))
+               for f in config.flows if f.tos is not None] if len(rtts) > 1 else []
+    shares = dict(zip(("up", "down"), RTT_SPLITS[config.split]))
 
-    def netem(direction: str, rtt: Duration) -> dict[str, list[str]]:
-        one_way = Duration.of_seconds(rtt.seconds * shares[direction])
-        args = cell.path.netem.delay_args(direction, one_way) if cell.path.netem else ["delay", one_way.text]
-        chained = cell.path.netem.chained(direction) if cell.path.netem else []
+    def netem(direction: Direction, rtt: str) -> dict[str, list[str]]:
+        one_way = Duration.of_seconds(Duration.parse(rtt).seconds * shares[direction])
+        args = config.netem.delay_args(direction, one_way) if config.netem else ["delay", one_way.text]
+        chained = config.netem.chained(direction) if config.netem else []
         return {"netem": args + ["limit", str(NETEM_LIMIT)]} | ({"chained": chained} if chained else {})
 
-    return {d: {"classes": [netem(d, r) for r in rtts]} for d in ("up", "down")} | {
-        "filters": filters, "default": rtts.index(cell.flows[0].rtt), "shared": len(rtts) == 1}
+    directions: tuple[Direction, ...] = ("up", "down")
+    return {d: {"classes": [netem(d, r) for r in rtts]} for d in directions} | {
+        "filters": filters, "default": rtts.index(config.flows[0].rtt), "shared": len(rtts) == 1}
 
 
 #: FQ qdiscs that pick a flow queue by the skb's hash, with their default queue count.
@@ -168,10 +166,10 @@ def delay_plan(cell: Cell) -> dict[str, Any] | None:
 HASHED_FQ = {"fq_codel": 1024, "fq_pie": 1024}
 
 
-def header_hash_queues(cell: Cell, link: Link) -> int | None:
+def header_hash_queues(config: CellConfig, link: LinkConfig) -> int | None:
     """The flow queues a tunnel cell's FQ qdisc hashes outer headers into, else None."""
-    words = list(link.qdisc)
-    if cell.path.tunnel == "none" or not words or words[0] not in HASHED_FQ:
+    words = link.words
+    if config.tunnel is None or not words or words[0] not in HASHED_FQ:
         return None
     given = words[words.index("flows") + 1] if "flows" in words[:-1] else ""
     return int(given) if given.isdigit() else HASHED_FQ[words[0]]  # tc rejects a non-number
@@ -183,15 +181,15 @@ def _chained(ifb: str, netem: str, handle: int, delay_class: dict) -> list[str]:
     return [f"qdisc add dev {ifb} parent {netem.rstrip(':')}:1 handle {handle}: netem {' '.join(chained)}"] if chained else []
 
 
-def ecn_commands(cell: Cell, ports: Ports, tcp_rewrite: ecn_rules.TcpRewrite | None) -> ecn_rules.EcnCommands | None:
+def ecn_commands(config: CellConfig, ports: Ports, tcp_rewrite: ecn_rules.TcpRewrite | None) -> ecn_rules.EcnCommands | None:
     """The cell's per-flow ECN rewrites (ecn_rules.py): at the middlebox on packets from the
     client, or in tunnelled cells at the client's tunnel entrance."""
-    rules = ecn_rules.flow_rules([(f.index, f.dscp, f.ecn) for f in cell.flows])
+    rules = ecn_rules.cell_rules(config.flows)
     if not rules:
         return None
-    if cell.path.tunnel != "none":
+    if config.tunnel is not None:
         return ecn_rules.commands(rules, ports.tunnel, "cli", tcp_rewrite)
-    return ecn_rules.commands(rules, ports.mid_cli, "mid", tcp_rewrite, ingress_exists=delay_plan(cell) is not None)
+    return ecn_rules.commands(rules, ports.mid_cli, "mid", tcp_rewrite, ingress_exists=delay_plan(config) is not None)
 
 
 def tunnel_ecn(ecn: ecn_rules.EcnCommands) -> HostFiles:
@@ -207,21 +205,21 @@ def tunnel_ecn(ecn: ecn_rules.EcnCommands) -> HostFiles:
     return out
 
 
-def schedule_files(cell: Cell, ports: Ports, run: RunSettings) -> HostFiles:
+def schedule_files(config: CellConfig, ports: Ports, run: RunSettings) -> HostFiles:
     """The rate schedule: schedule-N.tc, the N-th step's batch, and schedule.steps, one line
     per step: microseconds after Flent's start, its batch file, what it sets."""
     out, steps = {}, []
-    for i, step in enumerate(cell.path.schedule, 1):
+    for i, step in enumerate(config.steps, 1):
         out[f"schedule-{i}.tc"] = _lines(change(ports.mid_srv, step.up, run) + change(ports.mid_cli, step.down, run))
-        what = f"up {step.up.rate.text} {' '.join(step.up.qdisc)}, down {step.down.rate.text} {' '.join(step.down.qdisc)}"
-        steps.append(f"{round(step.at.seconds * 1e6)} schedule-{i}.tc {what} (planned t={float(step.at.seconds)!r})")
+        what = f"up {step.up.rate} {step.up.qdisc}, down {step.down.rate} {step.down.qdisc}"
+        steps.append(f"{round(step.at_s * 1e6)} schedule-{i}.tc {what} (planned t={float(step.at_s)!r})")
     if steps:
         out["schedule.steps"] = _lines(steps)
     return out
 
 
-def change(dev: str, link: Link, run: RunSettings) -> list[str]:
+def change(dev: str, link: LinkConfig, run: RunSettings) -> list[str]:
     """A port's bottleneck changed in place: its htb class's rate and its qdisc, or the
     self-shaping qdisc (the kind must stay)."""
-    out = [] if link.self_shaping else [layout.htb_class(dev, link.rate.text, run.htb_args, verb="change")]
-    return out + [layout.declared(dev, " ".join(link.qdisc), link.self_shaping, verb="change")]
+    out = [] if link.self_shaping else [layout.htb_class(dev, link.rate, run.htb_args, verb="change")]
+    return out + [layout.declared(dev, link.qdisc, link.self_shaping, verb="change")]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..ecn import ACTIONS, CONTROL_FLAGS, CWR, ECE, SYN
+from ..results.cell_record import FlowConfig
 
 #: nftables statements (match, then rewrite) of the actions on the IP ECN field.
 NFT_IP = {
@@ -126,6 +127,11 @@ def flow_rules(flows: list[tuple[int, int | None, str]]) -> list[FlowRule]:
                 raise ValueError(f"unknown ECN action(s) {unknown}")
             out.append(FlowRule(index, dscp, actions))
     return out
+
+
+def cell_rules(flows: list[FlowConfig]) -> list[FlowRule]:
+    """The rules of a cell's flows (numbered from 1, as Flent numbers them)."""
+    return flow_rules([(i, f.dscp, f.ecn_actions) for i, f in enumerate(flows, 1)])
 
 
 def needs_tcp_rewrite(rules: list[FlowRule]) -> bool:

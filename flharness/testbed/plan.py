@@ -27,11 +27,12 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
     DILATION stretches timeouts measured in the testbed's clock: in a VM on QEMU's
     virtual clock, waiting for I/O (the host filesystem) skips guest time forward."""
     keys: dict[str, set[str]] = {}
-    for c in cells:
-        for host, settings in c.sysctls.items():
+    configs = [c.config for c in cells]
+    for config in configs:
+        for host, settings in config.sysctls.items():
             keys.setdefault(host, set()).update(settings)
-    return {"ifb": ifb and any(c.needs_path_netem for c in cells), "nft": nft,
-            "udp": any(c.ends.udp for c in cells), "tunnels": sorted({c.path.tunnel for c in cells} - {"none"}),
+    return {"ifb": ifb and any(c.needs_path_netem for c in configs), "nft": nft,
+            "udp": any(c.udp for c in configs), "tunnels": sorted({c.tunnel for c in configs if c.tunnel}),
             "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
             "wait_timeout": int(15 * dilation), "dilation": dilation, "shared_fs": shared_fs,
             "xz_level": XZ_LEVEL, "queue_interval_min": QUEUE_INTERVAL_MIN["vm" if vm else "host"],
@@ -42,10 +43,10 @@ def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | Non
     """Where the cell's per-flow ECN rewrites happen (their commands: commands.py): at the
     middlebox on packets from cli, or in tunnelled cells at the client's tunnel entrance;
     whether tc filters do some (the teardown log shows their counters)."""
-    made = ecn_commands(cell, ports(inv), tcp_rewrite)
+    made = ecn_commands(cell.config, ports(inv), tcp_rewrite)
     if made is None:
         return None
-    tunnelled = cell.path.tunnel != "none"
+    tunnelled = cell.config.tunnel is not None
     return {"at": "cli" if tunnelled else "mid", "dev": ports(inv).tunnel if tunnelled else ports(inv).mid_cli,
             "tc": bool(made.tc)}
 
@@ -53,14 +54,14 @@ def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | Non
 def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
     """The cli-srv tunnel of a cell. IPsec keys are made here, per cell, and reach the
     hosts only as (temporary) extra vars; WireGuard keys are made on the hosts."""
-    kind = cell.path.tunnel
-    if kind == "none":
+    kind = cell.config.tunnel
+    if kind is None:
         return None
     for host in ("cli", "srv"):
         inv.tunnel_ip(host)  # both ends have an inner address
     out: dict[str, Any] = {"kind": kind}
     if kind == "ipsec":
-        out["replay_window"] = cell.path.replay_window
+        out["replay_window"] = cell.config.replay_window
         out["keys"] = {h: {"auth": "0x" + secrets.token_hex(32), "enc": "0x" + secrets.token_hex(16)}
                        for h in ("cli", "srv")}
     return out
@@ -71,24 +72,25 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool
     leaps to its next timer (hours while a guest waits on the host's disk), so a limit in
     guest time can kill Flent as it starts; the host's wall-clock watchdog bounds the cell."""
     params: dict[str, str] = {}
-    ccs = [f.cc for f in cell.flows]
-    if cell.test.per_flow:  # tcp_Nup ignores tcp_cong_control: set each flow's CC
+    config, test = cell.config, cell.test
+    ccs = [f.cc for f in config.flows]
+    if test.per_flow:  # tcp_Nup ignores tcp_cong_control: set each flow's CC
         params["cc_algos"] = ",".join(ccs)
     elif ccs:
         params["tcp_cong_control"] = ccs[0]
-    if any(f.tos is not None for f in cell.flows):
-        params["markings"] = ",".join(f"0x{f.tos or 0:02x}" for f in cell.flows)
-    if cell.test.streams_param:
-        params[cell.test.streams_param] = str(len(cell.flows))
-    if any(f.start.seconds for f in cell.flows):
-        params["stream_delays"] = ",".join(f"{f.start.seconds:g}" for f in cell.flows)
+    if any(f.tos is not None for f in config.flows):
+        params["markings"] = ",".join(f"0x{f.tos or 0:02x}" for f in config.flows)
+    if test.streams_param:
+        params[test.streams_param] = str(len(config.flows))
+    if any(f.start_s for f in config.flows):
+        params["stream_delays"] = ",".join(f"{f.start_s:g}" for f in config.flows)
     params.update({"fl_scenario": cell.scenario, "fl_cell": cell.name, "fl_config_hash": cell.config_hash})
     params.update({f"fl_{axis}": p.label for axis, p in cell.coords.items()})
     note = json.dumps({"fl": {"scenario": cell.scenario, "cell": cell.name,
                               "config_hash": cell.config_hash, "coordinates": cell.coordinates()}})
-    limit = int(cell.length + 2 * FLENT_DELAY + TIMEOUT_MARGIN)
-    argv = (["timeout", "-k", "15", str(limit)] if time_limit else []) + ["flent", cell.test.name,
-            "-H", target(cell, inv), "-l", str(cell.length), "-s", f"{cell.step_size:g}",
+    limit = int(config.length + 2 * FLENT_DELAY + TIMEOUT_MARGIN)
+    argv = (["timeout", "-k", "15", str(limit)] if time_limit else []) + ["flent", test.name,
+            "-H", target(cell, inv), "-l", str(config.length), "-s", f"{config.step_size:g}",
             "--netperf-control-port", inv.hostvars["cli"]["fl_netperf_port"],
             "--socket-stats", "-x", "-D", str(out_dir), "-t", cell.name, "-n", note]
     for key, value in params.items():
@@ -103,30 +105,31 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
     SYN's ECN flags (Capabilities.tcp_rewrite); RUN: the run's fl_run (run_vars)."""
     tunnel = tunnel_vars(cell, inv)
     settings = RunSettings(ifb=run["ifb"], nft=run["nft"], htb_args=tuple(run["htb_args"]))
+    config, udp = cell.config, cell.config.udp_rate
     return {
         "name": cell.name, "scenario": cell.scenario, "config_hash": cell.config_hash,
-        "dir": str(cell_dir), "sysctls": cell.sysctls,
-        "files": host_files(cell, ports(inv), settings, tcp_rewrite), "summary": summary(cell),
-        "ecn": ecn_plan(cell, inv, tcp_rewrite), "tunnel": tunnel, "schedule": bool(cell.path.schedule),
-        "client_qdisc": list(cell.ends.client_qdisc) if cell.ends.client_qdisc else None,
-        "udp": cell.ends.udp.text if cell.ends.udp else None,
-        "udp_bps": cell.ends.udp.bps if cell.ends.udp else 0, "flent_delay": FLENT_DELAY,
-        "target": target(cell, inv), "length": cell.length, "step_size": cell.step_size,
-        "samplers": sorted({{"up": "cli", "down": "srv"}[f.direction] for f in cell.flows}),  # hosts that send
+        "dir": str(cell_dir), "sysctls": config.sysctls,
+        "files": host_files(config, ports(inv), settings, tcp_rewrite), "summary": summary(cell),
+        "ecn": ecn_plan(cell, inv, tcp_rewrite), "tunnel": tunnel, "schedule": bool(config.steps),
+        "client_qdisc": config.client_qdisc.split() if config.client_qdisc else None,
+        "udp": udp.text if udp else None, "udp_bps": udp.bps if udp else 0, "flent_delay": FLENT_DELAY,
+        "target": target(cell, inv), "length": config.length, "step_size": config.step_size,
+        "samplers": sorted({{"up": "cli", "down": "srv"}[f.direction] for f in config.flows}),  # hosts that send
         "flent": flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)
     }
 
 
 def summary(cell: Cell) -> str:
     """One line for the setup log: each direction's bottleneck, and the path."""
-    up, down = (f"{link.rate.text}, {' '.join(link.qdisc)}" for link in (cell.up, cell.down))
-    return f"upload: {up}; download: {down}" + ("" if cell.needs_path_netem else "; no added path delay or impairment")
+    links = cell.config.bottleneck
+    up, down = (f"{link.rate}, {link.qdisc}" for link in (links.up, links.down))
+    return f"upload: {up}; download: {down}" + ("" if cell.config.needs_path_netem else "; no added path delay or impairment")
 
 
 def target(cell: Cell, inv: Inventory) -> str:
     """The server address Flent, iperf and the ss sampler talk to (inside the tunnel, if any)."""
-    return inv.tunnel_ip("srv") if cell.path.tunnel != "none" else inv.srv_ip
+    return inv.tunnel_ip("srv") if cell.config.tunnel is not None else inv.srv_ip
 
 
 def estimated_seconds(cell: Cell, overhead: float) -> float:
-    return cell.length + 2 * FLENT_DELAY + overhead
+    return cell.config.length + 2 * FLENT_DELAY + overhead

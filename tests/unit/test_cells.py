@@ -33,20 +33,21 @@ def test_cross_product_and_names(scenario_file):
 
 def test_cell_coordinates_are_typed(scenario_file):
     cell = next(c for c in cells_of(scenario_file(BASE)) if c.name == "cubic-vs-prague-pfifo_1000-50mbit-80ms-20ms")
-    assert [f.cc for f in cell.flows] == ["cubic", "prague"]
-    assert [f.rtt.ms for f in cell.flows] == [80, 20]
-    assert cell.up.rate.bps == 50e6 and cell.up.qdisc == ("pfifo", "limit", "1000")
-    assert not cell.up.self_shaping
+    up = cell.config.bottleneck.up
+    assert [f.cc for f in cell.config.flows] == ["cubic", "prague"]
+    assert [f.rtt_ms for f in cell.config.flows] == [80, 20]
+    assert up.rate_bps == 50e6 and up.qdisc == "pfifo limit 1000"
+    assert not up.self_shaping
     coords = cell.coordinates()
     assert coords["rate"]["value"]["up_bps"] == 50e6
     assert coords["cc"]["value"] == ["cubic", "prague"]
     # per-flow RTTs need flows told apart: each flow gets its own unassigned DSCP
-    assert [f.tos for f in cell.flows] == [FLOW_DSCPS[0] << 2, FLOW_DSCPS[1] << 2] == [0x4C, 0x8C]
+    assert [f.tos for f in cell.config.flows] == [FLOW_DSCPS[0] << 2, FLOW_DSCPS[1] << 2] == [0x4C, 0x8C]
 
 
 def test_same_rtt_flows_are_unmarked(scenario_file):
     cell = next(c for c in cells_of(scenario_file(BASE)) if c.name.endswith("-20ms") and "80ms" not in c.name)
-    assert all(f.tos is None for f in cell.flows)
+    assert all(f.tos is None for f in cell.config.flows)
 
 
 def test_hash_is_stable_and_config_sensitive(scenario_file, tmp_path):
@@ -68,11 +69,11 @@ def test_derived_qdisc_value(scenario_file):
           rate: [10mbit, 50mbit, {up: 1mbit, down: 10mbit}]
     """))
     by = {c.coords["rate"].label: c for c in cells}
-    assert by["10mbit"].up.qdisc == ("pfifo", "limit", "206")   # 10e6*0.25/8/1514
-    assert by["50mbit"].up.qdisc == ("pfifo", "limit", "1032")
-    asym = by["1mbit-10mbit"]
-    assert asym.up.qdisc[-1] == "21" and asym.down.qdisc[-1] == "206"
-    assert asym.name == "cubic-pfifo_21-pfifo_206-1mbit-10mbit-0ms"
+    assert by["10mbit"].config.bottleneck.up.qdisc == "pfifo limit 206"   # 10e6*0.25/8/1514
+    assert by["50mbit"].config.bottleneck.up.qdisc == "pfifo limit 1032"
+    asym = by["1mbit-10mbit"].config.bottleneck
+    assert asym.up.words[-1] == "21" and asym.down.words[-1] == "206"
+    assert by["1mbit-10mbit"].name == "cubic-pfifo_21-pfifo_206-1mbit-10mbit-0ms"
 
 
 def test_vars_presets_and_labels(scenario_file):
@@ -88,9 +89,9 @@ def test_vars_presets_and_labels(scenario_file):
           qdisc: [fifo_1q, {value: cake bandwidth 50mbit, label: cake}]
     """))
     by = {c.name: c for c in cells}
-    assert by["cubic-vs-reno-pfifo_sized-10mbit-0ms"].up.qdisc == ("pfifo", "limit", "200")
-    assert by["cubic-vs-reno-pfifo_sized-50mbit-0ms"].up.qdisc == ("pfifo", "limit", "1000")
-    assert by["cubic-vs-reno-cake-10mbit-0ms"].up.self_shaping
+    assert by["cubic-vs-reno-pfifo_sized-10mbit-0ms"].config.bottleneck.up.qdisc == "pfifo limit 200"
+    assert by["cubic-vs-reno-pfifo_sized-50mbit-0ms"].config.bottleneck.up.qdisc == "pfifo limit 1000"
+    assert by["cubic-vs-reno-cake-10mbit-0ms"].config.bottleneck.up.self_shaping
 
 
 def test_include_exclude(scenario_file):
@@ -153,12 +154,12 @@ def test_tcp_nup_flows(scenario_file):
         qdisc: pfifo
         cc: reno
     """))
-    assert len(cells[0].flows) == 10 and cells[0].flows[9].direction == "up"
+    assert len(cells[0].config.flows) == 10 and cells[0].config.flows[9].direction == "up"
 
 
 def test_rrul_be_has_eight_flows_both_ways(scenario_file):
     cell = cells_of(scenario_file("test: rrul_be\nrate: 10mbit\nqdisc: fq_codel\ncc: cubic\n"))[0]
-    assert [f.direction for f in cell.flows] == ["up"] * 4 + ["down"] * 4
+    assert [f.direction for f in cell.config.flows] == ["up"] * 4 + ["down"] * 4
 
 
 def test_same_name_for_different_configs_is_an_error(scenario_file):

@@ -103,7 +103,7 @@ def test_command_files_say_what_the_templates_configured(name):
     for cell in cells:
         config, sections = recorded[cell.name]
         assert cell.config_hash == config, cell.name
-        made = host_files(cell, PORTS, RUN, tcp_rewrite="tc")
+        made = host_files(cell.config, PORTS, RUN, tcp_rewrite="tc")
         want = expected(sections)
         steps = want.get("mid", {}).pop("schedule.steps", None)
         if steps is not None:
@@ -113,7 +113,7 @@ def test_command_files_say_what_the_templates_configured(name):
         made["mid"].pop("reset.tc")
         for host, files in made.items():  # sysctls go in the order written (the recording's
             if "sysctl.conf" in files:     # render sorted them: yaml.dump sorts extra vars' keys)
-                assert files["sysctl.conf"].splitlines() == [f"{k}={v}" for k, v in cell.sysctls[host].items()]
+                assert files["sysctl.conf"].splitlines() == [f"{k}={v}" for k, v in cell.config.sysctls[host].items()]
                 files["sysctl.conf"] = "".join(sorted(files["sysctl.conf"].splitlines(keepends=True)))
         assert made == want, cell.name
 
@@ -124,7 +124,7 @@ def test_a_chained_netem_goes_under_every_delay_netem(scenario_file):
     path = scenario_file("test: tcp_2up\nrate: 10mbit\nqdisc: pfifo\ncc: [cubic, reno]\nrtt: [80ms, 20ms]\n"
                          "netem: {up: loss 1% then delay 1ms slot 2ms 4ms packets 8 limit 500, down: then delay 3ms}\n")
     cell, = expand(load_scenario(path), path)
-    batch = host_files(cell, PORTS, RUN, tcp_rewrite="tc")["mid"]["bottleneck.tc"].splitlines()
+    batch = host_files(cell.config, PORTS, RUN, tcp_rewrite="tc")["mid"]["bottleneck.tc"].splitlines()
     up = [x for x in batch if "ifb4mid.l" in x and "netem" in x]
     assert up == ["qdisc add dev ifb4mid.l parent 1:10 handle 20: netem delay 40ms loss 1% limit 100000",
                   "qdisc add dev ifb4mid.l parent 20:1 handle 30: netem delay 1ms slot 2ms 4ms packets 8 limit 500",

@@ -44,7 +44,7 @@ def files(cv, host="mid"):
 def test_per_flow_rtt_delay_classes(scenario_file):
     cell = one_cell(scenario_file, "test: tcp_2up\nrate: 50mbit\nqdisc: fq_codel\ncc: [cubic, prague]\n"
                                    "rtt: [80ms, 20ms]\n")[0]
-    plan = delay_plan(cell)
+    plan = delay_plan(cell.config)
     for direction in ("up", "down"):
         assert plan[direction]["classes"] == [{"netem": ["delay", "40ms", "limit", "100000"]},
                                               {"netem": ["delay", "10ms", "limit", "100000"]}]
@@ -58,7 +58,7 @@ def test_rtt_split_puts_the_delay_on_one_way(scenario_file):
     cells = one_cell(scenario_file, "test: tcp_2up\nrate: 50mbit\nqdisc: pfifo\ncc: cubic\n"
                                     "rtt: [80ms, 20ms]\nnetem: {up: jitter 30ms}\n"
                                     "matrix: {rtt_split: [up, down, even]}\n")
-    up, down, even = (delay_plan(c) for c in cells)
+    up, down, even = (delay_plan(c.config) for c in cells)
     assert [c["netem"][:3] for c in up["up"]["classes"]] == [["delay", "80ms", "30ms"], ["delay", "20ms", "30ms"]]
     assert [c["netem"][:2] for c in up["down"]["classes"]] == [["delay", "0ms"], ["delay", "0ms"]]
     assert [c["netem"][:2] for c in down["down"]["classes"]] == [["delay", "80ms"], ["delay", "20ms"]]
@@ -75,7 +75,7 @@ def test_rtt_split_rejects_other_values(scenario_file):
 
 def test_no_delay_without_rtt(scenario_file):
     cell = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\nqdisc: pfifo\ncc: reno\n")[0]
-    assert delay_plan(cell) is None
+    assert delay_plan(cell.config) is None
 
 
 def test_bottleneck_script_shapes(scenario_file, inv):

@@ -37,7 +37,7 @@ def test_every_row_is_a_cell_of_its_scenario_with_one_value_per_flow(name):
             assert not hits, f"rows[{i}] says missing but matches {hits[0].name}"
             continue
         assert hits, f"rows[{i}] {row.cell} matches no cell of {ref.scenario}"
-        flows = {len(c.flows) for c in hits}
+        flows = {len(c.config.flows) for c in hits}
         for metric, (published, _) in row.published().items():
             per_flow = metric not in ("jain", "ratio", "goodput_total_mbit", "utilisation", "queue_delay_p95_ms")
             assert len(published) == (flows.pop() if per_flow and len(flows) == 1 else len(published) if per_flow else 1)

@@ -5,6 +5,7 @@ import pytest
 from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.scenario.load import SCENARIO_DIR, find_scenario, list_scenarios
+from flharness.units import Duration
 
 COUNTS = {
     "s1-rttfair": 192, "s2-codel-rate-step": 64, "s3-codel-variable-rate": 16, "s4-bidir-asym": 36,
@@ -33,49 +34,52 @@ def test_cell_counts(name):
 def test_s1_names_and_per_flow_rtts():
     cells = {c.name: c for c in cells_of("s1-rttfair")}
     c = cells["cubic-vs-prague-pfifo_1000-50mbit-80ms-20ms"]
-    assert [(f.cc, f.rtt.ms) for f in c.flows] == [("cubic", 80), ("prague", 20)]
-    assert c.up.qdisc == ("pfifo", "limit", "1000")
-    assert c.sysctls["cli"]["net.ipv4.tcp_ecn"] == "3"  # AccECN where Prague runs
-    assert cells["cubic-vs-cubic-pfifo_200-10mbit-10ms-10ms"].sysctls["srv"]["net.ipv4.tcp_ecn"] == "1"
-    assert cells["prague-vs-cubic-cnq_codel_af-10mbit-20ms-10ms"].up.self_shaping
+    assert [(f.cc, f.rtt_ms) for f in c.config.flows] == [("cubic", 80), ("prague", 20)]
+    assert c.config.bottleneck.up.qdisc == "pfifo limit 1000"
+    assert c.config.sysctls["cli"]["net.ipv4.tcp_ecn"] == "3"  # AccECN where Prague runs
+    assert cells["cubic-vs-cubic-pfifo_200-10mbit-10ms-10ms"].config.sysctls["srv"]["net.ipv4.tcp_ecn"] == "1"
+    assert cells["prague-vs-cubic-cnq_codel_af-10mbit-20ms-10ms"].config.bottleneck.up.self_shaping
 
 
 def test_s2_rate_step_and_bursty_path():
     c = {c.name: c for c in cells_of("s2-codel-rate-step")}["cubic-dualpi2-50mbit-80ms-bursty-5mbit"]
-    (step,) = c.path.schedule
-    assert step.at.seconds == 30 and step.up.rate.text == "5mbit" and step.down.rate.text == "5mbit"
+    (step,) = c.config.steps
+    assert step.at_s == 30 and step.up.rate == "5mbit" and step.down.rate == "5mbit"
     # the seed's second netem, chained after the path delay's
-    assert c.path.netem.chained("up") == ["delay", "200us", "slot", "800us", "5ms", "packets", "16", "limit", "10000"]
-    assert c.path.netem.delay_args("up", c.flows[0].rtt) == ["delay", "80ms"]
+    netem = c.config.netem
+    assert netem.chained("up") == ["delay", "200us", "slot", "800us", "5ms", "packets", "16", "limit", "10000"]
+    assert netem.delay_args("up", Duration.parse(c.config.flows[0].rtt)) == ["delay", "80ms"]
 
 
 def test_s4_per_direction_fifo():
     c = {c.name: c for c in cells_of("s4-bidir-asym")}["cubic-pfifo_100-pfifo_1000-5mbit-100mbit-80ms"]
-    assert c.up.qdisc == ("pfifo", "limit", "100") and c.down.qdisc == ("pfifo", "limit", "1000")
-    assert len(c.flows) == 8
+    links = c.config.bottleneck
+    assert links.up.qdisc == "pfifo limit 100" and links.down.qdisc == "pfifo limit 1000"
+    assert len(c.config.flows) == 8
 
 
 def test_s6_bleaches_only_the_classic_flow():
     c = {c.name: c for c in cells_of("s6-rfc3168")}["prague-vs-reno-red_400000b-50mbit-20ms-noecn"]
-    assert [f.ecn for f in c.flows] == ["none", "bleach"]
-    assert all(f.tos is not None for f in c.flows)  # told apart on the path
-    assert c.up.qdisc[-3:] == ("bandwidth", "50mbit", "ecn")
+    assert [f.ecn_actions for f in c.config.flows] == ["none", "bleach"]
+    assert all(f.tos is not None for f in c.config.flows)  # told apart on the path
+    assert c.config.bottleneck.up.words[-3:] == ["bandwidth", "50mbit", "ecn"]
 
 
 def test_geni_sub_matrices():
     cells = {c.name: c for c in cells_of("geni-tcp-lab")}
     udp = cells["cubic-sfq-100mbit-0ms-tcp_nup-10flows-udp20mbit"]
-    assert len(udp.flows) == 10 and udp.ends.udp.bps == 20e6 and udp.up.qdisc == ("sfq",)
+    assert len(udp.config.flows) == 10 and udp.config.udp_rate.bps == 20e6 and udp.config.bottleneck.up.qdisc == "sfq"
     sacks = [cells[f"cubic-droptail-100mbit-0ms-tcp_1up-sack_off-loss_10pct-noudp-r{i}"] for i in range(1, 6)]
     sack = sacks[0]  # five runs, as the lab's
-    assert sack.sysctls == {"cli": {"net.ipv4.tcp_sack": "0"}, "srv": {"net.ipv4.tcp_sack": "0"}}
-    assert sack.path.netem.up == ("loss", "10%") and sack.path.netem.down == ()  # the data's way only
+    assert sack.config.sysctls == {"cli": {"net.ipv4.tcp_sack": "0"}, "srv": {"net.ipv4.tcp_sack": "0"}}
+    assert sack.config.netem.up == ["loss", "10%"] and sack.config.netem.down == []  # the data's way only
     assert len({c.config_hash for c in sacks}) == 5 and [c.repetition for c in sacks] == [1, 2, 3, 4, 5]
     assert "cubic-droptail-100mbit-0ms-tcp_1up-loss_10pct-noudp" in cells  # experiment 4 runs once
     reno = [n for n in cells if n.startswith("reno-droptail-100mbit-100ms-tcp_1up-") and "jitter" in n]
     assert sorted(reno) == sorted(f"reno-droptail-100mbit-100ms-tcp_1up-{r}_reordering{v}-delay_up-jitter_75ms-noudp"
                                   for r in ("rack", "norack") for v in ("3", "_max"))
     jitter = cells["cubic-droptail-100mbit-100ms-tcp_1up-norack_reordering100000-delay_up-jitter_75ms-noudp"]
-    assert jitter.path.rtt_split == "up" and jitter.path.netem.up == ("jitter", "75ms") and not jitter.path.netem.down
-    assert list(jitter.sysctls["cli"]) == ["net.ipv4.tcp_recovery", "net.ipv4.tcp_max_reordering",
+    netem = jitter.config.netem
+    assert jitter.config.split == "up" and netem.up == ["jitter", "75ms"] and not netem.down
+    assert list(jitter.config.sysctls["cli"]) == ["net.ipv4.tcp_recovery", "net.ipv4.tcp_max_reordering",
                                            "net.ipv4.tcp_reordering"]  # max first: the kernel caps to it

@@ -22,7 +22,7 @@ def demo_cells():
 def test_the_estimate_covers_what_the_demo_left():
     """The demo's 50 Mbit/s × 20 s cell wrote two raw captures of ~16.8 MB each and left
     ~4.5 MB in its folder (measured): the estimate is above both, within a factor of 2."""
-    cell = next(c for c in demo_cells() if c.up.rate.bps == 50e6)
+    cell = next(c for c in demo_cells() if c.config.bottleneck.up.rate_bps == 50e6)
     assert 2 * 16.8e6 <= raw_capture_bytes(cell) <= 2 * 2 * 16.8e6
     left = needed_bytes([cell]) - raw_capture_bytes(cell) * 1.2  # what one cell leaves, with the margin
     assert 4.5e6 <= left <= 2 * 4.5e6 * 1.2

@@ -18,7 +18,7 @@ from ...analysis.capture import Packets, identity
 from ...analysis.teardown_log import rule_counters
 from ...ecn import ACK, ACTIONS, CE, CODEPOINTS, CWR, ECE, ECT0, ECT1, NOT_ECT, SYN, Headers, replay
 from ...results.cell_record import Effect
-from ...testbed.ecn_rules import FlowRule, flow_rules, rule_comment
+from ...testbed.ecn_rules import FlowRule, cell_rules, rule_comment
 from .cell_files import CellFiles
 
 COUNT_TOLERANCE = (2, 0.01)  # packets, share: a counter beyond the replay's range by more is wrong
@@ -26,14 +26,13 @@ ECN_MISMATCH = (2, 0.01)  # packets, share of the compared ones arriving with an
 
 
 def check(files: CellFiles) -> list[Effect]:
-    cell = files.cell
-    rules = flow_rules([(f.index, f.dscp, f.ecn) for f in cell.flows])
+    rules = cell_rules(files.cell.config.flows)
     if not rules:
         return []
     cli, srv = files.capture("cli"), files.capture("srv")
     if cli is None or srv is None:
         return [Effect(feature=_name(r), evidence="a capture is missing: not verified", ok=False) for r in rules]
-    at_mid = cell.path.tunnel == "none"
+    at_mid = files.cell.config.tunnel is None
     counters = rule_counters(files.sections.get("mid" if at_mid else "cli", ""))
     out = []
     for r in rules:

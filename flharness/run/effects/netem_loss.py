@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -28,7 +29,7 @@ _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
 SIDES = {"up": ("cli", "srv"), "down": ("srv", "cli")}
 
 
-def declared_loss(words: tuple[str, ...]) -> float | str | None:
+def declared_loss(words: Sequence[str]) -> float | str | None:
     """The independent loss probability in netem WORDS; None without loss; a reason
     (text) when the loss is not a binomial one."""
     if "loss" not in words:
@@ -47,7 +48,7 @@ def declared_loss(words: tuple[str, ...]) -> float | str | None:
 
 
 def check(files: CellFiles) -> list[Effect]:
-    netem = files.cell.path.netem
+    netem = files.cell.config.netem
     if netem is None:
         return []
     out = []

@@ -24,26 +24,26 @@ _LINK_RE = r"^\d+: {dev}[:@].*\n(?:.*\n)*?\s+RX:.*\n\s+\d+\s+(\d+).*\n\s+TX:.*\n
 
 
 def check(files: CellFiles) -> list[Effect]:
-    cell, sections = files.cell, files.sections
+    config, sections = files.cell.config, files.sections
     out = []
-    if cell.path.schedule:
+    if config.steps:
         out.append(_schedule(files))
-    if cell.path.tunnel != "none":
-        out.append(_tunnel(cell.path.tunnel, sections))
-    out += [_sysctls(host, settings, sections.get(host, "")) for host, settings in cell.sysctls.items() if settings]
-    if cell.ends.client_qdisc:
-        out.append(_client_qdisc(cell.ends.client_qdisc, sections.get("cli", "")))
-    if cell.ends.udp:
-        out.append(_udp(files, cell.ends.udp.bps))
+    if config.tunnel:
+        out.append(_tunnel(config.tunnel, sections))
+    out += [_sysctls(host, settings, sections.get(host, "")) for host, settings in config.sysctls.items() if settings]
+    if config.client_qdisc:
+        out.append(_client_qdisc(config.client_qdisc.split()[0], sections.get("cli", "")))
+    if udp := config.udp_rate:
+        out.append(_udp(files, udp.bps))
     return out
 
 
 def _schedule(files: CellFiles) -> Effect:
     """Every step planned within Flent's run is in the schedule's log, at its time; tc
     complained of nothing; the upload class ends at the last step's rate."""
-    cell, mid = files.cell, files.sections.get("mid", "")
+    config, mid = files.cell.config, files.sections.get("mid", "")
     logged = _STEP_RE.findall(command_output(mid, "cat schedule.log") or "")
-    due = [s for s in cell.path.schedule if s.at.seconds <= cell.length + 2 * FLENT_DELAY - STEP_LATE_S]
+    due = [s for s in config.steps if s.at_s <= config.length + 2 * FLENT_DELAY - STEP_LATE_S]
     problems = []
     if len(logged) < len(due):
         problems.append(f"{len(due) - len(logged)} of {len(due)} steps missing from the schedule's log")
@@ -52,8 +52,8 @@ def _schedule(files: CellFiles) -> Effect:
     if said := (command_output(mid, "cat schedule.out") or "").strip():
         problems.append(f"the schedule printed: {said.splitlines()[-1][:120]}")
     final, last = _final_rate(files), due[-1].up if due else None
-    if last is not None and final is not None and not last.self_shaping and abs(final - last.rate.bps) > 0.01 * last.rate.bps:
-        problems.append(f"the upload class ended at {final / 1e6:g} Mbit/s, not the last step's {last.rate.text}")
+    if last is not None and final is not None and not last.self_shaping and abs(final - last.rate_bps) > 0.01 * last.rate_bps:
+        problems.append(f"the upload class ended at {final / 1e6:g} Mbit/s, not the last step's {last.rate}")
     steps = ", ".join(f"t={at} for {planned}" for at, _, planned in logged)
     evidence = f"{len(logged)} of {len(due)} steps logged" + (f" ({steps})" if steps else "")
     return Effect(feature="rate schedule", evidence="; ".join([evidence, *problems]), ok=not problems)
@@ -91,12 +91,12 @@ def _sysctls(host: str, settings: dict[str, str], section: str) -> Effect:
                   evidence="read back after the test: " + ("; ".join(wrong) if wrong else f"{declared}, as declared"))
 
 
-def _client_qdisc(tokens: tuple[str, ...], cli: str) -> Effect:
-    """The client's root qdisc is the declared kind, and packets went through it."""
-    roots = [q for text in device_blocks(cli).values() for q in qdiscs(text) if q["kind"] == tokens[0]]
+def _client_qdisc(kind: str, cli: str) -> Effect:
+    """The client's root qdisc is the declared KIND, and packets went through it."""
+    roots = [q for text in device_blocks(cli).values() for q in qdiscs(text) if q["kind"] == kind]
     sent = sum(q.get("sent_pkts", 0) for q in roots)
     return Effect(feature="client qdisc", ok=sent > 0,
-                  evidence=f"{tokens[0]} on the client sent {sent} packets" if roots else f"no {tokens[0]} on the client")
+                  evidence=f"{kind} on the client sent {sent} packets" if roots else f"no {kind} on the client")
 
 
 def _udp(files: CellFiles, declared_bps: float) -> Effect:
