@@ -1,12 +1,14 @@
-"""Minimal reading of Flent's data files (gzip JSON, format version 4)."""
+"""Flent's data files, read by Flent's own loader (flentlib.py: its ResultSet, which
+upgrades older format versions) and handed on in the files' JSON shape, with what fl
+reads of them: the flows' series, netperf's means, the time axis and the lead-in."""
 from __future__ import annotations
 
-import gzip
-import json
 import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from . import flentlib
 
 #: 'TCP upload::1', 'TCP download BE2' (rrul's marked flows), not their socket-stat
 #: sub-series ('TCP upload BE::tcp_cwnd').
@@ -15,8 +17,8 @@ _AGGREGATES = (" sum", " avg", " fairness", " totals")
 
 
 def load(path: Path) -> dict[str, Any]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return json.load(f)
+    """The file as Flent's loader reads it: metadata, x_values, results, raw_values."""
+    return flentlib.load(path).serialise()
 
 
 def is_flow_series(name: str) -> bool:
