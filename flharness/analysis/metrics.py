@@ -46,6 +46,8 @@ from .udp_flow import udp_flow
 
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
 OVER_CAPACITY = 1.01  # goodput above this × payload capacity is a measurement error
+#: How flags that doubt the measurement itself begin, or end (the rest are results).
+CALIBRATION_FLAG, MEASUREMENT_ERROR = "calibration: ", "impossible, a measurement error"
 RATE_SAMPLE_SPAN = 1.0  # s: a delivery-rate sample is judged against the highest rate this long before it
 SIDES: dict[Direction, tuple[str, str]] = {"up": ("cli", "srv"), "down": ("srv", "cli")}  # (sender, receiver)
 PEAK_INTERVAL = 1.0  # seconds: the aggregate goodput's peak is the best such interval
@@ -166,7 +168,7 @@ def _add_socket_stats(rows: list[FlowMetrics], rs: Any, cell_dir: Path, config: 
         capacity = float(payload_capacity_bps(rate_at(t[possible], config, row.direction)).mean()) / 1e6
         if row.steady_mbit > OVER_CAPACITY * capacity:
             flags.append(f"flow {row.index} ({row.label}): D_SS {row.steady_mbit:.3g} Mbit/s is "
-                         f"{row.steady_mbit / capacity:.1%} of the payload capacity: impossible, a measurement error")
+                         f"{row.steady_mbit / capacity:.1%} of the payload capacity: {MEASUREMENT_ERROR}")
     return flags
 
 
@@ -349,12 +351,12 @@ def _flags(out: CellMetrics, record: CellRecord, impossible: list[str] | None = 
     checks.calibration, and bulk flows that never filled the link),
     a flow starved by the path (near-zero goodput) or whose data began late (its
     connection could not start in time; checks.late_start_s)."""
-    flags = [f"{direction} goodput is {u:.1%} of the payload capacity: impossible, a measurement error"
+    flags = [f"{direction} goodput is {u:.1%} of the payload capacity: {MEASUREMENT_ERROR}"
              for direction, u in out.utilisation.items() if u > OVER_CAPACITY]
     flags += impossible or []
     checks = record.checks
-    flags += [f"calibration: {reason}" for reason in (checks.calibration.reasons if checks.calibration else [])]
-    flags += [f"calibration: {reason}" for reason in _unfilled(out.peak_mbit, record.config, out.queue)]
+    flags += [CALIBRATION_FLAG + reason for reason in (checks.calibration.reasons if checks.calibration else [])]
+    flags += [CALIBRATION_FLAG + reason for reason in _unfilled(out.peak_mbit, record.config, out.queue)]
     for f in out.flows:
         if _starved(f, record.config):
             flags.append(f"flow {f.index} ({f.label}): starved, {f.mean_mbit:.3g} Mbit/s in the test")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.cache import cached, compute
-from ..analysis.metrics import Settings
+from ..analysis.metrics import CALIBRATION_FLAG, MEASUREMENT_ERROR, Settings
 from ..errors import FlError
 from ..results import files
 from ..results.cell_metrics import CellMetrics
@@ -46,6 +46,12 @@ class CellResult:
     def flags(self) -> list[str]:
         """Findings such as a starved flow: the cell counts, with the flag shown."""
         return self.metrics.flags if self.metrics else []
+
+    @property
+    def mismeasured(self) -> list[str]:
+        """The flags that doubt the measurement itself (the path did not behave as
+        declared, a figure is impossible), not a result such as a starved flow."""
+        return [f for f in self.flags if f.startswith(CALIBRATION_FLAG) or MEASUREMENT_ERROR in f]
 
     @property
     def valid(self) -> bool:

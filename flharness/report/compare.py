@@ -2,7 +2,8 @@
 
 Cells are matched by scenario and cell name (a repeated cell's runs, `-r1`, `-r2`, …,
 are its repetitions); each metric's difference gets Welch's 95 % CI over them and a
-verdict. What differs between the runs' recorded configurations and provenance is
+verdict. Repetitions whose measurement fl doubts (a calibration flag, an impossible
+figure) are left out of the statistics and listed. What differs between the runs' recorded configurations and provenance is
 listed, and so are the cells only one run has.
 """
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Comparison:
     only_b: list[Key]
     config: list[tuple[str, str, str, int]] = field(default_factory=list)  # key, A, B, cells
     provenance: list[tuple[str, str, str]] = field(default_factory=list)  # key, A, B
+    left_out: list[tuple[str, str, str, str]] = field(default_factory=list)  # run, scenario, cell, first doubt
 
     def verdicts(self, measure: str) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
@@ -71,11 +73,19 @@ def compare_runs(a: RunResult, b: RunResult) -> Comparison:
     out = Comparison(a, b, rows, matched, [k for k in ga if k not in gb], [k for k in gb if k not in ga])
     out.config = config_differences([(ga[k], gb[k]) for k in matched])
     out.provenance = provenance_differences(a, b)
+    out.left_out = [(run.name, c.scenario, c.name, c.mismeasured[0]) for run, g in ((a, ga), (b, gb))
+                    for k in matched for c in g[k] if c.valid and c.mismeasured]
     return out
 
 
+def trusted(cells: list[CellResult]) -> list[CellResult]:
+    """The repetitions whose measurement fl does not doubt (valid, and no calibration or
+    impossible-figure flag): a path that did not behave as declared is no sample of it."""
+    return [c for c in cells if c.valid and not c.mismeasured]
+
+
 def _rows(key: Key, a: list[CellResult], b: list[CellResult]) -> list[Row]:
-    va, vb = [c for c in a if c.valid], [c for c in b if c.valid]
+    va, vb = trusted(a), trusted(b)
     flows = max([len(c.metrics.flows) for c in va + vb if c.metrics] or [0])
     labels = _flow_labels(va + vb, flows)
     rows = []
@@ -159,6 +169,7 @@ def summary_lines(cmp: Comparison) -> list[str]:
               f"{_num(r.diff.b)} {r.measure.unit} ({_num(r.diff.pct)} %)" for r in cmp.changed()]
     lines += [f"  configuration {k}: {va} → {vb} ({n} cells)" for k, va, vb, n in cmp.config]
     lines += [f"  provenance {k}: {va} → {vb}" for k, va, vb in cmp.provenance]
+    lines += [f"  left out: {run}/{s}/{c} ({why})" for run, s, c, why in cmp.left_out]
     return lines
 
 

@@ -19,7 +19,7 @@ class Judgement:
     scenario: str
     cell: str
     expectation: Expectation
-    ok: bool | None  # None: not judged (the cell was skipped)
+    ok: bool | None  # None: not judged (the cell was skipped, or its measurement is in doubt)
     detail: str
 
 
@@ -57,6 +57,8 @@ def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
         return verdict(None, f"skipped: {c.record.reason}")
     if not c.valid or c.metrics is None:
         return verdict(False, f"no valid result ({c.status}{': ' + '; '.join(c.invalid) if c.invalid else ''})")
+    if c.mismeasured:  # neither a pass nor a miss of what was declared
+        return verdict(None, f"measurement in doubt: {c.mismeasured[0]}")
     limit = e.limit(physics(c))
     got = values(measure(e.metric), c.metrics)
     if e.flow is not None:

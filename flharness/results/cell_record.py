@@ -268,6 +268,8 @@ class Calibration(Contract):
     """Per host."""
     cpu_saturated: dict[str, float]
     """Per 'host cpuN': the share of the test it was saturated."""
+    cpu_stolen: dict[str, float] = {}
+    """Per 'host cpuN': the share of its time in the test the hypervisor took (steal)."""
     offloads_on: list[str]
     effects: list[Effect] = []
     """Every declared feature's effect (run/effects/)."""

@@ -3,7 +3,7 @@ tcpdump's kernel drops per host and offloads read back on from the teardown log,
 per-core CPU saturation from the /proc/stat counters the ss sampler records each second."""
 from __future__ import annotations
 
-from flharness.run.calibration import capture_drops, offloads_on, saturated_share, unrecorded_hosts
+from flharness.run.calibration import _stolen, capture_drops, offloads_on, saturated_share, stolen_share, unrecorded_hosts
 
 
 def test_capture_drops_per_host(tmp_path):
@@ -44,3 +44,19 @@ def test_a_core_busy_most_of_the_test_is_saturated(tmp_path):
     log = tmp_path / "cli.ss.log"
     log.write_text("\n".join(lines) + "\n")
     assert saturated_share(log, 101, 105) == {"cpu0": 0.75, "cpu1": 0.0}
+
+
+def test_cpu_time_the_hypervisor_took_is_stolen_and_flagged(tmp_path):
+    """/proc/stat's steal (8th counter) over the window: cpu0 loses 20 of 100 ticks in each
+    interval, cpu1 none; over 5 % of a core's time flags the cell."""
+    lines, steal0, idle = [], 0, 0
+    for k in range(5):
+        lines += [f"# {100 + k}.000000", f"% cpu0 10 0 0 {idle} 0 0 0 {steal0} 0 0", f"% cpu1 10 0 0 {idle} 0 0 0 0 0 0"]
+        steal0 += 20
+        idle += 80
+    log = tmp_path / "cli.ss.log"
+    log.write_text("\n".join(lines) + "\n")
+    shares = stolen_share(log, 100, 104)
+    assert shares["cpu1"] == 0 and abs(shares["cpu0"] - 0.2) < 1e-9, shares
+    assert _stolen({"cli cpu0": 0.04}) == []
+    assert _stolen({"cli cpu0": 0.2, "cli cpu1": 0.0})[0].startswith("the hypervisor took 20% of CPU cli cpu0's time")

@@ -2,11 +2,17 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
-from flharness.report.compare import config_differences, flatten
+from flharness.report.collect import CellResult
+from flharness.report.compare import config_differences, flatten, trusted
 from flharness.report.stats import compare, welch_ci
+from flharness.results.cell_metrics import CellMetrics
+from flharness.results.cell_record import CellRecord
+
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
 
 
 def test_welch_ci_of_known_samples():
@@ -54,3 +60,18 @@ def test_flatten_and_config_differences():
 
     diffs = config_differences([([Cell("20mbit")], [Cell("15mbit")]), ([Cell("20mbit")], [Cell("15mbit")])])
     assert diffs == [("bottleneck.up.rate", "20mbit", "15mbit", 2)]
+
+
+def test_repetitions_whose_measurement_is_in_doubt_are_left_out():
+    """A calibration flag or an impossible figure leaves the repetition out of the
+    statistics; a result flag (a starved flow) does not."""
+    record = CellRecord.model_validate_json((GOLDEN / "cell.json").read_text())
+
+    def cell(*flags: str) -> CellResult:
+        return CellResult("s", GOLDEN, record, CellMetrics.model_construct(flags=list(flags), invalid=[]))
+
+    starved = cell("flow 2 (reno): starved, 0.01 Mbit/s in the test")
+    stolen = cell("calibration: the hypervisor took 35% of CPU cli cpu0's time (steal) during the test: …")
+    impossible = cell("up goodput is 104.0% of the payload capacity: impossible, a measurement error")
+    assert trusted([cell(), starved, stolen, impossible]) == [cell(), starved]
+    assert stolen.mismeasured == stolen.flags and not starved.mismeasured
