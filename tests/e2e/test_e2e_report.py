@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from flrun import REPO, needs_root_tools, run_fl
-from resultlib import LEAD_IN, payload_received_mbit
+from resultlib import LEAD_IN, beyond_steal, payload_received_mbit
 from weblib import render_in_chromium
 
 from flharness.analysis.flent_data import load as load_flent
@@ -39,10 +39,12 @@ def cell_dirs(run: Path) -> list[Path]:
 
 def test_every_item_is_produced(report):
     out, run = report
-    m = re.search(r"12 cells \(0 invalid, 0 flagged\); plots: (\d+) drawn, (\d+) current, 0 failed", out)
-    assert m and int(m.group(1)) + int(m.group(2)) == 12, out  # another test may have plotted first
+    m = re.search(r"12 cells \(0 invalid, (\d+) flagged\); plots: (\d+) drawn, (\d+) current, 0 failed", out)
+    assert m and int(m.group(2)) + int(m.group(3)) == 12, out  # another test may have plotted first
+    flags = {d.name: json.loads((d / "metrics.json").read_text())["flags"] for d in cell_dirs(run)}
+    assert int(m.group(1)) == sum(bool(f) for f in flags.values()), (out, flags)
+    assert not any(beyond_steal(f) for f in flags.values()), flags  # only the machine's CPU steal, if any
     for d in cell_dirs(run):
-        assert (d / "metrics.json").is_file()
         assert (d / f"{d.name}_tcp_delivery_with_rtt.svg").read_text().lstrip().startswith("<?xml")
         assert (d / f"{d.name}_queue.svg").read_text().lstrip().startswith("<?xml")
     m = re.search(r"queue plots: (\d+) drawn, (\d+) current", out)

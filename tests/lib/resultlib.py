@@ -223,3 +223,17 @@ def arrival_bins(pkts: tuple[Pkt, ...], src: str, t0: float, start: float, end: 
     Flent's time axis (T0: its origin, epoch s), in Mbit/s."""
     n = round((end - start) / width)
     return [mbit(pkts, src, t0 + start + i * width, t0 + start + (i + 1) * width) for i in range(n)]
+
+
+#: How fl's calibration words CPU time the hypervisor took (run/calibration.py), and the
+#: flag of a shaper that sent below its rate over a standing queue (analysis/metrics.py):
+#: the machine's doing, not the testbed's. Tests that expect a clean path allow them.
+STEAL_REASON, SHAPER_SHORT = "the hypervisor took ", "the shaper sent below its rate"
+
+
+def beyond_steal(reasons: list[str]) -> list[str]:
+    """REASONS (calibration reasons or metrics flags) other than the CPU steal fl saw, and
+    than the short shaper it explains."""
+    bare = [r.removeprefix("calibration: ") for r in reasons]
+    stolen = any(r.startswith(STEAL_REASON) for r in bare)
+    return [r for r, b in zip(reasons, bare) if not b.startswith(STEAL_REASON) and not (stolen and SHAPER_SHORT in b)]
