@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,6 +79,15 @@ class FlResult(subprocess.CompletedProcess):
     def __init__(self, args: list[str], returncode: int, stdout: str, stderr: str, seen: Seen) -> None:
         super().__init__(args, returncode, stdout, stderr)
         self.seen = seen
+
+
+def run_fl_together(*calls: tuple[list[str], float]) -> list[FlResult]:
+    """Several `fl ARGS` (each with its timeout) at once, to their ends: in the VM suite,
+    two single-VM commands keep both cores busy (a run on the virtual clock keeps its
+    results under load; a probe does not depend on time)."""
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(run_fl, *args, timeout=timeout) for args, timeout in calls]
+        return [f.result() for f in futures]
 
 
 def run_fl(*args: str, timeout: float = 1800) -> FlResult:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from flrun import REPO, needs_vm, run_fl
+from flrun import REPO, needs_vm, run_fl, run_fl_together
 from resultlib import find
 
 from flharness.image.store import load_image
@@ -55,13 +55,12 @@ def lab(tmp_path_factory):
     build = run_fl("image", "build", str(folder / f"{IMAGE}.yml"), timeout=1200)
     assert build.returncode == 0, build.stdout + build.stderr
     results = tmp_path_factory.mktemp("geni-results")
-    return {
-        "debs": debs, "image": load_image(IMAGE), "list": run_fl("image", "list", timeout=120),
-        "check": run_fl("check", "--vm", IMAGE, "--vm-accel", "tcg", "--vm-clock", "real", timeout=900),
-        "run": run_fl("run", str(SCENARIO), "--vm", IMAGE, "--vm-accel", "tcg", "--vm-clock", "virtual",
-                      "--results", str(results), timeout=1800),
-        "root": results / "default",
-    }
+    check, run = run_fl_together(
+        (["check", "--vm", IMAGE, "--vm-accel", "tcg", "--vm-clock", "real"], 900),
+        (["run", str(SCENARIO), "--vm", IMAGE, "--vm-accel", "tcg", "--vm-clock", "virtual", "--results", str(results)],
+         1800))
+    return {"debs": debs, "image": load_image(IMAGE), "list": run_fl("image", "list", timeout=120),
+            "check": check, "run": run, "root": results / "default"}
 
 
 def ss_samples(cell_dir: Path, cc: str) -> list[dict[str, int]]:

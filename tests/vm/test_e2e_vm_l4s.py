@@ -2,7 +2,8 @@
 sch_dualpi2 built from its source package, a sid userland) booted with `--vm l4s`.
 
 One module fixture builds (or reuses) the image, asks `fl check` and `fl list` about it
-(on the real clock: a quicker boot, and the probe does not depend on time), and runs
+(at once, a VM each, on the real clock: a quicker boot, and the probe does not depend on
+time), and runs
 tests/scenarios/vm-l4s.yml in it on the virtual clock: two cubic flows with classic ECN in
 dualpi2, dctcp whose packets the middlebox rewrites to ECT(1) beside cubic (a scalable
 sender in the L queue without TCP Prague), that pair again with AccECN, and with dctcp
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import dpkt
 import pytest
-from flrun import needs_vm, run_fl
+from flrun import needs_vm, run_fl, run_fl_together
 from resultlib import CLI, LEAD_IN, find, packets, read_pcap, series
 
 from flharness.image.store import load_image
@@ -51,10 +52,10 @@ def lab(tmp_path_factory):
     again = run_fl("image", "build", IMAGE, timeout=120)
     rebuilt = load_image(IMAGE)
     results = tmp_path_factory.mktemp("l4s-results")
+    check, listed = run_fl_together((["check", *REAL], 900), (["list", "s1-rttfair", *REAL], 900))  # a VM each
     return {
         "build": build, "image": image, "again": again, "built_again": rebuilt.manifest.built if rebuilt else None,
-        "check": run_fl("check", *REAL, timeout=900),
-        "list": run_fl("list", "s1-rttfair", *REAL, timeout=900),
+        "check": check, "list": listed,
         # two VMs share the cells (the virtual clock: results as one VM's; CI's time halved)
         "run": run_fl("run", str(SCENARIO), str(S1), *VIRTUAL, "--parallel", "2", "--results", str(results),
                       timeout=2700),
