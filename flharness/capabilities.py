@@ -112,9 +112,9 @@ class Capabilities:
             for key in settings:
                 if not self.data.get("sysctls", {}).get(key, True):
                     return f"kernel has no sysctl {key} ({host})"
-        q = config.client_qdisc
-        if q and self._verdict(q.split()).get("verdict") == "unsupported":
-            return f"kernel lacks {kernel_module(q.split()[0])} (client qdisc {q})"
+        q = config.client_qdisc_words
+        if q and self._verdict(q).get("verdict") == "unsupported":
+            return f"kernel lacks {kernel_module(q[0])} (client qdisc {' '.join(q)})"
         if config.udp and not self.tools.get("iperf"):
             return "no iperf on the testbed: needed for the competing UDP flow"
         return None
@@ -146,8 +146,8 @@ def _links(cell: Cell) -> tuple[LinkConfig, LinkConfig]:
 def _specs_of(cell: Cell) -> list[tuple[str, tuple[str, ...]]]:
     """(axis, tc tokens) of every qdisc the cell puts on the testbed."""
     out = [("qdisc", tuple(link.words)) for link in _links(cell)]
-    if cell.config.client_qdisc:
-        out.append(("client_qdisc", tuple(cell.config.client_qdisc.split())))
+    if q := cell.config.client_qdisc_words:
+        out.append(("client_qdisc", tuple(q)))
     plan = delay_plan(cell.config)
     for direction in ("up", "down"):
         for c in plan[direction]["classes"] if plan else []:

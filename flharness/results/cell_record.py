@@ -184,6 +184,11 @@ class CellConfig(Sparse):
         return self.rate_schedule or []
 
     @property
+    def client_qdisc_words(self) -> list[str]:
+        """The client's root qdisc as tc gets it, [] for none."""
+        return self.client_qdisc.split() if self.client_qdisc else []
+
+    @property
     def udp_rate(self) -> Rate | None:
         return Rate.parse(self.udp) if self.udp else None
 

@@ -111,7 +111,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         "dir": str(cell_dir), "sysctls": config.sysctls,
         "files": host_files(config, ports(inv), settings, tcp_rewrite), "summary": summary(cell),
         "ecn": ecn_plan(cell, inv, tcp_rewrite), "tunnel": tunnel, "schedule": bool(config.steps),
-        "client_qdisc": config.client_qdisc.split() if config.client_qdisc else None,
+        "client_qdisc": config.client_qdisc_words or None,
         "udp": udp.text if udp else None, "udp_bps": udp.bps if udp else 0, "flent_delay": FLENT_DELAY,
         "target": target(cell, inv), "length": config.length, "step_size": config.step_size,
         "samplers": sorted({{"up": "cli", "down": "srv"}[f.direction] for f in config.flows}),  # hosts that send

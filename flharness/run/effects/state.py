@@ -31,8 +31,8 @@ def check(files: CellFiles) -> list[Effect]:
     if config.tunnel:
         out.append(_tunnel(config.tunnel, sections))
     out += [_sysctls(host, settings, sections.get(host, "")) for host, settings in config.sysctls.items() if settings]
-    if config.client_qdisc:
-        out.append(_client_qdisc(config.client_qdisc.split()[0], sections.get("cli", "")))
+    if words := config.client_qdisc_words:
+        out.append(_client_qdisc(words[0], sections.get("cli", "")))
     if udp := config.udp_rate:
         out.append(_udp(files, udp.bps))
     return out
