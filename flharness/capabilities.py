@@ -56,6 +56,11 @@ class Capabilities:
     def cc_ok(self, cc: str) -> bool:
         return bool(self.data.get("ccs", {}).get(cc))
 
+    def cc_module(self, cc: str) -> dict[str, Any] | None:
+        """A usable CC that is a loaded module: its module name, file, sha256, version
+        and parameters (probe.cc_module); None when built in."""
+        return self.data.get("cc_modules", {}).get(cc)
+
     def unsupported(self, cell: Cell) -> str | None:
         """Why this kernel (or testbed) cannot run the cell, or None if it can."""
         return self._bottleneck_gap(cell) or self._path_gap(cell) or self._endpoint_gap(cell)

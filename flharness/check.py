@@ -48,6 +48,9 @@ def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     print("\ncongestion controls (setsockopt TCP_CONGESTION):")
     print("  usable:      " + " ".join(c for c, v in ccs.items() if v))
     print("  unavailable: " + (" ".join(c for c, v in ccs.items() if not v) or "none"))
+    for cc in ccs:
+        if (module := caps.cc_module(cc)) and module["parameters"]:
+            print(f"  {cc}: {module_summary(module)}")
     features = caps.data.get("features", {}).items()
     print("\nfeatures: " + ", ".join(f"{FEATURE_NAMES.get(k, k)} {'yes' if v else 'NO'}" for k, v in features))
     nft_writes = "take effect" if caps.data.get("tcp_rewrite", {}).get("nft") else "are refused by this kernel"
@@ -69,12 +72,20 @@ def hints(caps: Capabilities) -> list[str]:
     if not caps.feature("accecn"):
         out.append("AccECN missing (tcp_ecn=3 refused): it needs Linux ≥ 6.18 (--vm l4s)")
     if not caps.cc_ok("prague"):
-        out.append("prague missing: TCP Prague exists only in the L4STeam kernel fork (it cannot be built "
-                   "against a mainline kernel). Build an image from that kernel's .deb files (copy "
-                   "images/l4s-prague.example.yml to images/l4s-prague.yml, name the files; then ./fl image "
-                   "build l4s-prague and --vm l4s-prague), or boot a kernel that has it, its modules in "
-                   "/lib/modules/RELEASE (--vm /path/to/vmlinuz), or the fork's tree after make (--vm /path/to/linux)")
+        out.append("prague missing: it needs Linux ≥ 7.3 (AccECN's hooks) with fl's tcp_prague module "
+                   "(./fl image build l4s builds it, then --vm l4s), or the L4STeam kernel fork's own: an image "
+                   "from its .deb files (images/l4s-prague.example.yml), a kernel with its modules in "
+                   "/lib/modules/RELEASE (--vm /path/to/vmlinuz) or its tree after make (--vm /path/to/linux)")
     return out
+
+
+def module_summary(module: dict) -> str:
+    """A CC module in one line: its file's name and hash, what it says it is, its parameters."""
+    params = dict(module["parameters"])
+    what = params.pop("implementation", None) or module.get("version") or module["module"]
+    sha = (module.get("sha256") or "")[:12]
+    return (f"{what}; {Path(module['file']).name if module.get('file') else module['module']}"
+            f"{f' sha256 {sha}…' if sha else ''}; " + " ".join(f"{k}={v}" for k, v in params.items()))
 
 
 def _ansible_version() -> str | None:

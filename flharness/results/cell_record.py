@@ -296,6 +296,21 @@ class Checks(Sparse):
     calibration: Calibration | None = None
 
 
+class CcModule(Contract):
+    """A congestion control the cell used that is a kernel module, as the testbed's client
+    had it loaded: which implementation ran, and with which parameters."""
+
+    module: str
+    """E.g. "tcp_prague"."""
+    file: str | None
+    """The module's file on the testbed (modinfo)."""
+    sha256: str | None
+    version: str | None
+    srcversion: str | None
+    parameters: dict[str, str]
+    """/sys/module/MODULE/parameters/, as read when the run began."""
+
+
 class FlSource(Contract):
     version: str = ""
     commit: str | None = None
@@ -333,6 +348,8 @@ class CellRecord(Versioned):
     """The testbed's kernel release."""
     tools: dict[str, str | None] = {}
     """Versions of the tools on the testbed (flent, netperf, tc, …)."""
+    cc_modules: dict[str, CcModule] = {}
+    """Per congestion control of the cell's flows that is a module (tcp_prague, …)."""
     fl: FlSource = FlSource()
     """The fl that ran the cell: version, commit, uncommitted changes."""
     files: list[str] = []

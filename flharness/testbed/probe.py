@@ -9,8 +9,9 @@ from testbed/layout.py: ``shaper`` lines, ``root`` and ``child`` lines for ``{de
 ``[key, value]`` settings of one cell, tried in order) and ``tcp_rewrite`` (the ways fl
 rewrites a SYN's TCP flags: tc batch lines for a device ``{dev}`` whose ingress qdisc
 exists, and an nftables statement). Output (stdout): JSON with the kernel release, tool
-versions, features, qdisc/CC/sysctl verdicts and which TCP rewrites work (nftables' only
-tried where tc's is not possible, or with ``nft_always``).
+versions, features, qdisc/CC/sysctl verdicts, the usable CCs that are modules (file,
+sha256, parameters) and which TCP rewrites work (nftables' only tried where tc's is not
+possible, or with ``nft_always``).
 
 A qdisc spec is tried in the exact position fl uses (an htb class child, or the root
 for self-shaping qdiscs): "unsupported" means the kernel lacks the qdisc kind,
@@ -19,6 +20,7 @@ for self-shaping qdiscs): "unsupported" means the kernel lacks the qdisc kind,
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -278,6 +280,34 @@ def cc_usable(name: str) -> bool:
     return True
 
 
+def cc_module(name: str) -> dict[str, Any] | None:
+    """A congestion control that is a loaded module (tcp_NAME): its file's sha256 and its
+    parameters' values as the kernel has them now (which implementation ran, and how)."""
+    module = f"tcp_{name}"
+    folder = Path("/sys/module") / module
+    if not (folder / "parameters").is_dir() and not (folder / "srcversion").is_file():
+        return None  # built in, or not a module
+    params = {}
+    for f in sorted((folder / "parameters").glob("*")):
+        with contextlib.suppress(OSError):
+            params[f.name] = f.read_text().strip()
+    found = {"module": module, "parameters": params, "file": None, "sha256": None,
+             "version": _read(folder / "version"), "srcversion": _read(folder / "srcversion")}
+    code, out = sh("modinfo", "-F", "filename", module)
+    path = Path(out.splitlines()[0].strip()) if code == 0 and out.strip() else None
+    if path and path.is_file():
+        found["file"] = str(path)
+        found["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
 def probe(request: dict) -> dict:
     result: dict = {"kernel": platform.release(), "root": os.geteuid() == 0, "tools": tool_versions()}
     if not result["root"]:
@@ -293,6 +323,7 @@ def probe(request: dict) -> dict:
             result["qdiscs"] = {" ".join(t): v for (t, _), v in zip(specs, p.qdiscs(specs))}
             ccs = sorted(set(CCS) | {str(c) for c in request.get("ccs", [])} | available_ccs())
             result["ccs"] = {c: cc_usable(c) for c in ccs}
+            result["cc_modules"] = {c: m for c, ok in result["ccs"].items() if ok and (m := cc_module(c))}
             keys = [str(k) for k in request.get("sysctls", [])]
             result["sysctls"] = {k: p.sysctl_exists(k) for k in keys}
             result["sysctl_defaults"] = defaults = p.sysctl_defaults(keys)

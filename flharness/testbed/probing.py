@@ -40,6 +40,7 @@ def merge_hosts(per_host: dict[str, dict[str, Any]]) -> dict[str, Any]:
                              for s in mid.get("sysctl_sets", {})}
     merged["tools"] = {t: v if all(h.get("tools", {}).get(t) for h in hosts) else None
                        for t, v in per_host["cli"].get("tools", {}).items()}
+    merged["cc_modules"] = per_host["cli"].get("cc_modules", {})  # the client's: it sends the flows
     merged["root"] = all(h.get("root") for h in hosts)
     merged["error"] = next((f"{n}: {h['error']}" for n, h in per_host.items() if h.get("error")), None)
     merged["hosts"] = {n: {"kernel": h.get("kernel"), "tools": h.get("tools")} for n, h in per_host.items()}

@@ -45,7 +45,8 @@ def test_the_shipped_l4s_recipe():
     assert (r.kernel.suite, r.kernel.package, r.kernel.version) == ("trixie-backports", "linux-image-amd64", "newest")
     assert r.userland.suite == "sid"
     assert ("iproute2", ">=", "7.0") in r.userland.constraints()
-    assert [(m.name, m.source.kind) for m in r.modules] == [("sch_dualpi2", "kernel_source")]
+    assert [(m.name, m.source.kind) for m in r.modules] == [("sch_dualpi2", "kernel_source"), ("tcp_prague", "local")]
+    assert r.boot.modules == ["sch_dualpi2", "tcp_dctcp", "tcp_prague"]
     for tool in ("flent", "netperf", "irtt", "fping", "tcpdump", "iperf", "nftables", "wireguard-tools", "ethtool"):
         assert tool in {name for name, _, _ in r.userland.constraints()}, tool
 
