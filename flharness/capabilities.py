@@ -110,7 +110,7 @@ class Capabilities:
 
     def _endpoint_gap(self, cell: Cell) -> str | None:
         config = cell.config
-        for cc in sorted({f.cc for f in config.flows}):
+        for cc in sorted({c for f in config.flows for c in f.ccs}):
             if not self.cc_ok(cc):
                 return f"kernel lacks tcp_{cc} (congestion control {cc})"
         for host, settings in config.sysctls.items():
@@ -171,7 +171,7 @@ def probe_request(cells: list[Cell], every_rewrite: bool = False) -> dict[str, A
         "layout": {"shaper": layout.shaper("{dev}", "10mbit"), "root": layout.declared("{dev}", "{qdisc}", True),
                    "child": layout.declared("{dev}", "{qdisc}", False), "root_handle": layout.ROOT},
         "qdiscs": [[list(q), s] for q, s in sorted(specs)],
-        "ccs": sorted({f.cc for c in cells for f in c.config.flows}),
+        "ccs": sorted({cc for c in cells for f in c.config.flows for cc in f.ccs}),
         "sysctls": sorted({k for c in cells for settings in c.config.sysctls.values() for k in settings}),
         "sysctl_sets": [list(map(list, s)) for s in sorted({_pairs(st) for c in cells
                                                               for st in c.config.sysctls.values()})],

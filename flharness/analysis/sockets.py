@@ -7,6 +7,7 @@ from pathlib import Path
 
 _STATE_RE = re.compile(r"^\S+\s+\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)")
 _ACKED_RE = re.compile(r"\bbytes_acked:(\d+)")
+_RECEIVED_RE = re.compile(r"\bbytes_received:(\d+)")
 _WORD_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _FLAGS = {"ts", "sack", "ecn", "ecnseen", "fastopen", "cwr", "ece", "tfo"}  # printed before the CC
 #: A sending socket had more than its SYN acknowledged (bytes_acked counts the SYN: the
@@ -20,9 +21,15 @@ def sender_ccs(ss_log: Path, control_port: int) -> list[str]:
     return sorted(cc for cc, acked in sockets(ss_log, control_port).values() if acked >= DATA_FLOW_BYTES)
 
 
-def sockets(ss_log: Path, control_port: int) -> dict[tuple[str, str], tuple[str, int]]:
-    """(local, peer) 'addr:port' → (congestion control, most bytes acked seen), for every
-    socket of an `ss -tin` sample log except the netperf control connections."""
+def receiver_ccs(ss_log: Path, control_port: int) -> list[str]:
+    """Congestion controls of the sockets that received data (sorted)."""
+    return sorted(cc for cc, got in sockets(ss_log, control_port, _RECEIVED_RE).values() if got >= DATA_FLOW_BYTES)
+
+
+def sockets(ss_log: Path, control_port: int, count: re.Pattern[str] = _ACKED_RE) -> dict[tuple[str, str], tuple[str, int]]:
+    """(local, peer) 'addr:port' → (congestion control, the most bytes COUNT saw: acked, or
+    received), for every socket of an `ss -tin` sample log except the netperf control
+    connections."""
     found: dict[tuple[str, str], tuple[str, int]] = {}
     key: tuple[str, str] | None = None
     for line in ss_log.read_text(errors="replace").splitlines():
@@ -36,7 +43,7 @@ def sockets(ss_log: Path, control_port: int) -> dict[tuple[str, str], tuple[str,
             continue
         if key is None:
             continue
-        acked = int(m.group(1)) if (m := _ACKED_RE.search(line)) else 0
+        acked = int(m.group(1)) if (m := count.search(line)) else 0
         cc = next((w for w in line.split() if _WORD_RE.match(w) and w not in _FLAGS), "?")
         found[key] = (cc, max(acked, found.get(key, ("", 0))[1]))
     return found

@@ -119,8 +119,14 @@ def _flows(test: FlentTest, n: int, combo: dict[str, Point], path: Path) -> list
     directions = ["up"] * test.up + ["down"] * test.down if not test.streams_param else \
         ["up" if test.streams_param == "upload_streams" else "down"] * n
 
+    receiver = combo["receiver_cc"].value if "receiver_cc" in combo else None
+    if receiver and not test.per_flow and len(set(directions)) > 1:
+        raise ScenarioError(path, combo["receiver_cc"].key, f"{test.name} sets one congestion control for flows "
+                            "both ways: a receiver's own needs flows one way (tcp_1up, tcp_Nup, tcp_Ndown …)")
+
     def flow(i: int) -> FlowConfig:
-        extra = ({"start": starts[i].text} if starts[i].seconds else {}) | ({"ecn": ecns[i]} if ecns[i] != "none" else {})
+        extra = ({"start": starts[i].text} if starts[i].seconds else {}) | ({"ecn": ecns[i]} if ecns[i] != "none" else {}) \
+            | ({"receiver_cc": receiver} if receiver else {})
         return FlowConfig(direction=directions[i], cc=ccs[i], rtt=rtts[i].text,
                           tos=FLOW_DSCPS[i] << 2 if marked else None, **extra)
     return [flow(i) for i in range(n)]

@@ -39,10 +39,17 @@ class FlowConfig(Sparse):
     """Delay after the first flow starts, e.g. "10s"."""
     ecn: str | None = None
     """ECN rewrite at the middlebox, '+'-joined actions."""
+    receiver_cc: str | None = None
+    """The receiving socket's CC when it is not the sender's (scenario key receiver_cc)."""
 
     @property
     def rtt_s(self) -> float:
         return Duration.parse(self.rtt).seconds
+
+    @property
+    def ccs(self) -> tuple[str, ...]:
+        """The CCs the flow's two sockets run: the sender's, and the receiver's if another."""
+        return (self.cc, self.receiver_cc) if self.receiver_cc else (self.cc,)
 
     @property
     def rtt_ms(self) -> float:

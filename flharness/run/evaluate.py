@@ -133,6 +133,20 @@ def _check_ccs(cell: Cell, cell_dir: Path, control_port: int, v: Verdict) -> Non
     v.checks.cc = CcCheck(declared=declared, observed=observed, ok=ok)
     if not ok:
         v.fail(f"flows ran {observed or 'nothing'} but the cell declares {declared}")
+    _check_receiver_ccs(cell, cell_dir, control_port, v)
+
+
+def _check_receiver_ccs(cell: Cell, cell_dir: Path, control_port: int, v: Verdict) -> None:
+    """Flows whose receiver runs a CC of its own (receiver_cc): the receiving host's
+    socket samples name it."""
+    for direction, host in (("up", "srv"), ("down", "cli")):
+        want = sorted(f.receiver_cc for f in cell.config.flows if f.direction == direction and f.receiver_cc)
+        if not want:
+            continue
+        log = cell_dir / f"{host}.ss.log"
+        got = sockets.receiver_ccs(log, control_port) if log.is_file() else []
+        if not sockets.check_ccs(want, got):
+            v.fail(f"the receivers ran {got or 'nothing'} but the cell declares receiver_cc {want}")
 
 
 def _flent_exit(log: Path) -> int | None:

@@ -241,7 +241,7 @@ def _record(run: Run, cell: Cell, status: str = "ok", reason: str = "") -> CellR
         scenario=cell.scenario, cell=cell.name, config_hash=cell.config_hash, status=status,
         reason=reason, coordinates=cell.coordinates(), swept=list(cell.swept), config=cell.config,
         backend=backend_record(run), kernel=run.caps.kernel, tools=run.caps.tools,
-        cc_modules={f.cc: m for f in cell.config.flows if (m := run.caps.cc_module(f.cc))},
+        cc_modules={cc: m for f in cell.config.flows for cc in f.ccs if (m := run.caps.cc_module(cc))},
         fl=run.provenance.get("fl", {}))
 
 

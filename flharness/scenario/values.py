@@ -114,6 +114,17 @@ def parse_cc(raw: Any) -> tuple[tuple[str, ...], str]:
     return tuple(items), "-vs-".join(items)
 
 
+def parse_receiver_cc(raw: Any) -> tuple[str | None, str]:
+    """The receiving socket's congestion control: 'same' (the sender's, as netperf sets
+    both ends) or a name. It decides what the receiver negotiates: a receiver running
+    prague accepts AccECN whatever its tcp_ecn sysctl."""
+    if raw in (None, "same"):
+        return None, "rcv_same"
+    if not isinstance(raw, str) or not CC_RE.match(raw):
+        raise ValueError(f"{raw!r} is not a congestion control name (e.g. cubic) or 'same'")
+    return raw, f"rcv_{raw}"
+
+
 def parse_qdisc(raw: Any) -> tuple[QdiscSpec, str]:
     if not isinstance(raw, str) or not raw.strip():
         raise ValueError("a qdisc is a tc qdisc spec string, e.g. 'fq_codel' or 'pfifo limit 1000'")
@@ -203,7 +214,7 @@ def _axis_parsers() -> dict[str, Parser]:
     from . import features as f
     return {
         "test": parse_test, "rate": parse_rate, "rtt": parse_rtt, "qdisc": parse_qdisc,
-        "cc": parse_cc, "length": parse_length, "flows": parse_flows, "sysctls": parse_sysctls,
+        "cc": parse_cc, "receiver_cc": parse_receiver_cc, "length": parse_length, "flows": parse_flows, "sysctls": parse_sysctls,
         "start": f.parse_start, "ecn": f.parse_ecn, "rtt_split": f.parse_rtt_split, "netem": f.parse_netem,
         "rate_schedule": f.parse_schedule, "client_qdisc": f.parse_client_qdisc, "udp": f.parse_udp,
         "tunnel": f.parse_tunnel, "replay_window": f.parse_replay_window,

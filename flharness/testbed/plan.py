@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cells import Cell
+from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules
 from .commands import RunSettings, ecn_commands, host_files, ports
 from .inventory import Inventory
@@ -66,6 +67,16 @@ def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
                        for h in ("cli", "srv")}
     return out
 
+def netperf_cc(flow: FlowConfig) -> str:
+    """A flow's CC as Flent hands it to netperf's -K (local[,remote]: netperf is the
+    sender of an upload, netserver of a download); a receiver of its own quoted, so
+    Flent's list splitting keeps the pair whole."""
+    if not flow.receiver_cc:
+        return flow.cc
+    local, remote = (flow.cc, flow.receiver_cc) if flow.direction == "up" else (flow.receiver_cc, flow.cc)
+    return f'"{local},{remote}"'
+
+
 def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool = True) -> list[str]:
     """The Flent command for a cell; every coordinate also goes in as a test parameter.
     TIME_LIMIT: wrapped in timeout(1). Not on QEMU's virtual clock: an idle guest's time
@@ -73,7 +84,7 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool
     guest time can kill Flent as it starts; the host's wall-clock watchdog bounds the cell."""
     params: dict[str, str] = {}
     config, test = cell.config, cell.test
-    ccs = [f.cc for f in config.flows]
+    ccs = [netperf_cc(f) for f in config.flows]
     if test.per_flow:  # tcp_Nup ignores tcp_cong_control: set each flow's CC
         params["cc_algos"] = ",".join(ccs)
     elif ccs:
@@ -114,9 +125,16 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         "client_qdisc": config.client_qdisc_words or None,
         "udp": udp.text if udp else None, "udp_bps": udp.bps if udp else 0, "flent_delay": FLENT_DELAY,
         "target": target(cell, inv), "length": config.length, "step_size": config.step_size,
-        "samplers": sorted({{"up": "cli", "down": "srv"}[f.direction] for f in config.flows}),  # hosts that send
+        "samplers": samplers(config),
         "flent": flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)
     }
+
+
+def samplers(config: CellConfig) -> list[str]:
+    """The hosts whose sockets are sampled: those that send, and those that receive a flow
+    whose receiver runs a CC of its own (its check reads them)."""
+    senders = {{"up": "cli", "down": "srv"}[f.direction] for f in config.flows}
+    return sorted(senders | {{"up": "srv", "down": "cli"}[f.direction] for f in config.flows if f.receiver_cc})
 
 
 def summary(cell: Cell) -> str:

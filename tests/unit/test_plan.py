@@ -165,6 +165,24 @@ def test_rrul_uses_global_cc(scenario_file, inv, tmp_path):
     assert "tcp_cong_control=bbr" in params and not any(p.startswith("cc_algos") for p in params)
 
 
+def test_a_receiver_of_its_own_cc(scenario_file, inv, tmp_path):
+    """netperf's -K is local,remote: the sender's CC first for an upload, the receiver's
+    for a download; quoted so Flent keeps the pair whole; the receiving host is sampled."""
+    up, = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: prague\nreceiver_cc: cubic\n")
+    assert [f.receiver_cc for f in up.config.flows] == ["cubic"] and up.coords["receiver_cc"].label == "rcv_cubic"
+    assert 'cc_algos="prague,cubic"' in flent_argv(up, inv, tmp_path)
+    down, = one_cell(scenario_file, "test: tcp_2down\nrate: 10mbit\nqdisc: pfifo\ncc: [dctcp, bbr]\nreceiver_cc: reno\n")
+    assert 'cc_algos="reno,dctcp","reno,bbr"' in flent_argv(down, inv, tmp_path)
+    with pytest.raises(ScenarioError, match="tcp_bidirectional sets one congestion control for flows both ways"):
+        one_cell(scenario_file, "test: tcp_bidirectional\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nreceiver_cc: reno\n")
+    assert cell_vars(up, inv, tmp_path, tcp_rewrite="tc", run=RV)["samplers"] == ["cli", "srv"]
+    same, = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: prague\n")
+    assert "receiver_cc" not in same.config.model_dump(exclude_none=True)["flows"][0]  # the hash of older cells kept
+    assert "cc_algos=prague" in flent_argv(same, inv, tmp_path)
+    with pytest.raises(ScenarioError, match="receiver_cc: 'cu bic' is not a congestion control name"):
+        one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: prague\nreceiver_cc: cu bic\n")
+
+
 def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     """Flent targets the server's inner address; the replay window reaches both SAs; keys
     are fresh per cell and never echoed; ECN rewrites move to the tunnel entrance."""

@@ -1,11 +1,16 @@
-"""Fixtures of the VM tests: one parallel VM run shared by every module that reads it."""
+"""Fixtures of the VM tests: one parallel VM run shared by every module that reads it,
+and the L4S lab's image, probes and run shared by the two modules that read those."""
 from __future__ import annotations
 
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from flrun import REPO, FlProcess, newest_kernel, qemus, run_fl, statuses
+from flrun import REPO, FlProcess, newest_kernel, qemus, run_fl, run_fl_together, statuses
+from guest import booted
+
+from flharness.image.store import load_image
 
 #: One `fl run --vm --parallel 2` (two VMs, each booted once) serves every VM test module:
 #: the acceptance matrix and a repeated cell (test_e2e_vm), path features and the
@@ -50,3 +55,70 @@ def vm_run(tmp_path_factory):
     if serial.proc.poll() is None:  # the session ended before a test waited for it
         serial.proc.terminate()
         serial.proc.wait(timeout=180)
+
+
+#: The L4S lab: `fl image build l4s` (twice: the second finds it built), `fl check` and
+#: `fl list` of s1 booting a VM each on the real clock (quicker, and a probe does not
+#: depend on time) while a third VM loads, runs and unloads fl's TCP Prague by hand; then
+#: one run of the l4s scenarios on two VMs on the virtual clock (results as one VM's, CI's
+#: time halved). Read by test_e2e_vm_l4s (dualpi2, AccECN, ECN actions, a reproduction
+#: page) and test_e2e_vm_prague (fl's Prague module).
+L4S_IMAGE = "l4s"
+L4S_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml") for n in ("vm-l4s", "vm-s1", "vm-prague")]
+L4S_REAL = ["--vm", L4S_IMAGE, "--vm-accel", "tcg", "--vm-clock", "real"]
+L4S_VIRTUAL = ["--vm", L4S_IMAGE, "--vm-accel", "tcg", "--vm-clock", "virtual"]
+#: In a guest of the l4s image: fl's Prague in use, unloaded, loaded again; the netfilter
+#: hooks it registers in every network namespace listed at each step (`nft list hooks`
+#: names every hook and its module), tc and nftables state of a namespace of its own
+#: before and after, and the kernel's messages.
+PRAGUE_CYCLE = r"""
+hooks() { echo "== hooks $1"; nft list hooks ip; nft list hooks ip6; ip netns exec pmod nft list hooks ip; }
+ip netns add pmod && ip -n pmod link set lo up
+ip netns exec pmod nft add table inet pmodt && ip netns exec pmod nft add chain inet pmodt c
+tc -n pmod qdisc add dev lo root fq_codel
+sysctl -qw net.ipv4.tcp_ecn=3; ip netns exec pmod sysctl -qw net.ipv4.tcp_ecn=3
+echo "== available"; cat /proc/sys/net/ipv4/tcp_available_congestion_control
+hooks loaded
+ip netns exec pmod iperf -s -p 5201 >/dev/null 2>&1 & server=$!
+sleep 1
+echo "== flow"; ip netns exec pmod iperf -c 127.0.0.1 -p 5201 -Z prague -t 2 -f m 2>&1 | tail -1
+kill $server; wait $server 2>/dev/null; sleep 1
+echo "== rmmod"; rmmod tcp_prague && echo unloaded
+echo "== available after"; cat /proc/sys/net/ipv4/tcp_available_congestion_control
+hooks unloaded
+echo "== modprobe"; modprobe tcp_prague && echo loaded
+ip netns add pmod2
+echo "== new namespace"; ip netns exec pmod2 nft list hooks ip
+hooks reloaded
+echo "== state"; ip netns exec pmod nft list tables; tc -n pmod qdisc show dev lo
+echo "== dmesg"; dmesg
+ip netns del pmod; ip netns del pmod2
+"""
+
+
+def prague_cycle() -> dict:
+    with booted(L4S_IMAGE) as guest:
+        done = guest.sh(PRAGUE_CYCLE, timeout=600)
+        return {"rc": done.returncode, "out": done.stdout, "err": done.stderr, "kernel_log": guest.kernel_log()}
+
+
+@pytest.fixture(scope="session")
+def l4s_lab(tmp_path_factory):
+    build = run_fl("image", "build", L4S_IMAGE, timeout=1200)
+    assert build.returncode == 0, build.stdout + build.stderr
+    image = load_image(L4S_IMAGE)
+    assert image is not None
+    again = run_fl("image", "build", L4S_IMAGE, timeout=120)
+    rebuilt = load_image(L4S_IMAGE)
+    results = tmp_path_factory.mktemp("l4s-results")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        cycle = pool.submit(prague_cycle)
+        check, listed = run_fl_together((["check", *L4S_REAL], 900), (["list", "s1-rttfair", *L4S_REAL], 900))
+        module = cycle.result(timeout=900)
+    return {
+        "build": build, "image": image, "again": again, "built_again": rebuilt.manifest.built if rebuilt else None,
+        "check": check, "list": listed, "prague_cycle": module,
+        "run": run_fl("run", *L4S_SCENARIOS, *L4S_VIRTUAL, "--parallel", "2", "--results", str(results),
+                      timeout=3000),
+        "root": results / "default",
+    }

@@ -1,10 +1,10 @@
 """The L4S lab for real: `fl image build l4s` (Debian's 7.x kernel from trixie-backports,
 sch_dualpi2 built from its source package, a sid userland) booted with `--vm l4s`.
 
-One module fixture builds (or reuses) the image, asks `fl check` and `fl list` about it
-(at once, a VM each, on the real clock: a quicker boot, and the probe does not depend on
-time), and runs
-tests/scenarios/vm-l4s.yml in it on the virtual clock: two cubic flows with classic ECN in
+The session's l4s_lab (tests/vm/conftest.py) builds (or reuses) the image, asks `fl
+check` and `fl list` about it (at once, a VM each, on the real clock: a quicker boot, and
+the probe does not depend on time), and runs tests/scenarios/vm-l4s.yml (with vm-s1.yml
+and vm-prague.yml, which test_e2e_vm_prague reads) in it on the virtual clock: two cubic flows with classic ECN in
 dualpi2, dctcp whose packets the middlebox rewrites to ECT(1) beside cubic (a scalable
 sender in the L queue without TCP Prague), that pair again with AccECN, and with dctcp
 paced and dualpi2 not step-marking a lone packet (min_qlen_step 2); every ECN action
@@ -27,40 +27,19 @@ from pathlib import Path
 
 import dpkt
 import pytest
-from flrun import needs_vm, run_fl, run_fl_together
+from flrun import needs_vm, run_fl
 from resultlib import CLI, LEAD_IN, find, packets, read_pcap, series
-
-from flharness.image.store import load_image
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 IMAGE = "l4s"
-SCENARIO = Path(__file__).parents[1] / "scenarios" / "vm-l4s.yml"
-S1 = Path(__file__).parents[1] / "scenarios" / "vm-s1.yml"  # two s1 cells, and its prague cells skipped
-REAL = ["--vm", IMAGE, "--vm-accel", "tcg", "--vm-clock", "real"]
-VIRTUAL = ["--vm", IMAGE, "--vm-accel", "tcg", "--vm-clock", "virtual"]
 DCTCP_TOS, CUBIC_TOS = 0x4c, 0x8c  # the flows' DSCP (flow 1, flow 2)
 #: (AE, CWR, ECE) of a SYN/ACK that accepts AccECN, one per codepoint of the SYN (RFC 9768).
 ACCECN_SYNACK = {(0, 1, 0), (0, 1, 1), (1, 0, 0), (1, 1, 0)}
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    build = run_fl("image", "build", IMAGE, timeout=1200)
-    assert build.returncode == 0, build.stdout + build.stderr
-    image = load_image(IMAGE)
-    assert image is not None
-    again = run_fl("image", "build", IMAGE, timeout=120)
-    rebuilt = load_image(IMAGE)
-    results = tmp_path_factory.mktemp("l4s-results")
-    check, listed = run_fl_together((["check", *REAL], 900), (["list", "s1-rttfair", *REAL], 900))  # a VM each
-    return {
-        "build": build, "image": image, "again": again, "built_again": rebuilt.manifest.built if rebuilt else None,
-        "check": check, "list": listed,
-        # two VMs share the cells (the virtual clock: results as one VM's; CI's time halved)
-        "run": run_fl("run", str(SCENARIO), str(S1), *VIRTUAL, "--parallel", "2", "--results", str(results),
-                      timeout=2700),
-        "root": results / "default",
-    }
+def lab(l4s_lab):
+    return l4s_lab
 
 
 def teardown_dualpi2(cell_dir: Path, dev: str = "mid.r") -> dict[str, int]:
@@ -101,14 +80,16 @@ def cell(lab, **coords: str) -> tuple[dict, dict, Path]:
     return find(lab["root"], "vm-l4s", **coords)
 
 
-def test_the_image_is_built_with_its_kernel_and_dualpi2_and_then_cached(lab):
+def test_the_image_is_built_with_its_kernel_dualpi2_and_prague_and_then_cached(lab):
     assert lab["build"].returncode == 0
     m = lab["image"].manifest
     assert m.kernel.release.startswith("7.") and m.kernel.suite == "trixie-backports"
-    (module,) = m.modules
-    ko = lab["image"].root / module.path
-    assert module.name == "sch_dualpi2" and module.vermagic.split()[0] == m.kernel.release
-    assert hashlib.sha256(ko.read_bytes()).hexdigest() == module.sha256
+    assert [mod.name for mod in m.modules] == ["sch_dualpi2", "tcp_prague"]
+    for module in m.modules:
+        ko = lab["image"].root / module.path
+        assert module.vermagic.split()[0] == m.kernel.release
+        assert hashlib.sha256(ko.read_bytes()).hexdigest() == module.sha256
+    assert m.modules[1].source == "modules/tcp_prague.c" and m.boot_modules[-1] == "tcp_prague"
     status = (lab["image"].root / "var/lib/dpkg/status").read_text()
     iproute2 = re.search(r"^Package: iproute2\n(?:.+\n)*?Version: (\d+)\.", status, re.M)
     assert iproute2 and int(iproute2.group(1)) >= 7
@@ -125,26 +106,28 @@ def test_fl_check_reports_the_l4s_kernel_and_what_it_lacks(lab):
     supported = out.split("supported:")[1].split("\n")[0].split()
     assert {"dualpi2", "netem", "fq_codel", "cake"} <= set(supported), supported
     usable = out.split("usable:")[1].split("\n")[0].split()
-    assert "dctcp" in usable and "prague" not in usable
+    assert {"dctcp", "prague"} <= set(usable), usable
+    # which Prague: fl's module, its file's hash and its parameters
+    assert re.search(r"^  prague: fl tcp_prague 1 \(draft-briscoe-iccrg-prague-congestion-control-01\); "
+                     r"tcp_prague\.ko sha256 [0-9a-f]{12}…; alpha_shift=4 burst_us=250 .*rtt_indep=0 ", out, re.M), out
     assert "accecn (tcp_ecn=3 accepted) yes" in out
     # Linux 7.x refuses nftables writes to the TCP header's data-offset byte: tc clears a SYN's flags
     assert "strip-negotiation (a SYN's AE, CWR, ECE cleared): tc filter (u32, pedit, csum); " \
            "nftables' TCP header writes are refused by this kernel" in out
-    assert "prague missing" in out and "images/l4s-prague.example.yml" in out and "--vm /path/to/vmlinuz" in out and "--vm /path/to/linux" in out
+    assert "prague missing" not in out
 
 
-def test_s1_runs_its_dualpi2_cubic_cells_and_skips_only_for_prague_or_cnq_codel_af(lab):
+def test_s1_runs_every_cell_but_those_needing_cnq_codel_af(lab):
+    """fl's Prague makes s1's Prague cells runnable: 144 of 192 (108 with Prague); the 48
+    skipped need SCE's cnq_codel_af."""
     p = lab["list"]
     assert p.returncode == 0, p.stdout + p.stderr
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith(("prague", "cubic"))]
     assert len(lines) == 192
     runnable = [ln for ln in lines if "skip:" not in ln]
-    assert any(ln.startswith("cubic-vs-cubic-dualpi2-") for ln in runnable)
-    assert all("prague" not in ln.split()[0] and "cnq_codel_af" not in ln.split()[0] for ln in runnable)
-    for ln in lines:
-        if "skip:" in ln:
-            reason = ln.split("skip:", 1)[1]
-            assert "prague" in reason or "cnq_codel_af" in reason, ln
+    assert len(runnable) == 144 and sum("prague" in ln.split()[0] for ln in runnable) == 108
+    assert not any("cnq_codel_af" in ln.split()[0] for ln in runnable)
+    assert all("kernel lacks sch_cnq_codel_af" in ln.split("skip:", 1)[1] for ln in lines if "skip:" in ln)
 
 
 def test_every_cell_ran_in_the_l4s_vm(lab):
@@ -363,9 +346,10 @@ def test_ce_bleach_turns_a_client_qdiscs_ce_back_into_ect0_in_the_image(lab):
 
 
 def test_the_reproduction_report_sets_s1s_published_rows_beside_the_measured_ones(lab, plotted):
-    """The two cubic-vs-cubic cells' D_SS and Jain's index beside the L4S report's s1 table
+    """The three cells' D_SS and Jain's index (cubic-vs-cubic through dualpi2 and the FIFO,
+    prague-vs-prague through dualpi2) beside the L4S report's s1 table
     (references/s1-rttfair.yml), the same cells' values read from their own metrics; the
-    Prague rows of that condition not run, naming prague; the rest not in this run."""
+    rest of the table not in this run."""
     assert plotted.returncode == 0, plotted.stdout + plotted.stderr
     page = (lab["root"] / "vm-s1" / "reproduction.md").read_text()
     measured_part, rest = page.split("## Not run (", 1)
@@ -378,22 +362,21 @@ def test_the_reproduction_report_sets_s1s_published_rows_beside_the_measured_one
         cols = [c.strip() for c in line.strip("|").split("|")]
         if len(cols) == 3 and cols[0].startswith("cc "):
             not_run[cols[0]] = cols
-    assert "Values compared: 6 agrees, 570 not run." in page
-    ran = {f"cc cubic-vs-cubic, qdisc {q}, rate 10mbit, rtt 10ms-10ms": q for q in ("dualpi2", "pfifo_200")}
-    assert {k[0] for k in rows} == set(ran) and len(rows) == 6  # D_SS of two flows and Jain's index each
-    for key, published in zip(ran, (("4.82", "4.47", "0.999"), ("4.56", "4.87", "0.999"))):
-        metrics = json.loads((lab["root"] / "vm-s1" / f"cubic-vs-cubic-{ran[key]}-10mbit-10ms-10ms" / "metrics.json").read_text())
+    counts = re.search(r"^Values compared: (.*)\.$", page, re.M).group(1)
+    assert counts.endswith("567 not run") and sum(int(n) for n in re.findall(r"(\d+) ", counts)) == 576, counts
+    ran = {f"cc {cc}, qdisc {q}, rate 10mbit, rtt 10ms-10ms": f"{cc}-{q}" for cc, q in (
+        ("cubic-vs-cubic", "dualpi2"), ("cubic-vs-cubic", "pfifo_200"), ("prague-vs-prague", "dualpi2"))}
+    assert {k[0] for k in rows} == set(ran) and len(rows) == 9  # D_SS of two flows and Jain's index each
+    published = (("4.82", "4.47", "0.999"), ("4.56", "4.87", "0.999"), ("4.31", "4.27", "1.000"))
+    for key, pubs in zip(ran, published):
+        metrics = json.loads((lab["root"] / "vm-s1" / f"{ran[key]}-10mbit-10ms-10ms" / "metrics.json").read_text())
         measured = [f"{f['steady_mbit']:.3f}" for f in metrics["flows"]] + [f"{metrics['jain']:.3f}"]
-        for (metric, which), pub, got in zip((("dss_mbit", "flow 1"), ("dss_mbit", "flow 2"), ("jain", "–")), published, measured):
+        for (metric, which), pub, got in zip((("dss_mbit", "flow 1"), ("dss_mbit", "flow 2"), ("jain", "–")), pubs, measured):
             cols = rows[(key, metric, which)]
             assert float(cols[3]) == float(pub) and cols[4] == got and cols[7] == "1", cols
             assert cols[8] in ("agrees", "**differs**"), cols
-    assert len(not_run) == 192 - 2  # every other row of the table, once each
-    condition = [k for k in not_run if k.endswith("rate 10mbit, rtt 10ms-10ms") and ("dualpi2" in k or "pfifo_200" in k)]
-    assert len(condition) == 6 and all("prague" in k for k in condition)  # three Prague pairs × two qdiscs
-    assert all("kernel lacks tcp_prague" in not_run[k][2] for k in condition)
-    assert list(not_run)[:6] == condition  # the kernel's reasons before the rows this run has no cell for
-    assert all(cols[2] == "no such cell in this run" for k, cols in not_run.items() if k not in condition)
+    assert len(not_run) == 192 - 3  # every other row of the table, once each
+    assert all(cols[2] == "no such cell in this run" for cols in not_run.values())
     index = (lab["root"] / "README.md").read_text()
     assert "### Reproduction" in index and "(vm-s1/reproduction.html)" in index
     assert (lab["root"] / "vm-s1" / "reproduction.html").is_file()

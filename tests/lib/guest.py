@@ -1,0 +1,49 @@
+"""A built image's kernel booted for a test to drive by hand: fl's own VM code (the same
+boot, guest script and sshd as `fl run --vm IMAGE`), then shell commands over ssh."""
+from __future__ import annotations
+
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flharness.testbed.vm import Vm, vm_config
+
+#: Under /run: the guest mounts the host's folders at their own paths, and an image's
+#: root has /run (a tmpfs) but not the host's other trees.
+STATE = Path("/run/fl-tests")
+
+
+class Guest:
+    def __init__(self, vm: Vm) -> None:
+        self.vm = vm
+
+    def sh(self, script: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        """SCRIPT run by the guest's shell as root; its output and exit status."""
+        s = self.vm.ssh_settings()
+        argv = ["ssh", "-p", str(s["ansible_port"]), "-i", s["ansible_ssh_private_key_file"],
+                *s["ansible_ssh_common_args"].split(), "-o", "BatchMode=yes", "root@127.0.0.1", script]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+    def kernel_log(self) -> str:
+        """The guest kernel's messages so far (vm_guest.sh writes them to the shared folder)."""
+        return self.vm.kernel_log.read_text(errors="replace")
+
+
+@contextmanager
+def booted(image: str) -> Iterator[Guest]:
+    """IMAGE's kernel and root under TCG on the real clock (quicker to boot than the
+    virtual clock, and nothing here depends on time), stopped afterwards."""
+    folder = STATE / secrets.token_hex(4)
+    results = folder / "results"
+    results.mkdir(parents=True)
+    vm = Vm(vm_config(image, "tcg", "real"), folder / "vm", results, results / "kernel.log")
+    try:
+        vm.boot()
+        vm.wait_ready()
+        yield Guest(vm)
+    finally:
+        vm.stop()
+        shutil.rmtree(folder, ignore_errors=True)
