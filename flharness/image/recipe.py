@@ -294,3 +294,14 @@ def _digest(path: Path, recipe: Recipe) -> str:
             for f in sorted([where] if where.is_file() else (p for p in where.rglob("*") if p.is_file())):
                 h.update(str(f.relative_to(where.parent)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
+
+
+def changed_since_built(name: str, built_digest: str) -> bool:
+    """Has the recipe images/NAME.yml, or a local source it names, changed since the image
+    was built from BUILT_DIGEST? (False when there is no such recipe any more.)"""
+    if find_recipe(name) is None:
+        return False
+    try:
+        return load_recipe(name).digest != built_digest
+    except FlError:
+        return True

@@ -14,6 +14,7 @@ from markupsafe import escape
 from .. import REPO
 from .collect import CellResult, RunResult, ScenarioResult
 from .expect import Judgement, judge
+from .findings import key_findings
 from .host_settings import host_settings
 from .plots import plot_path
 from .tables import fairness_table, per_cc_table, udp_table
@@ -46,7 +47,7 @@ def table_safe(value: Any) -> str:
 def render(run: RunResult, charts: dict[str, list[dict[str, str]]], template_dir: Path = REPO,
            judgements: list[Judgement] | None = None, reproductions: dict[str, Any] | None = None) -> str:
     judged = judgements if judgements is not None else [j for s in run.scenarios for j in judge(s)]
-    context = {"run": run, "host_settings": host_settings(run), "scenarios": [
+    context = {"run": run, "host_settings": host_settings(run), "key_findings": key_findings(run, judged), "scenarios": [
         {**_scenario(s, charts.get(s.name, []), [j for j in judged if j.scenario == s.name]),
          "reproduction": (reproductions or {}).get(s.name)} for s in run.scenarios]}
     return environment(template_dir).get_template("README.md.j2").render(context)

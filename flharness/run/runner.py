@@ -231,7 +231,7 @@ def _cell_limit(run: Run):
     def limit(cell: Cell) -> float:
         flent = cell.config.length + 2 * FLENT_DELAY
         if vm:
-            return vm.cell_limit(flent, cell.config.bottleneck.max_rate_bps)
+            return vm.cell_limit(flent, cell.config.bottleneck.max_rate_bps, cell.config.step_size)
         return flent + HOST_CELL_MARGIN
     return limit
 

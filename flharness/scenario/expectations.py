@@ -6,8 +6,9 @@ the index, JUnit XML with --junit, a failing exit status with --strict).
       - {metric: goodput_total_mbit, ">=": 0.9 * capacity_mbit}
       - {cc: cubic, metric: owd_p95_ms, flow: 1, "<": rtt_ms + 30}
 
-Every key but `metric`, `flow` and one comparison selects cells as `include` does
-(axis: value or list of values). The bound is a number or an expression of the cell's
+Every key but `metric`, `flow`, `finding` (the number of the claim it states, in the
+scenario's `findings:` file) and one comparison selects cells as `include` does (axis:
+value or list of values). The bound is a number or an expression of the cell's
 physics: + - * / and parentheses over numbers and the names in PHYSICS.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ PHYSICS = {"capacity_mbit": "payload capacity of flow 1's direction (rate × 144
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-RESERVED = {"metric", "flow", *OPERATORS}
+RESERVED = {"metric", "flow", "finding", *OPERATORS}
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,15 @@ class Expectation:
     flow: int | None  # 1-based; None: every flow of a per-flow metric
     op: str
     bound: str  # a number or an expression, as written
+    finding: int | None = None  # the claim of the scenario's findings file it states
+
 
     @property
     def text(self) -> str:
         sel = ", ".join(f"{a} {'/'.join(map(str, v))}" for a, v in self.rule.items())
         flow = f" flow {self.flow}" if self.flow else ""
-        return f"{self.metric}{flow} {self.op} {self.bound}" + (f" ({sel})" if sel else "")
+        claim = f" [finding {self.finding}]" if self.finding else ""
+        return f"{self.metric}{flow} {self.op} {self.bound}" + (f" ({sel})" if sel else "") + claim
 
     def limit(self, physics: dict[str, float]) -> float:
         return evaluate(self.bound, physics)
@@ -67,8 +71,11 @@ def parse_expectation(raw: Any) -> Expectation:
     if isinstance(bound, bool) or not isinstance(bound, (int, float, str)):
         raise ValueError(f"{ops[0]}: {bound!r} is no number or expression")
     evaluate(str(bound), dict.fromkeys(PHYSICS, 1.0))  # checks its syntax and names
+    finding = raw.get("finding")
+    if finding is not None and (not isinstance(finding, int) or isinstance(finding, bool) or finding < 1):
+        raise ValueError(f"finding {finding!r}: the number of a finding of the scenario's findings file")
     rule = {k: v if isinstance(v, list) else [v] for k, v in raw.items() if k not in RESERVED}
-    return Expectation(rule, metric, flow, ops[0], str(bound))
+    return Expectation(rule, metric, flow, ops[0], str(bound), finding)
 
 
 def evaluate(text: str, names: dict[str, float]) -> float:

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from .. import REPO
 from ..errors import FlError, ScenarioError
+from .findings import findings_path, load_findings
 from .reference import load_reference
 from .schema import AXES, Matrix, Scenario
 from .values import check_name
@@ -54,7 +55,22 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(path, *problem)
     if scenario.reference:
         load_reference(scenario.reference, path)
+    _check_findings(scenario, path)
     return scenario
+
+
+def _check_findings(scenario: Scenario, path: Path) -> None:
+    """Each `expect:` entry's finding is one of the scenario's findings file."""
+    stated = [(i, e.finding) for i, e in enumerate(scenario.expect) if e.finding is not None]
+    if not scenario.findings:
+        if stated:
+            raise ScenarioError(path, f"expect[{stated[0][0]}].finding", "the scenario names no findings file (findings:)")
+        return
+    known = load_findings(scenario.findings, path)
+    for i, finding in stated:
+        if known.get(finding) is None:
+            raise ScenarioError(path, f"expect[{i}].finding", f"{finding} is not a finding of "
+                                f"{findings_path(scenario.findings)} ({', '.join(str(f.id) for f in known.findings)})")
 
 
 def read_merged(path: Path) -> dict[str, Any]:

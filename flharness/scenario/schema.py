@@ -95,6 +95,8 @@ class Scenario(_Axes):
     expect: list[Annotated[Expectation, BeforeValidator(parse_expectation)]] = []
     #: published values this scenario reproduces: references/NAME.yml (scenario/reference.py)
     reference: Annotated[str | None, BeforeValidator(lambda v: v if v is None else check_name(v, "reference"))] = None
+    #: the claims its `expect:` entries state (`finding: N`): references/findings/NAME.yml
+    findings: Annotated[str | None, BeforeValidator(lambda v: v if v is None else check_name(v, "findings"))] = None
 
     @model_validator(mode="before")
     @classmethod

@@ -34,6 +34,11 @@ BOOT_ALLOWANCE = 300.0  # seconds from starting QEMU to the guest's sshd, under 
 SLOWDOWN = {"virtual": 4.0, "real": 1.5}
 CELL_ALLOWANCE = {"virtual": 120.0, "real": 60.0}
 RATE_UNIT = 20e6  # SLOWDOWN holds up to this link rate (measured: 10-20 Mbit/s cells)
+#: Wall seconds allowed per sample of Flent's (its socket statistics start programs every
+#: step): measured 0.12 s per sample for one VM alone (a 50 Mbit/s cell sampled every 0.05 s
+#: took 197 s against 144 s every 0.2 s), allowed 4× for two VMs sharing the cores.
+SAMPLE_COST = {"virtual": 0.5, "real": 0.2}
+STEP_UNIT = 0.2  # SLOWDOWN's cells sampled this often
 MEMORY_RE = re.compile(r"^\d+[MG]$")
 GUEST_SCRIPT = Path(__file__).with_name("vm_guest.sh")
 READY = "fl-guest: ready"
@@ -72,10 +77,13 @@ class VmConfig:
         icount = " -icount shift=0,sleep=off" if self.clock == "virtual" else ""
         return f"-accel tcg,tb-size=256{icount} -cpu qemu64 {opts}"
 
-    def cell_limit(self, flent_seconds: float, rate_bps: float) -> float:
+    def cell_limit(self, flent_seconds: float, rate_bps: float, step_s: float = STEP_UNIT) -> float:
         """Wall seconds a cell may take before the VM is taken for hung. Under TCG the
-        guest's work grows with the packet rate, so links faster than RATE_UNIT stretch it."""
-        return flent_seconds * SLOWDOWN[self.clock] * max(1.0, rate_bps / RATE_UNIT) + CELL_ALLOWANCE[self.clock]
+        guest's work grows with the packet rate, so links faster than RATE_UNIT stretch it,
+        and with Flent's samples, so steps shorter than STEP_UNIT do."""
+        samples = max(0.0, flent_seconds / step_s - flent_seconds / STEP_UNIT)
+        return (flent_seconds * SLOWDOWN[self.clock] * max(1.0, rate_bps / RATE_UNIT)
+                + samples * SAMPLE_COST[self.clock] + CELL_ALLOWANCE[self.clock])
 
 
 def vng() -> str:
@@ -87,10 +95,13 @@ def resolve_target(spec: str) -> tuple[str, str, str | None, str | None]:
     """What --vm SPEC boots: (kernel image or tree, release, root, image name). SPEC is a
     built image's name (its kernel and root), 'auto', a kernel image's path or a built
     kernel tree's (the host's root)."""
-    from ..image.recipe import find_recipe
+    from ..image.recipe import changed_since_built, find_recipe
     from ..image.store import load_image
     if spec != "auto" and "/" not in spec and not Path(spec).exists():
         if (image := load_image(spec)) is not None:
+            if changed_since_built(image.name, image.manifest.recipe_sha256):
+                LOG.warning("image %s is older than its recipe images/%s.yml or a module source it names: "
+                            "./fl image build %s (the run records the image as built)", image.name, image.name, image.name)
             return str(image.kernel), image.manifest.kernel.release, str(image.root), image.name
         if find_recipe(spec) is not None:
             raise FlError(f"--vm {spec}: image {spec} is not built yet: ./fl image build {spec}")

@@ -1,0 +1,100 @@
+"""Findings files and the key-findings verdicts: the L4S Tests' findings as the shipped
+scenarios state them, checked against the report's own published numbers; the errors a
+bad `finding:` gives; the verdict rows on synthetic judgements."""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from flharness.cells import expand
+from flharness.errors import ScenarioError
+from flharness.report.collect import CellResult, ScenarioResult
+from flharness.report.expect import Judgement, judge
+from flharness.report.findings import FAILS, HOLDS, NOT_RUN, key_findings
+from flharness.report.reproduction import matches
+from flharness.scenario import load_scenario
+from flharness.scenario.expectations import parse_expectation
+from flharness.scenario.findings import load_findings
+from flharness.scenario.reference import load_reference
+
+SCENARIOS = Path(__file__).parents[2] / "scenarios"
+L4S = load_findings("l4s-key-findings")
+
+
+def stated(name: str) -> set[int]:
+    return {e.finding for e in load_scenario(SCENARIOS / f"{name}.yml").expect if e.finding}
+
+
+def test_the_nine_findings_and_the_scenarios_that_state_them():
+    assert [f.id for f in L4S.findings] == list(range(1, 10)) and L4S.document.startswith("L4S Tests")
+    named = {n for f in L4S.findings for n in f.scenarios}
+    for f in L4S.findings:
+        assert f.scenarios or f.note, f.id  # a finding no scenario studies says why
+        for name in f.scenarios:
+            assert f.id in stated(name), (f.id, name)
+            assert load_scenario(SCENARIOS / f"{name}.yml").findings == "l4s-key-findings"
+    for path in SCENARIOS.glob("s*.yml"):  # and no scenario states a finding the file does not list for it
+        assert all(path.stem in L4S.get(n).scenarios for n in stated(path.stem)), path.stem
+    assert named == {"s1-rttfair", "s2-codel-rate-step", "s3-codel-variable-rate", "s5-tunnel", "s6-rfc3168",
+                     "s8-rfc3168-second", "s9-tunnel-reordering", "s13-rfc3168-prague-second"}
+
+
+@pytest.mark.parametrize("name", ["s1-rttfair", "s6-rfc3168"])
+def test_the_reports_own_numbers_meet_the_statements_of_its_findings(name):
+    """Each finding statement on a scenario with published values, judged on those values:
+    fl's reading of a finding must hold for the report's own table."""
+    path = SCENARIOS / f"{name}.yml"
+    scenario, ref = load_scenario(path), load_reference(name)
+    s = ScenarioResult(name, Path("/nonexistent"), scenario)
+    for cell in expand(scenario, path):
+        row = next((r for r in ref.rows if matches(lambda a, c=cell: c.coords[a].label if a in c.coords else None, r)), None)
+        if row is None or row.missing or "dss_mbit" not in row.published():
+            continue
+        dss = row.published()["dss_mbit"][0]
+        record = SimpleNamespace(label=lambda a, c=cell: c.coords[a].label if a in c.coords else None, status="ok",
+                                 reason="", cell=cell.name, config=cell.config)
+        metrics = SimpleNamespace(invalid=[], flags=[], flows=[SimpleNamespace(steady_mbit=x) for x in dss])
+        s.cells.append(CellResult(name, Path("/nonexistent"), record, metrics))  # type: ignore[arg-type]
+    judged = [j for j in judge(s) if j.expectation.finding]
+    assert len(judged) >= (16 if name == "s1-rttfair" else 48)
+    missed = [f"{j.cell}: {j.expectation.text}: {j.detail}" for j in judged if not j.ok]
+    assert not missed, missed
+
+
+@pytest.mark.parametrize(("text", "key", "why"), [
+    ("expect:\n  - {finding: 1, metric: jain, '>=': 0.9}\n", "expect[0].finding", "names no findings file"),
+    ("findings: l4s-key-findings\nexpect:\n  - {metric: jain, '>=': 0.5}\n  - {finding: 12, metric: jain, '>=': 0.9}\n",
+     "expect[1].finding", "12 is not a finding of"),
+    ("findings: nosuch\n", "findings", "no file nosuch.yml"),
+    ("findings: ../etc/passwd\n", "findings", "must be letters, digits"),
+])
+def test_a_bad_finding_names_the_file_and_key(scenario_file, text, key, why):
+    path = scenario_file("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\n" + text)
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(path)
+    assert str(e.value).startswith(f"{path}: {key}: ") and why in str(e.value), str(e.value)
+    with pytest.raises(ValueError, match="the number of a finding"):
+        parse_expectation({"finding": "one", "metric": "jain", ">=": 0.5})
+
+
+def test_the_verdict_of_each_finding_on_each_scenario():
+    def scenario(name, *findings):
+        expect = [parse_expectation({"finding": f, "metric": "jain", ">=": 0.5}) for f in findings]
+        return SimpleNamespace(name=name, scenario=SimpleNamespace(findings="l4s-key-findings", expect=expect))
+
+    def j(name, cell, finding, ok):
+        return Judgement(name, cell, parse_expectation({"finding": finding, "metric": "jain", ">=": 0.5}), ok, "jain = 0.4")
+
+    run = SimpleNamespace(scenarios=[scenario("s6-rfc3168", 1), scenario("s1-rttfair", 3, 4)])
+    judged = [j("s6-rfc3168", "a", 1, True), j("s6-rfc3168", "b", 1, True), j("s6-rfc3168", "c", 1, None),
+              j("s1-rttfair", "a", 3, True), j("s1-rttfair", "b", 3, False), j("s1-rttfair", "c", 4, None)]
+    ((known, rows),) = key_findings(run, judged)  # type: ignore[arg-type]
+    got = {(r.finding.id, r.scenario): r for r in rows}
+    assert known is not None and (got[1, "s6-rfc3168"].verdict, got[1, "s6-rfc3168"].cells) == (HOLDS, 2)
+    assert got[1, "s8-rfc3168-second"].verdict == NOT_RUN and got[1, "s8-rfc3168-second"].detail == "not in this run"
+    assert got[3, "s1-rttfair"].verdict == FAILS and got[3, "s1-rttfair"].detail.startswith("b: jain >= 0.5")
+    assert got[4, "s1-rttfair"].verdict == NOT_RUN and got[4, "s1-rttfair"].detail == "no cell it selects was judged"
+    assert got[5, ""].verdict == NOT_RUN and "Skype" in got[5, ""].detail
+    assert len(rows) == 12  # 1: three scenarios; 2, 3, 4, 7, 9: one; 5, 6: none; 8: two
