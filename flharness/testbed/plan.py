@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -105,8 +106,15 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool
             "--netperf-control-port", inv.hostvars["cli"]["fl_netperf_port"],
             "--socket-stats", "-x", "-D", str(out_dir), "-t", cell.name, "-n", note]
     for key, value in params.items():
-        argv += ["--test-parameter", f"{key}={value}"]
+        argv += ["--test-parameter", test_parameter(key, value)]
     return argv
+
+
+def test_parameter(key: str, value: str) -> str:
+    """KEY=VALUE as Flent reads it: its key=value parser unquotes twice (shlex, splitting
+    on ';' then '='), so a value whose quotes must reach the test's own list splitting
+    (a flow's 'local,remote' CCs) is quoted twice."""
+    return f"{key}={value}" if '"' not in value else shlex.quote(f"{key}={shlex.quote(value)}")
 
 
 def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = True, *,
