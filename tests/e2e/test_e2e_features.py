@@ -1,5 +1,5 @@
-"""Path features this machine's kernel can run, for real: a rate schedule and per-flow
-ECN rewrites at the middlebox (tests/scenarios/host-features.yml). The netem features
+"""Path features this machine's kernel can run, for real: a rate schedule, per-flow ECN
+rewrites at the middlebox and a receiver's own CC (tests/scenarios/host-features.yml). The netem features
 (per-flow RTT, loss, slotting) are tested in the VM suite (test_e2e_vm_features.py)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 from flrun import REPO, needs_root_tools, run_fl
-from resultlib import ecn_split, find, packets, step_time
+from resultlib import ecn_split, find, packets, ss_sockets, step_time
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 SCENARIO = REPO / "tests" / "scenarios" / "host-features.yml"
@@ -18,7 +18,7 @@ def run(tmp_path_factory):
     results = tmp_path_factory.mktemp("features")
     p = run_fl("run", str(SCENARIO), "--results", str(results))
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "2 ok, 0 failed" in p.stdout, p.stdout
+    assert "3 ok, 0 failed" in p.stdout, p.stdout
     return results / "default"
 
 
@@ -40,3 +40,14 @@ def test_bleached_flow_arrives_not_ect_the_other_ect(run):
     assert all2 > 100 and ect2 >= 0.95 * all2, (all2, ect2)  # retransmissions go Not-ECT (RFC 3168)
     teardown = (d / "teardown.log").read_text()
     assert re.search(r'ip ecn set not-ect counter packets [1-9]\d* .*comment "flow 1: bleach"', teardown), teardown
+
+
+def test_the_receiver_runs_its_own_cc(run):
+    """receiver_cc: reno under a cubic sender: the server's own socket samples show its
+    receiving socket running reno (netperf -K cubic,reno), the client's cubic."""
+    rec, _, d = find(run, "host-features", receiver_cc="rcv_reno")
+    assert rec["status"] == "ok" and rec["config"]["flows"][0]["receiver_cc"] == "reno", rec["reason"]
+    server, client = ss_sockets(d / "srv.ss.log"), ss_sockets(d / "cli.ss.log")
+    receiving = [words for words in server.values() if any(w.startswith("bytes_received:") and int(w.split(":")[1]) > 10**6 for w in words)]
+    assert len(receiving) == 1 and "reno" in receiving[0] and "cubic" not in receiving[0], server
+    assert any("cubic" in words for words in client.values())
