@@ -1,17 +1,18 @@
 """The L4S lab for real: `fl image build l4s` (Debian's 7.x kernel from trixie-backports,
-sch_dualpi2 built from its source package, a sid userland) booted with `--vm l4s`.
+sch_dualpi2 built from its source package, fl's TCP Prague, a sid userland) booted with
+`--vm l4s`.
 
 The session's l4s_lab (tests/vm/conftest.py) builds (or reuses) the image, asks `fl
 check` and `fl list` about it (at once, a VM each, on the real clock: a quicker boot, and
-the probe does not depend on time), and runs tests/scenarios/vm-l4s.yml (with vm-s1.yml
-and vm-prague.yml, which test_e2e_vm_prague reads) in it on the virtual clock: two cubic flows with classic ECN in
-dualpi2, dctcp whose packets the middlebox rewrites to ECT(1) beside cubic (a scalable
-sender in the L queue without TCP Prague), that pair again with AccECN, and with dctcp
-paced and dualpi2 not step-marking a lone packet (min_qlen_step 2); every ECN action
-with classic ECN and with AccECN, and ce-bleach after a client's CE-marking cake. Every
-check reads what the run left: dualpi2's own counters and the rewrite rules' counters in
-the teardown log (parsed here, not by fl), both captures (codepoints, SYN and ACK flags),
-the client's socket samples.
+the probe does not depend on time), and runs tests/scenarios/vm-l4s.yml (with vm-s1.yml,
+and vm-prague.yml, which test_e2e_vm_prague reads) in it on the virtual clock: two cubic
+flows with classic ECN in dualpi2, dctcp whose packets the middlebox rewrites to ECT(1)
+beside cubic (a scalable sender in the L queue without TCP Prague), and with dctcp paced
+and dualpi2 not step-marking a lone packet (min_qlen_step 2); every ECN action with
+classic ECN and with AccECN, and ce-bleach after a client's CE-marking cake. Every check
+reads what the run left: dualpi2's own counters and the rewrite rules' counters in the
+teardown log (parsed here, not by fl), both captures (codepoints, SYN and ACK flags), the
+client's socket samples.
 Selected with `pytest -m vm`.
 """
 from __future__ import annotations
@@ -226,16 +227,13 @@ def test_paced_dctcp_without_step_marks_on_a_lone_packet_gets_its_share(lab):
     assert stats["step_mark"] < 0.2 * stats["pkts_in_l"], stats
 
 
-def test_accecn_is_negotiated_with_tcp_ecn_3_and_classic_ecn_otherwise(lab):
-    _, _, accecn = cell(lab, sysctls="accecn")
-    syns = syn_flags(accecn)
-    assert syns and all(flags == (1, 1, 1) for is_ack, flags, _ in syns if not is_ack), syns
-    assert all(flags in ACCECN_SYNACK for is_ack, flags, _ in syns if is_ack), syns
+def test_classic_ecn_is_negotiated_with_tcp_ecn_1(lab):
+    """RFC 3168's SYN (CWR, ECE) and SYN/ACK (ECE) on every connection; AccECN's, with
+    tcp_ecn=3, are checked per flow with the ECN actions and with fl's Prague."""
     _, _, classic = cell(lab, cc="dctcp-vs-cubic", sysctls="tcp_ecn1", qdisc="dualpi2")
     syns = syn_flags(classic)
-    assert all(flags == (0, 1, 1) for is_ack, flags, _ in syns if not is_ack), syns
+    assert syns and all(flags == (0, 1, 1) for is_ack, flags, _ in syns if not is_ack), syns
     assert all(flags == (0, 0, 1) for is_ack, flags, _ in syns if is_ack), syns
-    assert teardown_dualpi2(accecn)["pkts_in_l"] > 100
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +248,7 @@ def test_dualpi2s_counters_reach_the_metrics_and_the_dataset(lab, plotted):
     assert p.returncode == 0, p.stdout + p.stderr
     with (lab["root"] / "dataset.csv").open() as f:
         rows = [r for r in csv.DictReader(f) if r["scenario"] == "vm-l4s"]
-    assert len(rows) == 22  # five cells of two flows, two of six
+    assert len(rows) == 20  # four cells of two flows, two of six
     for row in (r for r in rows if "dualpi2" in r["cell"]):
         stats = teardown_dualpi2(lab["root"] / "vm-l4s" / row["cell"])
         assert int(row["dualpi2_pkts_in_c"]) == stats["pkts_in_c"], row["cell"]
