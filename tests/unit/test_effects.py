@@ -7,6 +7,7 @@ captures and logs made here for netem loss and the rate schedule."""
 from __future__ import annotations
 
 import lzma
+import re
 import shutil
 from pathlib import Path
 
@@ -172,3 +173,23 @@ def test_a_sysctl_read_back_otherwise_is_flagged(tmp_path):
     found = by_feature(e for e in effects(cell, d, SERVER) if e.feature.startswith("sysctls"))
     assert not found["sysctls srv"].ok and "net.ipv4.tcp_ecn = 2 (declared 1)" in found["sysctls srv"].evidence
     assert not found["sysctls cli"].ok and "missing" in found["sysctls cli"].evidence
+
+
+def test_a_prague_flow_sends_the_codepoint_its_negotiation_calls_for(tmp_path, cell_dir):
+    """The golden cell's cubic flow taken for prague (its socket samples say so): its
+    server answered RFC 3168 ECN, not AccECN, so Prague must send Not-ECT; the recorded
+    ECT(0) is flagged, and the same data Not-ECT passes."""
+    log = cell_dir / "cli.ss.log"
+    log.write_text(log.read_text().replace(" cubic ", " prague "))
+    cell = golden_cell(tmp_path, cc="[prague, reno]")
+    effect = by_feature(effects(cell, cell_dir, SERVER))["prague: AccECN and ECT(1)"]
+    assert not effect.ok and "no AccECN (SYN/ACK AE, CWR, ECE [(0, 0, 1)])" in effect.evidence, effect
+    sent, total = map(int, re.search(r"; (\d+) of (\d+) data packets Not-ECT", effect.evidence).groups())
+    assert sent < 0.05 * total, effect  # RFC 3168's retransmissions only
+
+    def bleach(ip):
+        ip.tos &= 0xFC
+        ip.sum = 0  # dpkt computes it again
+    rewrite_pcap(cell_dir / "cli.pcap.xz", bleach)
+    effect = by_feature(effects(cell, cell_dir, SERVER))["prague: AccECN and ECT(1)"]
+    assert effect.ok and re.search(r"; (\d+) of \1 data packets Not-ECT", effect.evidence), effect

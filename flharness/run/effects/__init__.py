@@ -7,7 +7,9 @@ something fl did not configure itself:
   declared rate's binomial bounds;
 * rate schedule, tunnel, sysctls and the client's qdisc (state.py): the schedule's own
   log and the bottleneck class after the test, the tunnel device's counters, the values
-  read back after the test, the client qdisc's counters.
+  read back after the test, the client qdisc's counters;
+* a scalable CC (l4s.py): each prague connection's data ECT(1) in the sender's capture
+  where the server's SYN/ACK accepted AccECN, Not-ECT where it did not.
 
 Every check yields an Effect (cell.json, checks.calibration.effects); one that failed
 is a reason of the cell's calibration verdict, so a declared feature that silently did
@@ -19,11 +21,11 @@ from pathlib import Path
 
 from ...cells import Cell
 from ...results.cell_record import Effect
-from . import ecn, netem_loss, state
+from . import ecn, l4s, netem_loss, state
 from .cell_files import CellFiles
 
 
 def effects(cell: Cell, cell_dir: Path, server: str) -> list[Effect]:
     """Every declared path feature's effect in the finished cell in CELL_DIR."""
     files = CellFiles(cell, cell_dir, server)
-    return [*ecn.check(files), *netem_loss.check(files), *state.check(files)]
+    return [*ecn.check(files), *netem_loss.check(files), *state.check(files), *l4s.check(files)]
