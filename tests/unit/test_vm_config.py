@@ -60,10 +60,10 @@ def test_a_built_kernel_tree_is_taken_and_an_unbuilt_one_refused(tmp_path):
 
 def test_the_hung_cell_limit_grows_with_the_rate_and_flents_samples():
     """The L4S Tests' s6 cell (70 s of Flent at 50 Mbit/s, sampled every 50 ms) took over
-    820 s on two VMs: its limit allows the rate (2.5 × the 20 Mbit/s SLOWDOWN holds for)
-    and the 1050 samples beyond those of a 0.2 s step."""
+    820 s on two VMs, s1's (100 s, every 0.2 s) up to 1120 s: the limit allows the rate
+    (2.5 × the 20 Mbit/s SLOWDOWN holds for) and the samples beyond those of a 0.2 s step."""
     cfg = vm.VmConfig("k", "7.3", "tcg", "virtual", 1, "1G")
-    assert cfg.cell_limit(20, 10e6) == 20 * 4 + 120  # a test cell: as before
-    assert cfg.cell_limit(70, 50e6) == 70 * 4 * 2.5 + 120
-    assert cfg.cell_limit(70, 50e6, 0.05) == pytest.approx(70 * 4 * 2.5 + 1050 * 0.5 + 120)
+    assert cfg.cell_limit(20, 10e6) == 20 * 8 + 120
+    assert cfg.cell_limit(100, 50e6) == 100 * 8 * 2.5 + 120 > 1.7 * 1120
+    assert cfg.cell_limit(70, 50e6, 0.05) == pytest.approx(70 * 8 * 2.5 + 1050 * 0.5 + 120)
     assert cfg.cell_limit(70, 50e6, 1.0) == cfg.cell_limit(70, 50e6)  # sampled less often: no less time
