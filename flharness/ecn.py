@@ -19,6 +19,8 @@ import numpy as np
 NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3
 CODEPOINTS = {NOT_ECT: "Not-ECT", ECT1: "ECT(1)", ECT0: "ECT(0)", CE: "CE"}
 SYN, ACK, ECE, CWR = 0x02, 0x10, 0x40, 0x80
+#: (AE, CWR, ECE) of a SYN/ACK that accepts AccECN, one per codepoint of the SYN (RFC 9768).
+ACCECN_SYNACKS = frozenset({(0, 1, 0), (0, 1, 1), (1, 0, 0), (1, 1, 0)})
 #: FIN, SYN, RST, PSH, ACK, URG: a packet whose only one of these is SYN opens a connection.
 CONTROL_FLAGS = 0x3F
 

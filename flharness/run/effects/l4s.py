@@ -8,14 +8,12 @@ import numpy as np
 
 from ...analysis.capture import Packets
 from ...analysis.sockets import sockets
-from ...ecn import ACK, CODEPOINTS, CWR, ECE, ECT1, NOT_ECT, SYN
+from ...ecn import ACCECN_SYNACKS, ACK, CODEPOINTS, CWR, ECE, ECT1, NOT_ECT, SYN
 from ...results.cell_record import Effect
 from .cell_files import CellFiles
 
 #: Congestion controls that identify their packets as L4S (ECT(1)) once AccECN is negotiated.
 L4S_CCS = ("prague",)
-#: (AE, CWR, ECE) of a SYN/ACK that accepts AccECN, one per codepoint of the SYN (RFC 9768).
-ACCECN_SYNACKS = {(0, 1, 0), (0, 1, 1), (1, 0, 0), (1, 1, 0)}
 SHARE = 0.99  # of a connection's data packets with the codepoint its negotiation calls for
 SENDERS = {"up": "cli", "down": "srv"}
 
