@@ -59,7 +59,10 @@ def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
         return verdict(False, f"no valid result ({c.status}{': ' + '; '.join(c.invalid) if c.invalid else ''})")
     if c.mismeasured:  # neither a pass nor a miss of what was declared
         return verdict(None, f"measurement in doubt: {c.mismeasured[0]}")
-    limit = e.limit(physics(c))
+    try:
+        limit = e.limit(physics(c))
+    except ValueError as err:  # the bound, with this cell's physics, is no finite number
+        return verdict(False, f"bound: {err}")
     got = values(measure(e.metric), c.metrics)
     if e.flow is not None:
         got = got[e.flow - 1: e.flow] or [None]

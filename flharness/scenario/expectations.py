@@ -14,6 +14,7 @@ physics: + - * / and parentheses over numbers and the names in PHYSICS.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ def parse_expectation(raw: Any) -> Expectation:
     bound = raw[ops[0]]
     if isinstance(bound, bool) or not isinstance(bound, (int, float, str)):
         raise ValueError(f"{ops[0]}: {bound!r} is no number or expression")
-    evaluate(str(bound), dict.fromkeys(PHYSICS, 1.0))  # checks its syntax and names
+    evaluate(str(bound), dict.fromkeys(PHYSICS, 1.0))  # checks its syntax and names (and / 0 with them at 1)
     finding = raw.get("finding")
     if finding is not None and (not isinstance(finding, int) or isinstance(finding, bool) or finding < 1):
         raise ValueError(f"finding {finding!r}: the number of a finding of the scenario's findings file")
@@ -78,13 +79,24 @@ def parse_expectation(raw: Any) -> Expectation:
     return Expectation(rule, metric, flow, ops[0], str(bound), finding)
 
 
+#: The longest bound an expectation may write (a formula of a few names, not a program).
+MAX_BOUND = 200
+
+
 def evaluate(text: str, names: dict[str, float]) -> float:
-    """TEXT (a number or + - * / over numbers and NAMES) as a number."""
+    """TEXT (a number or + - * / over numbers and NAMES) as a finite number; ValueError
+    for anything else (too long, dividing by zero, overflowing)."""
+    if len(text) > MAX_BOUND:
+        raise ValueError(f"{text[:40]!r}…: a bound of at most {MAX_BOUND} characters")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
+        value = _eval(ast.parse(text.strip(), mode="eval").body, text, names)
+    except (SyntaxError, RecursionError, MemoryError):
         raise ValueError(f"{text!r} is no number or expression") from None
-    return _eval(tree.body, text, names)
+    except ZeroDivisionError:
+        raise ValueError(f"{text!r} divides by zero") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite number")
+    return value
 
 
 def _eval(node: ast.AST, text: str, names: dict[str, float]) -> float:

@@ -33,6 +33,10 @@ def test_bounds_are_arithmetic_of_the_cells_physics_only():
     ({"metric": "jain", ">=": "0.9 * speed"}, "unknown name 'speed'"),
     ({"metric": "dss_mbit", "flow": 0, ">=": 1}, "a flow number from 1"),
     ({"metric": "jain", ">=": True}, "no number or expression"),
+    ({"metric": "jain", ">=": "1/0"}, "divides by zero"),
+    ({"metric": "jain", ">=": "capacity_mbit / (rate_mbit - rate_mbit)"}, "divides by zero"),
+    ({"metric": "jain", ">=": "-" * 100_000 + "1"}, "at most 200 characters"),
+    ({"metric": "jain", ">=": "1e308 * 10"}, "not a finite number"),
 ])
 def test_bad_expectations_are_refused(item, why):
     with pytest.raises(ValueError, match=why):
@@ -54,3 +58,23 @@ def test_an_expectations_rule_names_axes_and_values_of_the_scenario(scenario_fil
     with pytest.raises(ScenarioError) as e:
         expand(load_scenario(path), path)
     assert "expect[0].cc" in str(e.value) and "'vegas' is none of the cc values" in str(e.value)
+
+
+def test_a_bound_that_divides_by_zero_with_a_cells_physics_is_a_miss_not_a_crash(scenario_file):
+    """1 / (rate_mbit - 10) passes validation (every name 1) but divides by zero at 10 Mbit/s."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from flharness.cells import expand
+    from flharness.report.collect import CellResult, ScenarioResult
+    from flharness.report.expect import judge
+    path = scenario_file("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\n"
+                         "expect:\n  - {metric: jain, '>=': 1 / (rate_mbit - 10)}\n")
+    scenario = load_scenario(path)
+    (cell,) = expand(scenario, path)
+    record = SimpleNamespace(label=lambda a: cell.coords[a].label if a in cell.coords else None, status="ok",
+                             reason="", cell=cell.name, config=cell.config)
+    metrics = SimpleNamespace(invalid=[], flags=[], jain=1.0)
+    s = ScenarioResult(scenario.name, Path("/nonexistent"), scenario, [CellResult(scenario.name, Path("/x"), record, metrics)])
+    (j,) = judge(s)
+    assert j.ok is False and j.detail == "bound: '1 / (rate_mbit - 10)' divides by zero"
