@@ -129,6 +129,8 @@ def _vm_options(p: argparse.ArgumentParser) -> None:
                    help="virtual: QEMU icount, deterministic and faithful, ~3x slower (default on tcg)")
     g.add_argument("--vm-cpus", type=int, default=None, help="vCPUs (1 with the virtual clock)")
     g.add_argument("--vm-memory", help="guest memory (default 1G)")
+    g.add_argument("--vm-append", metavar="WORDS", help="kernel command line words for the guest, e.g. "
+                   "'tcp_prague.rtt_indep=1' (a module's parameters at boot)")
     p.add_argument("--inventory", type=Path, default=REPO / "inventory.ini",
                    help="Ansible inventory of the testbed (and its fl_vm_* settings)")
 
@@ -143,7 +145,7 @@ def _vm(args: argparse.Namespace):
         return None
     cpus = args.vm_cpus or (int(inv["cpus"]) if inv.get("cpus", "").isdigit() else None)
     return vm_config(kernel, args.vm_accel or inv.get("accel", "auto"), args.vm_clock or inv.get("clock", "auto"),
-                     cpus, args.vm_memory or inv.get("memory", "1G"))
+                     cpus, args.vm_memory or inv.get("memory", "1G"), args.vm_append or inv.get("append"))
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -227,6 +227,8 @@ class Backend(Sparse):
     accel: str | None = None
     cpus: int | None = None
     memory: str | None = None
+    append: str | None = None
+    """VM: kernel command line words added (--vm-append)."""
     image: str | None = None
     """VM: root image name, its path."""
     root: str | None = None

@@ -42,6 +42,9 @@ RATE_UNIT = 20e6  # SLOWDOWN holds up to this link rate (measured: 10-20 Mbit/s 
 SAMPLE_COST = {"virtual": 0.5, "real": 0.2}
 STEP_UNIT = 0.2  # SLOWDOWN's cells sampled this often
 MEMORY_RE = re.compile(r"^\d+[MG]$")
+#: Kernel command line words --vm-append takes: a module's parameters (tcp_prague.rtt_indep=1)
+#: and the like, never anything a shell or QEMU would read as syntax.
+APPEND_RE = re.compile(r"^[A-Za-z0-9_.,:=-]{1,200}$")
 GUEST_SCRIPT = Path(__file__).with_name("vm_guest.sh")
 READY = "fl-guest: ready"
 #: Where the guest sees the run's results folder: on its own /run (a tmpfs), so an image's
@@ -62,6 +65,7 @@ class VmConfig:
     memory: str
     root: str | None = None  # the guest's root: a built image's, or None for the host's /
     image: str | None = None  # that image's name
+    append: str | None = None  # kernel command line words added (--vm-append), e.g. module parameters
 
     def describe(self) -> dict[str, object]:
         return {"kind": "vm", **asdict(self)}
@@ -166,7 +170,7 @@ def kvm_usable() -> bool:
 
 
 def vm_config(kernel: str = "auto", accel: str = "auto", clock: str = "auto",
-              cpus: int | None = None, memory: str = "1G") -> VmConfig:
+              cpus: int | None = None, memory: str = "1G", append: str | None = None) -> VmConfig:
     path, release, root, image = resolve_target(kernel)
     if accel not in ("auto", "kvm", "tcg"):
         raise FlError(f"--vm-accel {accel!r}: one of auto, kvm, tcg")
@@ -183,7 +187,11 @@ def vm_config(kernel: str = "auto", accel: str = "auto", clock: str = "auto",
     cpus = cpus or 1
     if clock == "virtual" and cpus != 1:
         raise FlError("--vm-clock virtual runs one vCPU (--vm-cpus 1)")
-    return VmConfig(path, release, accel, clock, cpus, memory, root, image)
+    words = (append or "").split()
+    if bad := next((w for w in words if not APPEND_RE.match(w)), None):
+        raise FlError(f"--vm-append {bad!r}: kernel command line words of letters, digits and _ . , : = - "
+                      "(e.g. tcp_prague.rtt_indep=1)")
+    return VmConfig(path, release, accel, clock, cpus, memory, root, image, " ".join(words) or None)
 
 
 class Vm:
@@ -215,6 +223,7 @@ class Vm:
         argv = [vng(), "--run", self.cfg.kernel, *(["--root", self.cfg.root] if self.cfg.root else []),
                 "--cpus", str(self.cfg.cpus), "--memory", self.cfg.memory,
                 "--user", "root", "--cwd", self.cfg.root or "/", *(["--disable-kvm"] if self.cfg.accel == "tcg" else []),
+                *(["--append", self.cfg.append] if self.cfg.append else []),
                 f"--qemu-opts={self.cfg.qemu_opts(self.port)}", f"--rodir={self.share}={self.share}",
                 *([f"--rwdir={GUEST_RESULTS}={self.results}"] if self.results else []), "--exec", shlex.join(guest)]
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}

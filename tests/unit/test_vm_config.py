@@ -67,3 +67,12 @@ def test_the_hung_cell_limit_grows_with_the_rate_and_flents_samples():
     assert cfg.cell_limit(100, 50e6) == 100 * 8 * 2.5 + 120 > 1.7 * 1120
     assert cfg.cell_limit(70, 50e6, 0.05) == pytest.approx(70 * 8 * 2.5 + 1050 * 0.5 + 120)
     assert cfg.cell_limit(70, 50e6, 1.0) == cfg.cell_limit(70, 50e6)  # sampled less often: no less time
+
+
+def test_kernel_command_line_words_are_checked_and_recorded(host):
+    cfg = vm.vm_config("auto", "tcg", "virtual", append=" tcp_prague.rtt_indep=1  tcp_prague.alpha_shift=5 ")
+    assert cfg.append == "tcp_prague.rtt_indep=1 tcp_prague.alpha_shift=5" and cfg.describe()["append"] == cfg.append
+    assert vm.vm_config("auto", "tcg", "virtual").append is None
+    for bad in ("init=/bin/sh;reboot", "x=$(id)", "a=b'c"):
+        with pytest.raises(FlError, match="--vm-append"):
+            vm.vm_config("auto", "tcg", "virtual", append=bad)
