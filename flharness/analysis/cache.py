@@ -2,9 +2,11 @@
 (the cell's files, the analysis settings or the metrics version)."""
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import logging
+import lzma
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -20,6 +22,7 @@ from .metrics import Settings, analyse
 LOG = logging.getLogger(__name__)
 METRICS_FILE = "metrics.json"
 INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log", "udp.log")
+OPENERS = {".xz": lzma.open, ".gz": gzip.open}  # compressed inputs, read whole to find damage
 
 
 def fingerprint(cell_dir: Path, settings: Settings) -> str:
@@ -42,6 +45,33 @@ def cached(cell_dir: Path, settings: Settings) -> CellMetrics | None:
     except (OSError, files.InvalidFile, files.VersionError):
         return None
     return stored if stored.key == fingerprint(cell_dir, settings) else None
+
+
+def compute_contained(cell_dir: Path, settings: Settings) -> CellMetrics | str:
+    """compute(), or why the cell cannot be analysed: a damaged file named with what is
+    wrong with it (a worker's error comes back as the cell's, never as the pool's)."""
+    try:
+        return compute(cell_dir, settings)
+    except Exception as e:
+        LOG.debug("metrics of %s failed", cell_dir, exc_info=True)
+        return damaged_file(cell_dir) or f"{type(e).__name__}: {e}"
+
+
+def damaged_file(cell_dir: Path) -> str | None:
+    """The first of the cell's input files that cannot be read whole: 'NAME: why'."""
+    for path in sorted([*(cell_dir / n for n in INPUTS), *cell_dir.glob("*.flent.gz")]):
+        if not path.is_file():
+            continue
+        try:
+            with OPENERS.get(path.suffix, open)(path, "rb") as f:
+                if path.name.endswith((".json", ".flent.gz")):
+                    json.loads(f.read())
+                else:
+                    while f.read(1 << 20):  # to the end, a MiB at a time
+                        pass
+        except Exception as e:
+            return f"{path.name}: {e}" if str(e) else f"{path.name}: {type(e).__name__}"
+    return None
 
 
 def compute(cell_dir: Path, settings: Settings) -> CellMetrics:

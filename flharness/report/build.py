@@ -22,7 +22,8 @@ LOG = logging.getLogger(__name__)
 
 def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO, junit: Path | None = None,
           strict: bool = False) -> int:
-    """Exit status 1 when a plot failed, or with STRICT when an expectation was missed."""
+    """Exit status 1 when a plot failed or a cell was unreadable, or with STRICT when an
+    expectation was missed."""
     if not (run_dir / "run.json").is_file():
         return _build(run_dir, workers, template_dir, junit, strict)  # collect says what is wrong
     with log.debug_log(run_dir):
@@ -36,7 +37,7 @@ def _build(run_dir: Path, workers: int | None, template_dir: Path, junit: Path |
     LOG.debug("collected %d cells (metrics) in %.1f s", len(run.cells()), time.monotonic() - started)
     judged = [j for s in run.scenarios for j in judge(s)]
     if junit is not None:
-        write_junit(judged, junit)
+        write_junit(judged, junit, {s.name: s.unreadable for s in run.scenarios if s.unreadable})
     counts = draw_cell_plots(run.scenarios, workers)
     LOG.debug("Flent plots: %s (%.1f s)", counts, time.monotonic() - started)
     queues = draw_queue_plots(run.scenarios)
@@ -52,7 +53,11 @@ def _build(run_dir: Path, workers: int | None, template_dir: Path, junit: Path |
     cells = run.cells()
     invalid = sum(len(s.findings()["invalid"]) for s in run.scenarios)
     flagged = sum(len(s.findings()["flagged"]) for s in run.scenarios)
-    LOG.info(f"{run_dir}: {len(cells)} cells ({invalid} invalid, {flagged} flagged); plots: {counts['drawn']} drawn, "
+    unreadable = run.unreadable_count()
+    for where, why in [*run.unreadable.items(), *((f"{s.name}/{n}", w) for s in run.scenarios
+                                                   for n, w in s.findings()["unreadable"].items())]:
+        LOG.error(f"unreadable: {where}: {why}")
+    LOG.info(f"{run_dir}: {len(cells)} cells ({invalid} invalid, {flagged} flagged, {unreadable} unreadable); plots: {counts['drawn']} drawn, "
           f"{counts['current']} current, {counts['failed']} failed; queue plots: {queues['drawn']} drawn, "
           f"{queues['current']} current; one-way delay plots: {owds['drawn']} drawn, {owds['current']} current; "
           f"index: README.md, index.html "
@@ -63,5 +68,5 @@ def _build(run_dir: Path, workers: int | None, template_dir: Path, junit: Path |
             if j.ok is False:
                 LOG.info(f"  ✘ {j.scenario}/{j.cell}: {j.expectation.text}: {j.detail}")
     missed = strict and any(j.ok is False for j in judged)
-    return 1 if counts["failed"] or missed else 0
+    return 1 if counts["failed"] or missed or unreadable else 0
 

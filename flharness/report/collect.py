@@ -1,6 +1,8 @@
 """A run's results folder as data: provenance, scenarios, cells with their metrics.
 
-Metrics are computed in parallel for cells whose metrics.json is missing or stale.
+Metrics are computed in parallel for cells whose metrics.json is missing or stale. A file
+that cannot be read costs its cell (or, for a scenario.yml, its scenario), never the run:
+the cell is *unreadable*, with the file and the reason, and the rest is reported.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis.cache import cached, compute
+from ..analysis.cache import cached, compute_contained
 from ..analysis.metrics import CALIBRATION_FLAG, MEASUREMENT_ERROR, Settings
 from ..errors import FlError
 from ..results import files
@@ -22,6 +24,8 @@ from ..results.store import CELL_FILE
 from ..scenario import load_scenario
 from ..scenario.schema import Scenario
 
+UNREADABLE = "unreadable"  # a cell whose files cannot be read (its status in the report only)
+
 
 @dataclass
 class CellResult:
@@ -29,6 +33,7 @@ class CellResult:
     dir: Path
     record: CellRecord
     metrics: CellMetrics | None = None  # None for cells that did not run
+    damage: str | None = None  # a file of the cell that cannot be read, and why: it is unreadable
 
     @property
     def name(self) -> str:
@@ -36,11 +41,11 @@ class CellResult:
 
     @property
     def status(self) -> str:
-        return self.record.status
+        return UNREADABLE if self.damage else self.record.status
 
     @property
     def invalid(self) -> list[str]:
-        return self.metrics.invalid if self.metrics else []
+        return [f"{UNREADABLE}: {self.damage}"] if self.damage else self.metrics.invalid if self.metrics else []
 
     @property
     def flags(self) -> list[str]:
@@ -67,6 +72,7 @@ class ScenarioResult:
     dir: Path
     scenario: Scenario
     cells: list[CellResult] = field(default_factory=list)
+    unreadable: dict[str, str] = field(default_factory=dict)  # cell folder → why its cell.json cannot be read
 
     @property
     def swept(self) -> list[str]:
@@ -77,13 +83,15 @@ class ScenarioResult:
         return Settings(self.scenario.analysis.steady_window)
 
     def status_counts(self) -> dict[str, int]:
-        return dict(Counter(c.status for c in self.cells))
+        return dict(Counter([c.status for c in self.cells] + [UNREADABLE] * len(self.unreadable)))
 
     def findings(self) -> dict[str, dict[str, Any]]:
-        """Per cell name: why it was skipped, why its data is invalid, what was flagged."""
+        """Per cell name: why it was skipped, why its data is invalid, what was flagged,
+        which of its files cannot be read."""
         return {"skipped": {c.name: c.record.reason for c in self.cells if c.status == "skipped"},
                 "invalid": {c.name: c.invalid for c in self.cells if c.metrics and c.invalid},
-                "flagged": {c.name: c.flags for c in self.cells if c.valid and c.flags}}
+                "flagged": {c.name: c.flags for c in self.cells if c.valid and c.flags},
+                "unreadable": {**{c.name: c.damage for c in self.cells if c.damage}, **self.unreadable}}
 
 
 @dataclass
@@ -92,25 +100,44 @@ class RunResult:
     dir: Path
     provenance: RunRecord
     scenarios: list[ScenarioResult]
+    unreadable: dict[str, str] = field(default_factory=dict)  # scenario folder → why its scenario.yml cannot be read
 
     def cells(self) -> list[CellResult]:
         return [c for s in self.scenarios for c in s.cells]
+
+    def unreadable_count(self) -> int:
+        return len(self.unreadable) + sum(len(s.findings()["unreadable"]) for s in self.scenarios)
 
 
 def collect(run_dir: Path, workers: int | None = None) -> RunResult:
     if not (run_dir / "run.json").is_file():
         raise FlError(f"{run_dir}: not a run folder (no run.json); run `fl run` first")
     provenance = files.read(RunRecord, run_dir / "run.json")
-    scenarios = [_scenario(d) for d in sorted(run_dir.iterdir()) if (d / "scenario.yml").is_file()]
+    scenarios, unreadable = [], {}
+    for d in sorted(run_dir.iterdir()):
+        if (d / "scenario.yml").is_file():
+            try:
+                scenarios.append(_scenario(d))
+            except (FlError, OSError, UnicodeDecodeError) as e:
+                unreadable[d.name] = _reason(d / "scenario.yml", e)
     _fill_metrics([s for s in scenarios], workers or os.cpu_count() or 1)
-    return RunResult(run_dir.name, run_dir, provenance, scenarios)
+    return RunResult(run_dir.name, run_dir, provenance, scenarios, unreadable)
 
 
 def _scenario(d: Path) -> ScenarioResult:
     out = ScenarioResult(d.name, d, load_scenario(d / "scenario.yml"))
     for cell_json in sorted(d.glob(f"*/{CELL_FILE}")):
-        out.cells.append(CellResult(d.name, cell_json.parent, files.read(CellRecord, cell_json)))
+        try:
+            out.cells.append(CellResult(d.name, cell_json.parent, files.read(CellRecord, cell_json)))
+        except (FlError, OSError, UnicodeDecodeError) as e:
+            out.unreadable[cell_json.parent.name] = _reason(cell_json, e)
     return out
+
+
+def _reason(path: Path, e: Exception) -> str:
+    """One line naming PATH (the errors of fl's readers name it already)."""
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return text if str(path) in text else f"{path.name}: {text}"
 
 
 def _fill_metrics(scenarios: list[ScenarioResult], workers: int) -> None:
@@ -126,5 +153,8 @@ def _fill_metrics(scenarios: list[ScenarioResult], workers: int) -> None:
     if not todo:
         return
     with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
-        for (c, _), m in zip(todo, pool.map(compute, [c.dir for c, _ in todo], [s for _, s in todo])):
-            c.metrics = m
+        for (c, _), m in zip(todo, pool.map(compute_contained, [c.dir for c, _ in todo], [s for _, s in todo])):
+            if isinstance(m, str):
+                c.damage = m
+            else:
+                c.metrics = m

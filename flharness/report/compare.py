@@ -75,6 +75,9 @@ def compare_runs(a: RunResult, b: RunResult) -> Comparison:
     out.provenance = provenance_differences(a, b)
     out.left_out = [(run.name, c.scenario, c.name, c.mismeasured[0]) for run, g in ((a, ga), (b, gb))
                     for k in matched for c in g[k] if c.valid and c.mismeasured]
+    out.left_out += [(run.name, s.name, name, f"unreadable: {why}") for run in (a, b) for s in run.scenarios
+                     for name, why in s.findings()["unreadable"].items()]
+    out.left_out += [(run.name, name, "", f"unreadable: {why}") for run in (a, b) for name, why in run.unreadable.items()]
     return out
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results.cell_metrics import CellMetrics, FlowMetrics, QdiscTotals, QueueSummary
-from .collect import CellResult, RunResult
+from .collect import UNREADABLE, CellResult, RunResult
 
 ECN = ("not_ect", "ect0", "ect1", "ce")
 #: The competing UDP flow's figures (metrics' udp), as columns udp_<name> of its cell's rows.
@@ -25,6 +25,9 @@ def rows(run: RunResult) -> list[dict[str, Any]]:
         totals = c.metrics.qdisc_totals if c.metrics else {}
         out += [{**base, **_flow_columns(f), **_queue_columns(queues.get(f.direction) if f else None),
                  **_totals_columns(totals.get(f.direction) if f else None)} for f in flows]
+    out += [{"run": run.name, "scenario": s.name, "cell": name, "status": UNREADABLE, "reason": why}
+            for s in run.scenarios for name, why in s.unreadable.items()]
+    out += [{"run": run.name, "scenario": name, "status": UNREADABLE, "reason": why} for name, why in run.unreadable.items()]
     return out
 
 
@@ -34,7 +37,7 @@ def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, A
     rec = c.record
     cols: dict[str, Any] = {
         "run": run.name, "scenario": c.scenario, "cell": c.name, "config_hash": rec.config_hash,
-        "status": c.status, "reason": rec.reason, "valid": c.valid, "invalid": "; ".join(c.invalid),
+        "status": c.status, "reason": c.damage or rec.reason, "valid": c.valid, "invalid": "; ".join(c.invalid),
         "flags": "; ".join(c.flags), "backend": rec.backend.kind, "clock": rec.backend.clock,
         "kernel": rec.kernel, "calibration": _calibration(c), **_effects(c),
     }
@@ -125,9 +128,10 @@ def write_csv(data: list[dict[str, Any]], path: Path) -> None:
 
 
 def summary(run: RunResult) -> dict[str, Any]:
-    per = {s.name: {"cells": len(s.cells), "by_status": s.status_counts(), **s.findings()}
+    per = {s.name: {"cells": len(s.cells) + len(s.unreadable), "by_status": s.status_counts(), **s.findings()}
            for s in run.scenarios}
-    return {"run": run.name, "provenance": run.provenance.model_dump(mode="json"), "scenarios": per}
+    return {"run": run.name, "provenance": run.provenance.model_dump(mode="json"), "scenarios": per,
+            "unreadable_scenarios": run.unreadable}
 
 
 def write_summary(run: RunResult, path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..analysis.link import payload_capacity_bps
 from ..scenario.expectations import OPERATORS, Expectation
 from ..scenario.values import slug
-from .collect import CellResult, ScenarioResult
+from .collect import UNREADABLE, CellResult, ScenarioResult
 from .measures import measure, values
 
 
@@ -55,6 +55,8 @@ def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
 
     if c.status == "skipped":
         return verdict(None, f"skipped: {c.record.reason}")
+    if c.damage:
+        return verdict(False, f"{UNREADABLE}: {c.damage}")
     if not c.valid or c.metrics is None:
         return verdict(False, f"no valid result ({c.status}{': ' + '; '.join(c.invalid) if c.invalid else ''})")
     if c.mismeasured:  # neither a pass nor a miss of what was declared
@@ -73,15 +75,26 @@ def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
     return verdict(passed, f"{e.metric} = {shown}, expected {e.op} {limit:.4g}" + (f" ({e.bound})" if e.bound != f"{limit:g}" else ""))
 
 
-def write_junit(judgements: list[Judgement], path: Path) -> None:
+def write_junit(judgements: list[Judgement], path: Path, unreadable: dict[str, dict[str, str]] | None = None) -> None:
+    """The verdicts, an error where a cell is unreadable (UNREADABLE: per scenario, cell
+    → why, for cells whose record itself cannot be read)."""
     root = ET.Element("testsuites", name="fl expectations")
-    for scenario in dict.fromkeys(j.scenario for j in judgements):
+    lost = unreadable or {}
+    for scenario in dict.fromkeys([*(j.scenario for j in judgements), *lost]):
         mine = [j for j in judgements if j.scenario == scenario]
-        suite = ET.SubElement(root, "testsuite", name=scenario, tests=str(len(mine)),
-                              failures=str(sum(j.ok is False for j in mine)), skipped=str(sum(j.ok is None for j in mine)))
+        errors = [j for j in mine if j.detail.startswith(f"{UNREADABLE}: ")]
+        suite = ET.SubElement(root, "testsuite", name=scenario, tests=str(len(mine) + len(lost.get(scenario, {}))),
+                              failures=str(sum(j.ok is False for j in mine) - len(errors)),
+                              errors=str(len(errors) + len(lost.get(scenario, {}))),
+                              skipped=str(sum(j.ok is None for j in mine)))
+        for cell, why in lost.get(scenario, {}).items():
+            case = ET.SubElement(suite, "testcase", classname=f"{scenario}.{cell}", name="cell record")
+            ET.SubElement(case, "error", message=why).text = why
         for j in mine:
             case = ET.SubElement(suite, "testcase", classname=f"{scenario}.{j.cell}", name=j.expectation.text)
-            if j.ok is False:
+            if j in errors:
+                ET.SubElement(case, "error", message=j.detail).text = j.detail
+            elif j.ok is False:
                 ET.SubElement(case, "failure", message=j.detail).text = j.detail
             elif j.ok is None:
                 ET.SubElement(case, "skipped", message=j.detail)

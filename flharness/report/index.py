@@ -66,7 +66,7 @@ def _scenario(s: ScenarioResult, charts: list[dict[str, str]], judged: list[Judg
         "fairness": fair, "per_cc": per_cc_table(s), "udp": udp_table(s),
         "charts": charts, "cells": [_cell(s, c, [j for j in judged if j.cell == c.name]) for c in s.cells],
         "expectations": judged, "expect_counts": expect_counts(judged),
-        "counts": f"{len(s.cells)} cells: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())),
+        "counts": f"{len(s.cells) + len(s.unreadable)} cells: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())),
         **findings,
     }
 

@@ -89,7 +89,7 @@ def _verdict(row: Row, cells: list[CellResult], valid: list[CellResult], value: 
 def _why_not(cells: list[CellResult]) -> str:
     if not cells:
         return NOT_IN_RUN
-    return "; ".join(dict.fromkeys(c.record.reason or c.status for c in cells))
+    return "; ".join(dict.fromkeys((f"unreadable: {c.damage}" if c.damage else c.record.reason or c.status) for c in cells))
 
 
 def counts(lines: list[Line]) -> dict[str, int]:
