@@ -17,11 +17,12 @@ metric the row does not give itself; `runs:` and `note:` are for the reader.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from statistics import fmean
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from ..errors import ScenarioError
 from .expectations import METRICS
@@ -44,6 +45,17 @@ class Row(BaseModel):
     @classmethod
     def _texts(cls, v: Any) -> Any:
         return {k: str(x) for k, x in v.items()} if isinstance(v, dict) else v
+
+    @model_validator(mode="after")
+    def _numbers(self) -> Row:
+        """Each published value is a finite number, or a list of them (one per flow)."""
+        for where, v in [*(self.model_extra or {}).items(),
+                         *((f"per_run[{i}].{k}", x) for i, run in enumerate(self.per_run or []) for k, x in run.items())]:
+            if not isinstance(v, list) or not v:
+                v = [v]
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v):
+                raise ValueError(f"{where}: {str(v)[:60]} is no finite number or list of numbers")
+        return self
 
     @property
     def key(self) -> str:

@@ -226,7 +226,17 @@ AXIS_PARSERS: dict[str, Parser] = _axis_parsers()
 
 
 def parse_point(axis: str, raw: Any, key: str) -> Point:
-    """Parse one axis value, plain or in the ``{value, label, vars[, shaper]}`` form."""
+    """Parse one axis value, plain or in the ``{value, label, vars[, shaper]}`` form. A
+    value of a shape no parser expects (a list where a word goes, a mapping, a nesting
+    deeper than any) is a one-line error too, never the parser's own exception."""
+    try:
+        return _parse_point(axis, raw, key)
+    except (TypeError, AttributeError, KeyError, IndexError, OverflowError, RecursionError):
+        shown = repr(raw)
+        raise ValueError(f"{shown[:60]}{'…' if len(shown) > 60 else ''} is not a {axis} value") from None
+
+
+def _parse_point(axis: str, raw: Any, key: str) -> Point:
     parser = AXIS_PARSERS[axis]
     if isinstance(raw, dict) and "value" in raw:
         allowed = {"value", "label", "vars"} | ({"shaper"} if axis == "qdisc" else set())
