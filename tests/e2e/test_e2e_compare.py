@@ -27,19 +27,40 @@ def runs(tmp_path_factory) -> Path:
     assert "value: 20mbit" in text
     slower.write_text(text.replace("value: 20mbit", "value: 15mbit"))
     for label, scenario in (("a", SCENARIO), ("b", SCENARIO), ("c", slower)):
-        p = run_fl("run", str(scenario), "--run", label, "--results", str(results), "--parallel", "2")
-        assert p.returncode == 0, p.stdout + p.stderr
+        for _ in range(3):  # a run whose repetitions the machine disturbed: those again (twice at most)
+            p = run_fl("run", str(scenario), "--run", label, "--results", str(results), "--parallel", "2")
+            assert p.returncode == 0, p.stdout + p.stderr
+            if not redo_doubted(results / label):
+                break
     return results
+
+
+def doubted(run: Path) -> list[Path]:
+    """The repetitions whose measurement fl doubts (a calibration flag or an impossible
+    figure in metrics.json: the CI machine's hypervisor took its CPU, say)."""
+    return [m.parent for m in sorted((run / "compare").glob("*/metrics.json"))
+            if any(f.startswith("calibration: ") or "measurement error" in f for f in json.loads(m.read_text())["flags"])]
+
+
+def redo_doubted(run: Path) -> bool:
+    """Fewer than two repetitions of a cell that fl does not doubt: remove the doubted ones
+    so that the next fl run runs them again (it resumes what is missing). True if any went."""
+    cells = {m.parent.name.rsplit("-r", 1)[0] for m in (run / "compare").glob("*/metrics.json")}
+    short = {c for c in cells if kept(run.parent, run.name).get(c, 0) < 2}
+    gone = [d for d in doubted(run) if d.name.rsplit("-r", 1)[0] in short]
+    for d in gone:
+        shutil.rmtree(d)
+    return bool(gone)
 
 
 def kept(runs: Path, label: str) -> dict[str, int]:
     """Per cell (its name without -rN): the repetitions whose measurement fl does not doubt
     (no calibration flag, no impossible figure: metrics.json), which fl compare pools."""
     out: dict[str, int] = {}
+    doubt = doubted(runs / label)
     for m in sorted((runs / label / "compare").glob("*/metrics.json")):
-        flags = json.loads(m.read_text())["flags"]
         base = m.parent.name.rsplit("-r", 1)[0]
-        out[base] = out.get(base, 0) + (not any(f.startswith("calibration: ") or "measurement error" in f for f in flags))
+        out[base] = out.get(base, 0) + (m.parent not in doubt)
     return out
 
 

@@ -39,7 +39,7 @@ def cell_dirs(run: Path) -> list[Path]:
 
 def test_every_item_is_produced(report):
     out, run = report
-    m = re.search(r"12 cells \(0 invalid, (\d+) flagged\); plots: (\d+) drawn, (\d+) current, 0 failed", out)
+    m = re.search(r"12 cells \(0 invalid, (\d+) flagged, 0 unreadable\); plots: (\d+) drawn, (\d+) current, 0 failed", out)
     assert m and int(m.group(2)) + int(m.group(3)) == 12, out  # another test may have plotted first
     flags = {d.name: json.loads((d / "metrics.json").read_text())["flags"] for d in cell_dirs(run)}
     assert int(m.group(1)) == sum(bool(f) for f in flags.values()), (out, flags)
