@@ -18,11 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     except FlError as e:
         print(f"fl: error: {e}", file=sys.stderr)
         return 1
-    except OSError as e:
+    except OSError as e:  # the machine's refusal (a full disk, a name too long, no permission)
         from .run.space import disk_full
-        if (full := disk_full(e)) is None:
-            raise
-        print(f"fl: error: {full}", file=sys.stderr)
+        where = f": {str(e.filename)[:100]!r}" if e.filename else ""
+        print(f"fl: error: {disk_full(e) or (e.strerror or type(e).__name__) + where}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # `fl list … | head`
         sys.stderr.close()
@@ -199,8 +198,6 @@ def cmd_push(args: argparse.Namespace) -> int:
     rsh = args.rsh or conf.get("rsh") or "ssh -o BatchMode=yes"
     if not dest:
         raise FlError("no destination: give --dest or set fl_push_dest in the inventory")
-    if url and not url.startswith(("http://", "https://")):
-        raise FlError(f"--url {url!r}: an http:// or https:// URL")
     return push(args.results / args.run, dest, url, rsh)
 
 

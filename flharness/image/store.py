@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from ..errors import FlError
+from ..scenario.values import check_name
 
 CACHE_ENV = "FL_IMAGE_CACHE"
 DEFAULT_CACHE = Path("/var/cache/fl/images")
@@ -81,15 +82,20 @@ class Image:
 
 
 def image_folder(name: str) -> Path:
-    return cache_root() / name
+    """NAME's folder in the cache; a name that is not one ('..', a path) is refused, so that
+    `fl image rm` can never reach outside the cache."""
+    try:
+        return cache_root() / check_name(name, "image name")
+    except ValueError as e:
+        raise FlError(str(e)) from None
 
 
 def load_image(name: str) -> Image | None:
-    """The built image NAME, or None (not built, half built, or of another format)."""
-    folder = image_folder(name)
+    """The built image NAME, or None (not a name, not built, half built, or of another format)."""
     try:
+        folder = image_folder(name)
         manifest = Manifest.model_validate_json((folder / MANIFEST).read_text())
-    except (OSError, ValidationError, ValueError):
+    except (OSError, ValidationError, ValueError, FlError):
         return None
     if manifest.format != FORMAT or not (folder / "root").is_dir():
         return None

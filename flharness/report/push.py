@@ -27,6 +27,8 @@ def push(run_dir: Path, dest: str, url: str | None, rsh: str = "ssh -o BatchMode
         raise FlError(f"{run_dir}: no index.html; run `fl plot` first")
     if not DEST_RE.match(dest) or ".." in dest.split("/"):
         raise FlError(f"--dest {dest!r}: a local absolute path or [user@]host:path (letters, digits, . _ / + -)")
+    if url is not None:
+        check_url(url)
     target = f"{dest.rstrip('/')}/{run_dir.name}/"
     if ":" not in dest:
         Path(target).mkdir(parents=True, exist_ok=True)
@@ -46,6 +48,17 @@ def push(run_dir: Path, dest: str, url: str | None, rsh: str = "ssh -o BatchMode
         LOG.info("broken: %s (%s)", link, why)
     LOG.info("%s: %s", index, "all links ok" if not broken else f"{len(broken)} broken link(s)")
     return 1 if broken else 0
+
+
+def check_url(url: str) -> None:
+    """An http(s) URL with a host, without spaces or control characters."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+    except ValueError:  # a bad port or bracketed host
+        ok = False
+    if not ok or len(url) > 2000 or any(c.isspace() or not c.isprintable() for c in url):
+        raise FlError(f"--url {url[:100]!r}: an http:// or https:// URL with a host")
 
 
 class _Links(HTMLParser):

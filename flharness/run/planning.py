@@ -45,6 +45,9 @@ def select(cells: list[Cell], patterns: list[str], require_match: bool = True) -
     """--only: glob patterns (*, ?, [..]) or plain substrings of cell names."""
     if not patterns:
         return cells
+    for p in patterns:
+        if not p or len(p) > 200 or not p.isprintable():
+            raise FlError(f"--only {p[:60]!r}: a glob or substring of cell names (1-200 printable characters)")
 
     def hit(p: str, name: str) -> bool:
         return fnmatch.fnmatchcase(name, p) if any(ch in p for ch in "*?[") else p in name

@@ -29,6 +29,11 @@ class Guest:
 
     def kernel_log(self) -> str:
         """The guest kernel's messages so far (vm_guest.sh writes them to the shared folder)."""
+        if not self.vm.kernel_log.is_file():
+            found = sorted(str(p) for p in self.vm.kernel_log.parent.parent.rglob("*"))
+            dmesg = self.sh("ls -la /run/fl-results; mount | grep fl-; dmesg | tail -5", timeout=120)
+            raise AssertionError(f"no {self.vm.kernel_log}: {found}; console: "
+                                 f"{self.vm.console.read_text(errors='replace')[-2000:]}; guest: {dmesg.stdout} {dmesg.stderr}")
         return self.vm.kernel_log.read_text(errors="replace")
 
 
