@@ -14,12 +14,12 @@ from flharness.image.store import load_image
 
 #: One `fl run --vm --parallel 2` (two VMs, each booted once) serves every VM test module:
 #: the acceptance matrix and a repeated cell (test_e2e_vm), path features and the
-#: Pantheon scenario (…_features), tunnels (…_tunnel), and eight deterministic cells that
+#: Pantheon scenario (…_features), tunnels (…_tunnel), and four deterministic cells that
 #: a serial run repeats (…_parallel). The VM tests ask for what they check: TCG and the
 #: virtual clock (on a KVM host fl would pick KVM and the real clock).
 VM_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml")
                 for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-seed", "vm-tunnel", "vm-par")]
-VM_CELLS = 12 + 1 + 9 + 3 + 4 + 8
+VM_CELLS = 6 + 1 + 9 + 3 + 4 + 4
 VM_OPTIONS = ["--vm", "--vm-accel", "tcg", "--vm-clock", "virtual"]
 
 

@@ -1,5 +1,5 @@
 """Parallel VMs give the results one VM gives: the session's run (two VMs sharing the
-host's two cores, conftest.vm_run) and a run of the same eight single-flow cells in one
+host's two cores, conftest.vm_run) and a run of the same four single-flow cells in one
 VM of their own (in the background, beside the next modules' VMs and image builds) agree,
 each figure computed by fl's analysis from the cell's own files.
 
@@ -14,7 +14,7 @@ first losses hang on such details. How far apart, measured over CI runs of these
   7.91 Mbit/s alone, 8.95 in parallel; after its first CoDel drop cubic needs ~4 s to
   regain its window, so when that drop comes decides the mean) and the steady-state
   rate D_SS by up to 7 %. Each cell's must agree within 25 % (a wrong rate or RTT is a
-  factor of 2 or 4), and their geometric mean over the eight cells within 6 % (seen:
+  factor of 2 or 4), and their geometric mean over the four cells within 8 % (over eight, seen:
   2.7 %): chance moves single cells either way, a guest slowed or starved by the other
   VM moves them all one way.
 Not the RTT p99: of the 50 samples of a 10 s flow it is the largest, one slow-start
@@ -33,7 +33,7 @@ from flharness.analysis.metrics import Settings, cell_metrics
 pytestmark = [pytest.mark.vm, needs_vm()]
 #: Per cell: how far each figure may differ; over the cells: the geometric mean's bound.
 PER_CELL = {"goodput": 0.25, "D_SS": 0.25, "tcp_rtt median": 0.10, "tcp_rtt p95": 0.10}
-MEAN_OVER_CELLS = {"goodput": 0.06, "D_SS": 0.06}
+MEAN_OVER_CELLS = {"goodput": 0.08, "D_SS": 0.08}  # four cells: one at 13 % moves the mean 3 %
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_an_explicit_kernel_path_boots_that_kernel(vm_run, serial):
 def test_parallel_vms_give_the_serial_results(vm_run, serial):
     parallel = metrics(vm_run["root"] / "vm-par")
     alone = metrics(serial[0])
-    assert sorted(parallel) == sorted(alone) and len(alone) == 8
+    assert sorted(parallel) == sorted(alone) and len(alone) == 4
     ran_on = {json.loads((vm_run["root"] / "vm-par" / name / "cell.json").read_text())["backend"]["testbed_label"]
               for name in parallel}
     assert ran_on == {"vm1", "vm2"}, ran_on
