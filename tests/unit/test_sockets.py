@@ -11,10 +11,13 @@ ESTAB 0      0      10.71.1.1:50002 10.71.2.1:39427
 # 1795337040.141447094
 ESTAB 0      0      10.71.1.1:50002 10.71.2.1:39427
 \t ts sack ecn reno wscale:7,7 rto:396 rtt:190/1 mss:1448 cwnd:60 bytes_acked:9000000
+LAST-ACK 0      1      10.71.1.1:50003 10.71.2.1:39429
+\t ts sack cubic wscale:7,7 rto:204 rtt:0.1/0.05 mss:1448 cwnd:10 bytes_acked:2 bytes_received:3000000
 """
 
 
 def test_sender_ccs_ignores_control_and_idle_sockets(tmp_path):
+    """The last socket received a download: its SYN and FIN acknowledged (2), no data."""
     log = tmp_path / "cli.ss.log"
     log.write_text(SAMPLE)
     assert sender_ccs(log, 12865) == ["cubic", "reno"]
