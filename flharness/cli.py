@@ -18,14 +18,14 @@ def main(argv: list[str] | None = None) -> int:
     except FlError as e:
         print(f"fl: error: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `fl list … | head` (an OSError: first)
+        sys.stderr.close()
+        return 0
     except OSError as e:  # the machine's refusal (a full disk, a name too long, no permission)
         from .run.space import disk_full
         where = f": {str(e.filename)[:100]!r}" if e.filename else ""
         print(f"fl: error: {disk_full(e) or (e.strerror or type(e).__name__) + where}", file=sys.stderr)
         return 1
-    except BrokenPipeError:  # `fl list … | head`
-        sys.stderr.close()
-        return 0
     except KeyboardInterrupt:
         print("fl: interrupted", file=sys.stderr)
         return 130
