@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: Flent's default lead-in and lead-out (-d), seconds: its ping runs alone this long
+#: before the flows start and after they end (a scenario's `lead:` changes it).
+FLENT_LEAD_S = 5
+
 
 @dataclass(frozen=True)
 class FlentTest:

@@ -65,7 +65,7 @@ def _print_cells(name: str, repetitions: list[int], cells: list[Cell], run: str,
     where = f"this {kernel}" if vm is None else f"the VM's {kernel}"
     print(f"\n{len(cells)} cells ({' or '.join(map(str, repetitions))} repetition(s)), "
           f"~{estimate_total(cells, CELL_OVERHEAD)} for all; {len(pending)} to run on {where}, "
-          f"~{estimate_total(pending, CELL_OVERHEAD)} (test length + 10 s Flent lead-in/out "
+          f"~{estimate_total(pending, CELL_OVERHEAD)} (test length + Flent's lead-in/out "
           f"+ ~{CELL_OVERHEAD:.0f} s setup per cell; a TCG VM takes ~4× as long)")
 
 

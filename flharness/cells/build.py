@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
-from ..flent_tests import FlentTest, flow_count
+from ..flent_tests import FLENT_LEAD_S, FlentTest, flow_count
 from ..qdisc import QdiscContext, default_label, is_self_shaping, render, render_text
 from ..results.cell_record import CellConfig, FlowConfig, LinkConfig, Links, NetemConfig, StepConfig
 from ..scenario.schema import AXES, NAMED_AXES, Scenario
@@ -61,6 +61,7 @@ def _config(scenario: Scenario, test: FlentTest, combo: dict[str, Point], rep: i
         "replay_window": combo["replay_window"].value if tunnel == "ipsec" else None,
         "client_qdisc": " ".join(client_q.split()) if client_q else None,
         "udp": udp.text if udp else None,
+        "lead": scenario.lead if scenario.lead != FLENT_LEAD_S else None,
     }
     sysctls = _sysctls(combo, [f.cc for f in flows], variables, path) if "sysctls" in combo else {}
     return CellConfig(format=CONFIG_FORMAT, test=test.name, length=combo["length"].value, step_size=scenario.step_size,

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, JsonValue
 
-from ..flent_tests import FLENT_TESTS, FlentTest
+from ..flent_tests import FLENT_LEAD_S, FLENT_TESTS, FlentTest
 from ..units import Duration, Rate
 from .files import Contract, Sparse, Versioned
 
@@ -171,6 +171,18 @@ class CellConfig(Sparse):
     client_qdisc: str | None = None
     udp: str | None = None
     """Rate of the competing UDP flow."""
+    lead: int | None = None
+    """Flent's lead-in and lead-out (-d), seconds, when not its default."""
+
+    @property
+    def lead_s(self) -> int:
+        """Seconds Flent's ping runs alone before the flows start and after they end."""
+        return self.lead or FLENT_LEAD_S
+
+    @property
+    def flent_s(self) -> int:
+        """Seconds of Flent's run: the lead-in, the test and the lead-out."""
+        return self.length + 2 * self.lead_s
 
     @property
     def flent_test(self) -> FlentTest:

@@ -16,8 +16,8 @@ from .calibration import calibration
 
 #: A flow whose data begins this much after its declared start is reported (connection delayed).
 LATE_START_S, LATE_START_SHARE = 2.0, 0.1
-#: A flow whose data begins this much before its declared start means Flent's time axis is
-#: off (its lead-in did not happen): the cell fails, and is run once more.
+#: A flow whose data begins this much (at most half the lead-in) before its declared start
+#: means Flent's time axis is off (its lead-in did not happen): the cell fails, and is run once more.
 EARLY_START_S = 2.5
 REQUIRED_FILES = ("setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
 
@@ -103,7 +103,7 @@ def _check_test_window(cell: Cell, data: dict, names: list[str], v: Verdict) -> 
         delay = None if begun is None else begun - (lead + flow.start_s)
         if delay is not None and delay > max(LATE_START_S, LATE_START_SHARE * length):
             late[name] = round(delay, 1)
-        elif delay is not None and delay < -EARLY_START_S:
+        elif delay is not None and delay < -min(EARLY_START_S, cell.config.lead_s / 2):
             early[name] = round(-delay, 1)
     v.checks.late_start_s = late
     if early:

@@ -27,7 +27,7 @@ from ..results import CellRecord, ScenarioResults, files
 from ..results.run_record import RunRecord
 from ..scenario.load import read_merged
 from ..testbed.inventory import Inventory, load_testbeds, moved
-from ..testbed.plan import FLENT_DELAY, estimated_seconds, run_vars
+from ..testbed.plan import estimated_seconds, run_vars
 from ..testbed.probing import merge_hosts
 from ..testbed.testbed import Testbed
 from .context import Run, RunOptions
@@ -229,7 +229,7 @@ def _cell_limit(run: Run):
     vm = run.opts.vm
 
     def limit(cell: Cell) -> float:
-        flent = cell.config.length + 2 * FLENT_DELAY
+        flent = cell.config.flent_s
         if vm:
             return vm.cell_limit(flent, cell.config.bottleneck.max_rate_bps, cell.config.step_size)
         return flent + HOST_CELL_MARGIN

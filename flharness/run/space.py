@@ -10,7 +10,6 @@ from pathlib import Path
 
 from ..cells import Cell
 from ..errors import FlError
-from ..testbed.plan import FLENT_DELAY
 from ..units import human_size
 
 #: Raw capture bytes per bit the bottleneck carries, each capture (headers only, snap
@@ -27,7 +26,7 @@ def raw_capture_bytes(cell: Cell) -> float:
     """Both captures of CELL before compression: the busier direction's rate (both with
     flows each way) over the test and Flent's lead-in and lead-out."""
     rate = cell.config.bottleneck.max_rate_bps * (2 if cell.test.up and cell.test.down else 1)
-    return CAPTURES * CAPTURE_BYTES_PER_BIT * rate * (cell.config.length + 2 * FLENT_DELAY)
+    return CAPTURES * CAPTURE_BYTES_PER_BIT * rate * cell.config.flent_s
 
 
 def needed_bytes(cells: list[Cell]) -> float:

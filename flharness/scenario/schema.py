@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
+from ..flent_tests import FLENT_LEAD_S
 from .expectations import Expectation, parse_expectation
 from .values import AXIS_PARSERS, Point, check_name, check_vars, parse_point, parse_seconds
 
@@ -83,6 +84,8 @@ class Scenario(_Axes):
     description: str = ""
     extends: list[str] = []
     step_size: float = Field(0.05, ge=0.01, le=10)
+    #: Flent's lead-in and lead-out (-d), whole seconds: its ping alone before and after the flows
+    lead: int = Field(FLENT_LEAD_S, ge=1, le=60)
     repetitions: int = Field(1, ge=1, le=1000)
     qdiscs: dict[Annotated[str, BeforeValidator(check_name)], _point("qdisc")] = {}
     vars: Annotated[dict[str, Any], BeforeValidator(check_vars)] = {}

@@ -15,7 +15,6 @@ from .inventory import Inventory
 from .layout import TUNNEL_DEV
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
-FLENT_DELAY = 5  # Flent's default lead-in and lead-out (-d), seconds
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
 #: The shortest interval between samples of the middlebox's queues (fl-qdisc-sample):
 #: each sample starts a tc, which costs most in an emulated VM guest.
@@ -100,11 +99,13 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool
     params.update({f"fl_{axis}": p.label for axis, p in cell.coords.items()})
     note = json.dumps({"fl": {"scenario": cell.scenario, "cell": cell.name,
                               "config_hash": cell.config_hash, "coordinates": cell.coordinates()}})
-    limit = int(config.length + 2 * FLENT_DELAY + TIMEOUT_MARGIN)
+    limit = int(config.flent_s + TIMEOUT_MARGIN)
     argv = (["timeout", "-k", "15", str(limit)] if time_limit else []) + ["flent", test.name,
             "-H", target(cell, inv), "-l", str(config.length), "-s", f"{config.step_size:g}",
             "--netperf-control-port", inv.hostvars["cli"]["fl_netperf_port"],
             "--socket-stats", "-x", "-D", str(out_dir), "-t", cell.name, "-n", note]
+    if config.lead is not None:  # Flent's own default otherwise
+        argv += ["-d", str(config.lead)]
     for key, value in params.items():
         argv += ["--test-parameter", test_parameter(key, value)]
     return argv
@@ -131,7 +132,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         "files": host_files(config, ports(inv), settings, tcp_rewrite), "summary": summary(cell),
         "ecn": ecn_plan(cell, inv, tcp_rewrite), "tunnel": tunnel, "schedule": bool(config.steps),
         "client_qdisc": config.client_qdisc_words or None,
-        "udp": udp.text if udp else None, "udp_bps": udp.bps if udp else 0, "flent_delay": FLENT_DELAY,
+        "udp": udp.text if udp else None, "udp_bps": udp.bps if udp else 0, "flent_delay": config.lead_s,
         "target": target(cell, inv), "length": config.length, "step_size": config.step_size,
         "samplers": samplers(config),
         "flent": flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)
@@ -158,4 +159,4 @@ def target(cell: Cell, inv: Inventory) -> str:
 
 
 def estimated_seconds(cell: Cell, overhead: float) -> float:
-    return cell.config.length + 2 * FLENT_DELAY + overhead
+    return cell.config.flent_s + overhead

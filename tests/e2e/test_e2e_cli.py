@@ -33,6 +33,7 @@ SCENARIO = """\
 description: e2e test of fl's commands and options
 test: tcp_1up
 length: 2
+lead: 2
 step_size: 0.2
 rate: 4mbit
 qdiscs:

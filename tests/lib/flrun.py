@@ -186,6 +186,18 @@ class FlProcess:
     def send_signal(self, sig: int) -> None:
         self.proc.send_signal(sig)
 
+    def qemu_command(self, timeout: float = 300) -> str:
+        """The command line of the QEMU booting a kernel for this fl (among its own
+        descendants: vng first asks QEMU for its version), once it runs."""
+        seen: list[str] = []
+
+        def booted() -> bool:
+            if (cmd := qemu_of(self.proc.pid)) is not None and " -kernel " in cmd:
+                seen.append(cmd)
+            return bool(seen)
+        self.wait_until(booted, "fl's QEMU booted", timeout=timeout)
+        return seen[0]
+
     def finish(self, timeout: float = 300) -> int:
         """Wait for fl to end (SIGTERM after TIMEOUT s: fl then removes its testbeds, and
         the test fails); returns its exit status."""
@@ -312,3 +324,26 @@ def newest_kernel() -> Path:
         return [int(x) for x in re.findall(r"\d+", p.name)]
     found = [p for p in Path("/boot").glob("vmlinuz-*") if Path("/lib/modules", p.name.removeprefix("vmlinuz-")).is_dir()]
     return max(found, key=version)
+
+
+def qemu_of(pid: int) -> str | None:
+    """The command line of a QEMU process descending from PID."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    todo = list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "qemu-system" in cmd.split(" ", 1)[0]:
+            return cmd
+        todo += children.get(p, [])
+    return None

@@ -14,7 +14,7 @@ import dpkt
 
 from flharness.analysis.flent_data import load as load_flent
 
-LEAD_IN = 5.0  # Flent's -d: ping runs alone before the flows start
+LEAD_IN = 5.0  # Flent's default -d: ping runs alone before the flows start (and after they end)
 CLI, SRV = "10.71.1.1", "10.71.2.1"  # the namespace testbed's client and server
 PAYLOAD_SHARE = 1448 / 1514  # TCP payload per full 1514-byte frame (1500-byte MTU, timestamps)
 
@@ -32,6 +32,13 @@ def find(root: Path, scenario: str, **coords: str) -> tuple[dict, dict, Path]:
             hits.append((rec, load_flent(d / f"{d.name}.flent.gz"), d))
     assert len(hits) == 1, (coords, [h[0]["cell"] for h in hits])
     return hits[0]
+
+
+def lead_in(data: dict) -> float:
+    """The cell's lead-in (its scenario's `lead:`), from Flent's own metadata: its whole
+    run less the test, halved."""
+    meta = data["metadata"]
+    return (float(meta["TOTAL_LENGTH"]) - float(meta["LENGTH"])) / 2
 
 
 def series(data: dict, name: str, after: float = 0, before: float = 1e9) -> list[tuple[float, float]]:

@@ -157,7 +157,22 @@ def test_flent_command(scenario_file, inv, tmp_path):
     assert "cc_algos=cubic,cubic" in params
     assert "fl_qdisc=pfifo" in params and f"fl_config_hash={cells[0].config_hash}" in params
     assert "markings" not in " ".join(params)
-    assert "--socket-stats" in argv and "-x" in argv
+    assert "--socket-stats" in argv and "-x" in argv and "-d" not in argv  # Flent's default lead
+
+
+def test_a_shorter_lead_reaches_flent_and_the_time_limits(scenario_file, inv, tmp_path):
+    """`lead: 2`: Flent's -d, the time limit and the UDP flow's start follow it; a cell
+    at the default lead keeps its configuration (and hash) unchanged."""
+    text = "test: tcp_1up\nlength: 10\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\n"
+    default, short = one_cell(scenario_file, text)[0], one_cell(scenario_file, text + "lead: 2\n")[0]
+    assert default.config.lead is None and default.config.lead_s == 5 and default.config.flent_s == 20
+    assert "lead" not in default.config.model_dump(exclude_none=True)
+    assert short.config.lead == 2 and short.config.flent_s == 14 and short.config_hash != default.config_hash
+    argv = flent_argv(short, inv, tmp_path)
+    assert argv[3] == str(14 + 120) and argv[argv.index("-d") + 1] == "2"
+    assert one_cell(scenario_file, text + "lead: 5\n")[0].config_hash == default.config_hash
+    with pytest.raises(ScenarioError, match="lead"):
+        one_cell(scenario_file, text + "lead: 0\n")
 
 
 def test_rrul_uses_global_cc(scenario_file, inv, tmp_path):

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from flrun import REPO, FlProcess, newest_kernel, qemus, run_fl, run_fl_together, statuses
+from flrun import REPO, FlProcess, newest_kernel, qemus, run_fl, statuses
 from guest import booted
 
 from flharness.image.store import load_image
@@ -57,9 +57,10 @@ def vm_run(tmp_path_factory):
         serial.proc.wait(timeout=180)
 
 
-#: The L4S lab: `fl image build l4s` (twice: the second finds it built), `fl check` and
-#: `fl list` of s1 booting a VM each on the real clock (quicker, and a probe does not
-#: depend on time) while a third VM loads, runs and unloads fl's TCP Prague by hand; then
+#: The L4S lab: `fl image build l4s` (twice: the second finds it built), `fl check` (its
+#: QEMU's command line noted) and `fl list` of s1 booting a VM each on the real clock
+#: (quicker, and a probe does not depend on time) while a third VM loads, runs and
+#: unloads fl's TCP Prague by hand; then
 #: one run of the l4s scenarios on two VMs on the virtual clock (results as one VM's, CI's
 #: time halved). Read by test_e2e_vm_l4s (dualpi2, AccECN, ECN actions, a reproduction
 #: page) and test_e2e_vm_prague (fl's Prague module).
@@ -111,13 +112,15 @@ def l4s_lab(tmp_path_factory):
     again = run_fl("image", "build", L4S_IMAGE, timeout=120)
     rebuilt = load_image(L4S_IMAGE)
     results = tmp_path_factory.mktemp("l4s-results")
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        cycle = pool.submit(prague_cycle)
-        check, listed = run_fl_together((["check", *L4S_REAL], 900), (["list", "s1-rttfair", *L4S_REAL], 900))
+    check = FlProcess("check", *L4S_REAL)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        cycle, listed = pool.submit(prague_cycle), pool.submit(run_fl, "list", "s1-rttfair", *L4S_REAL, timeout=900)
+        qemu = check.qemu_command()
+        checked = {"rc": check.finish(timeout=900), "out": check.output, "qemu": qemu}
         module = cycle.result(timeout=900)
     return {
         "build": build, "image": image, "again": again, "built_again": rebuilt.manifest.built if rebuilt else None,
-        "check": check, "list": listed, "prague_cycle": module,
+        "check": checked, "list": listed.result(timeout=900), "prague_cycle": module,
         "run": run_fl("run", *L4S_SCENARIOS, *L4S_VIRTUAL, "--parallel", "2", "--results", str(results),
                       timeout=3000),
         "root": results / "default",

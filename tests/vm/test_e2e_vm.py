@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
 
 import pytest
-from flrun import FlProcess, kernel_release, needs_vm, newest_kernel
-from resultlib import LEAD_IN, payload_received_mbit, series
+from flrun import needs_vm
+from resultlib import lead_in, payload_received_mbit, series
 
 from flharness.analysis.flent_data import load as load_flent
 from flharness.analysis.flent_data import t0 as flent_t0
@@ -89,7 +88,7 @@ def test_the_next_run_resumes_and_every_cell_is_ok(vm):
 def test_base_rtt_is_the_declared_rtt(vm):
     for name, (rec, data) in cells(vm, "vm-aqm").items():
         declared = rtt_ms(rec)
-        base = statistics.median(ping(data, before=LEAD_IN - 0.5))
+        base = statistics.median(ping(data, before=lead_in(data) - 0.5))
         assert abs(base - declared) <= 1.0, (name, base, declared)
 
 
@@ -110,13 +109,13 @@ def test_goodput_fills_the_payload_capacity(vm):
     (1.01 × the capacity)."""
     for name, (rec, data) in cells(vm, "vm-aqm").items():
         d = vm["root"] / "vm-aqm" / name
-        length, t0 = rec["config"]["length"], flent_t0(data)
-        steady = payload_received_mbit(d / "srv.pcap.xz", t0 + LEAD_IN + length / 2, t0 + LEAD_IN + length - 0.5)
+        length, start = rec["config"]["length"], flent_t0(data) + lead_in(data)
+        steady = payload_received_mbit(d / "srv.pcap.xz", start + length / 2, start + length - 0.5)
         floor = 0.97 if qdisc(rec) == "pfifo_100" else 0.80 if rtt_ms(rec) == 80 else 0.94
         assert steady >= floor * CAPACITY, (name, steady)
         metrics = json.loads((d / "metrics.json").read_text())
         goodput = sum(f["mean_mbit"] for f in metrics["flows"])
-        arrived = payload_received_mbit(d / "srv.pcap.xz", t0 + LEAD_IN, t0 + LEAD_IN + length)
+        arrived = payload_received_mbit(d / "srv.pcap.xz", start, start + length)
         assert goodput <= 1.01 * CAPACITY and abs(goodput - arrived) <= 0.02 * arrived, (name, goodput, arrived)
 
 
@@ -126,8 +125,9 @@ def test_fifo_queueing_delay_is_what_the_buffer_implies(vm):
             continue
         limit = int(rec["config"]["bottleneck"]["up"]["qdisc"].split()[-1])
         theory = limit * 1514 * 8 / RATE * 1e3  # ms to drain a full FIFO
-        base = statistics.median(ping(data, before=LEAD_IN - 0.5))
-        loaded = sorted(ping(data, after=LEAD_IN + 2, before=LEAD_IN + rec["config"]["length"]))
+        lead = lead_in(data)
+        base = statistics.median(ping(data, before=lead - 0.5))
+        loaded = sorted(ping(data, after=lead + 2, before=lead + rec["config"]["length"]))
         peak = loaded[int(0.99 * (len(loaded) - 1))] - base
         assert abs(peak - theory) <= 0.15 * theory, (name, peak, theory)
 
@@ -136,8 +136,9 @@ def test_fq_codel_keeps_ping_near_the_base_rtt(vm):
     for name, (rec, data) in cells(vm, "vm-aqm").items():
         if qdisc(rec) != "fq_codel":
             continue
-        base = statistics.median(ping(data, before=LEAD_IN - 0.5))
-        loaded = statistics.median(ping(data, after=LEAD_IN + 2, before=LEAD_IN + rec["config"]["length"]))
+        lead = lead_in(data)
+        base = statistics.median(ping(data, before=lead - 0.5))
+        loaded = statistics.median(ping(data, after=lead + 2, before=lead + rec["config"]["length"]))
         assert loaded - base <= 10, (name, loaded, base)
 
 
@@ -155,48 +156,3 @@ def test_the_vms_ran_on_tcg_with_the_virtual_clock(vm):
     assert len(argv) == 2, argv
     for a in argv:
         assert "-accel tcg" in a and "-icount shift=0,sleep=off" in a, a
-
-
-def _qemu_of(pid: int) -> str | None:
-    """The command line of a QEMU process descending from PID (this test's own fl)."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    todo = list(children.get(pid, []))
-    while todo:
-        p = todo.pop()
-        try:
-            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "qemu-system" in cmd.split(" ", 1)[0]:
-            return cmd
-        todo += children.get(p, [])
-    return None
-
-
-def test_fl_check_boots_an_explicit_kernel_on_the_real_clock():
-    """`fl check --vm /boot/vmlinuz-… --vm-accel tcg --vm-clock real`: the QEMU it starts
-    (found among its own descendants) runs that kernel image on TCG without instruction
-    counting (the real clock), and the check reports the release the image's own header
-    names, with netem among the qdiscs the guest supports."""
-    image = newest_kernel()
-    release = kernel_release(image)
-    fl = FlProcess("check", "--vm", str(image), "--vm-accel", "tcg", "--vm-clock", "real")
-    seen: list[str] = []
-
-    def qemu_booted() -> bool:  # vng first asks QEMU for its version: wait for the VM itself
-        if (cmd := _qemu_of(fl.proc.pid)) is not None and " -kernel " in cmd:
-            seen.append(cmd)
-        return bool(seen)
-    fl.wait_until(qemu_booted, "fl check's QEMU booted", timeout=300)
-    rc = fl.finish(timeout=900)
-    assert rc == 0, fl.output
-    assert str(image) in seen[0] and "-accel tcg" in seen[0] and "-icount" not in seen[0], seen[0]
-    assert f"kernel {release}" in fl.output, (release, fl.output)
-    assert "netem" in fl.output.split("supported:")[1].split("\n")[0], fl.output

@@ -21,7 +21,6 @@ from flrun import needs_vm, run_fl
 from resultlib import (
     CE,
     CLI,
-    LEAD_IN,
     PAYLOAD_SHARE,
     SRV,
     arrival_bins,
@@ -29,6 +28,7 @@ from resultlib import (
     connections,
     ecn_split,
     find,
+    lead_in,
     mbit,
     packets,
     payload_received_mbit,
@@ -92,7 +92,7 @@ def test_slotting_changes_the_delay_distribution(run):
     for label, (scenario, coords) in {"clean": ("vm-aqm", {"qdisc": "fq_codel", "rtt": "20ms", "cc": "cubic-vs-cubic"}),
                                       "bursty": ("vm-features", {"netem": "bursty"})}.items():
         _, data, _ = find(run, scenario, **coords)
-        idle = sorted(v for _, v in series(data, "Ping (ms) ICMP", 0.5, LEAD_IN - 0.5))
+        idle = sorted(v for _, v in series(data, "Ping (ms) ICMP", 0.5, lead_in(data) - 0.5))
         spread[label] = idle[int(0.9 * (len(idle) - 1))] - idle[int(0.1 * (len(idle) - 1))]
     assert spread["clean"] < 0.5 and spread["bursty"] > 1.0, spread
 
@@ -111,9 +111,9 @@ def test_a_chained_netem_releases_bursts_of_at_most_16_packets_per_slot(run):
         chained = re.search(r"qdisc netem 30: parent 1:1 .*?slot 800us 5ms packets 16.*?\n Sent \d+ bytes (\d+) pkt", block, re.S)
         assert chained and int(chained.group(1)) > 1000, (ifb, block)
         assert re.search(r"qdisc netem 1: root .*?delay 10ms", block, re.S), (ifb, block)
-    t0 = flent_t0(data)
+    start = flent_t0(data) + lead_in(data)
     arrivals = sorted(p.ts for p in read_pcap(d / "srv.pcap.xz")
-                      if p.src == CLI and p.proto == 6 and p.payload > 0 and t0 + LEAD_IN + 1 <= p.ts <= t0 + LEAD_IN + 9)
+                      if p.src == CLI and p.proto == 6 and p.payload > 0 and start + 1 <= p.ts <= start + 9)
     bursts, size = [], 1
     for a, b in itertools.pairwise(arrivals):
         if b - a > 0.0004:
@@ -169,14 +169,14 @@ def test_pantheon_schemes_at_1mbit_200ms(run):
         rec, data, d = find(run, "pantheon-seed", cc=cc)
         flow = json.loads((d / "metrics.json").read_text())["flows"][0]
         capacity = rec["config"]["bottleneck"]["up"]["rate_bps"] * PAYLOAD_SHARE / 1e6  # 0.956 Mbit/s of payload
-        start = flent_t0(data) + LEAD_IN
+        start = flent_t0(data) + lead_in(data)
         arrived = payload_received_mbit(d / "srv.pcap.xz", start, start + rec["config"]["length"])
         assert rec["config"]["length"] == 60 and rec["config"]["client_qdisc"] == "fq"
         assert abs(flow["mean_mbit"] - arrived) <= 0.02 * arrived, (cc, flow["mean_mbit"], arrived)
         assert flow["mean_mbit"] <= 1.01 * capacity, (cc, flow)
         assert 0.90 <= flow["mean_mbit"] <= 0.96, (cc, flow)
         assert flow["goodput_source"].startswith("receiver"), (cc, flow)
-        base = statistics.median(v for _, v in series(data, "Ping (ms) ICMP", 0.5, LEAD_IN - 0.5))
+        base = statistics.median(v for _, v in series(data, "Ping (ms) ICMP", 0.5, lead_in(data) - 0.5))
         assert abs(base - 200) <= 2, (cc, base)
         assert rec["config"]["bottleneck"]["up"]["qdisc"] == "bfifo limit 625000"
         queued = flow["owd_ms"]["loss_by_end"] - flow["owd_ms"]["loss"]  # Pantheon's loss minus fl's
@@ -184,7 +184,7 @@ def test_pantheon_schemes_at_1mbit_200ms(run):
             assert abs(flow["tcp_rtt_ms"]["p95"] - flow["owd_ms"]["p95"] - 100) <= 30, flow
             assert 0 <= queued < 0.02, flow
         else:
-            assert max(v for _, v in series(data, "Ping (ms) ICMP", LEAD_IN)) > 1200
+            assert max(v for _, v in series(data, "Ping (ms) ICMP", lead_in(data))) > 1200
             assert 0.05 <= queued <= 0.10, flow
 
 
@@ -294,12 +294,12 @@ def test_rtt_split_up_puts_the_whole_delay_on_the_way_to_the_server(run):
     def one_way(src: str, kind: int) -> list[float]:
         at_cli = {(p.sport, p.dport): p.ts for p in cli if p.proto == 1 and p.flags == kind and p.src == src}
         at_srv = {(p.sport, p.dport): p.ts for p in srv if p.proto == 1 and p.flags == kind and p.src == src}
-        keys = [k for k in at_cli if k in at_srv and at_cli[k] < t0 + LEAD_IN - 0.5]
+        keys = [k for k in at_cli if k in at_srv and at_cli[k] < t0 + lead_in(data) - 0.5]
         return [abs(at_srv[k] - at_cli[k]) * 1e3 for k in keys]
     up, down = one_way(CLI, 8), one_way(SRV, 0)
     assert len(up) > 10 and len(down) > 10
     assert abs(statistics.median(up) - 40) <= 1 and statistics.median(down) <= 1, (statistics.median(up), statistics.median(down))
-    base = statistics.median(v for _, v in series(data, "Ping (ms) ICMP", 0.5, LEAD_IN - 0.5))
+    base = statistics.median(v for _, v in series(data, "Ping (ms) ICMP", 0.5, lead_in(data) - 0.5))
     assert abs(base - 40) <= 1, base
 
 
@@ -324,5 +324,6 @@ def test_a_client_qdisc_marks_and_ce_bleach_unmarks_one_flow(run):
     cli_log = (d / "teardown.log").read_text().split("======== cli ========")[1].split("======== ")[0]
     assert re.search(r"qdisc cake \S+ root .*bandwidth 8Mbit", cli_log), cli_log[:2000]
     t0, length = flent_t0(data), rec["config"]["length"]
-    got = mbit(srv, CLI, t0 + LEAD_IN + 1, t0 + LEAD_IN + length, "payload", proto=6)
+    start = t0 + lead_in(data)
+    got = mbit(srv, CLI, start + 1, start + length, "payload", proto=6)
     assert got <= 8 * PAYLOAD_SHARE * 1.02, got

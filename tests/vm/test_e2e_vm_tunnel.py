@@ -15,7 +15,7 @@ import re
 
 import pytest
 from flrun import needs_vm
-from resultlib import LEAD_IN, cells, ecn_split, find, packets
+from resultlib import cells, ecn_split, find, lead_in, packets
 
 from flharness.analysis.flent_data import delivered_mbit, t0
 from flharness.analysis.flent_data import load as load_flent
@@ -139,7 +139,8 @@ def tcp_mbit(data: dict) -> float:
     """Mean TCP goodput (Mbit/s) from 3 s after the flows start to 1 s before they end,
     while the UDP flow runs. (netperf's end-of-test result would not do: a flow that cannot
     even connect during the UDP flow runs after it, at the full rate.)"""
-    return delivered_mbit(data["raw_values"]["TCP upload"], t0(data), LEAD_IN + 3, LEAD_IN + 9)
+    lead = lead_in(data)
+    return delivered_mbit(data["raw_values"]["TCP upload"], t0(data), lead + 3, lead + 9)
 
 
 def test_fq_codel_cannot_isolate_flows_sharing_a_wireguard_tunnel(run):

@@ -12,7 +12,6 @@ from ...analysis.udp_flow import udp_flow
 from ...results.cell_record import Effect
 from ...testbed import layout
 from ...testbed.layout import TUNNEL_DEV
-from ...testbed.plan import FLENT_DELAY
 from ...units import Rate
 from .cell_files import CellFiles
 
@@ -43,7 +42,7 @@ def _schedule(files: CellFiles) -> Effect:
     complained of nothing; the upload class ends at the last step's rate."""
     config, mid = files.cell.config, files.sections.get("mid", "")
     logged = _STEP_RE.findall(command_output(mid, "cat schedule.log") or "")
-    due = [s for s in config.steps if s.at_s <= config.length + 2 * FLENT_DELAY - STEP_LATE_S]
+    due = [s for s in config.steps if s.at_s <= config.flent_s - STEP_LATE_S]
     problems = []
     if len(logged) < len(due):
         problems.append(f"{len(due) - len(logged)} of {len(due)} steps missing from the schedule's log")
