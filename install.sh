@@ -22,7 +22,7 @@
 set -eu
 
 PACKAGES="flent netperf irtt fping iperf tcpdump xz-utils iproute2 nftables ethtool
-          wireguard-tools python3-venv python3-matplotlib rsync"
+          wireguard-tools python3-venv python3-matplotlib python3-numpy python3-scipy rsync"
 VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static mmdebstrap"
 TEST_PACKAGES="openssh-server openssh-client nginx chromium shellcheck"
 NON_FREE=/etc/apt/sources.list.d/fl-non-free.sources

@@ -72,10 +72,15 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--strict", action="store_true", help="exit 1 when an expectation is missed")
     plot.set_defaults(func=cmd_plot)
 
-    cmp = sub.add_parser("compare", help="compare two runs cell by cell: Δ, 95 %% CI, verdicts, what differs")
-    cmp.add_argument("a", metavar="A", help="the baseline: a run label (results/A/) or a run folder")
-    cmp.add_argument("b", metavar="B", help="the run compared with it")
-    cmp.add_argument("--out", help="results/<OUT>/ for the page (default: compare-A-vs-B)")
+    cmp = sub.add_parser("compare", help="compare runs (or one axis within a run) cell by cell: Δ, 95 %% CI, "
+                         "verdicts, what differs")
+    cmp.add_argument("runs", nargs="+", metavar="RUN", help="run labels (results/RUN/) or run folders: the "
+                     "first is the baseline; one run with --by")
+    cmp.add_argument("--by", metavar="AXIS", help="compare the values of AXIS within one run (the first as baseline)")
+    cmp.add_argument("--baseline", metavar="VALUE", help="with --by: the value compared against (default: the first)")
+    cmp.add_argument("--match", metavar="AXES", help="comma-separated axes cells are also matched on (fixed ones too)")
+    cmp.add_argument("--ignore", metavar="AXES", help="comma-separated swept axes cells are not matched on")
+    cmp.add_argument("--out", help="results/<OUT>/ for the page (default: compare-A-vs-B… or compare-RUN-by-AXIS)")
     cmp.add_argument("--results", type=Path, default=REPO / "results", help=argparse.SUPPRESS)
     cmp.add_argument("--jobs", type=int, default=None, help="parallel workers for metrics (default: one per core)")
     cmp.add_argument("--template-dir", type=Path, default=REPO, help=argparse.SUPPRESS)
@@ -181,8 +186,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .report.compare_cli import compare_command
-    return compare_command(args.a, args.b, args.out, args.results, args.jobs, args.template_dir)
+    from .report.compare_cli import CompareRequest, compare_command
+    request = CompareRequest(args.runs, args.by, args.baseline, args.match, args.ignore, args.out, args.jobs)
+    return compare_command(request, args.results, args.template_dir)
 
 
 def cmd_push(args: argparse.Namespace) -> int:

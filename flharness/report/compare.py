@@ -1,84 +1,119 @@
-"""`fl compare A B`: two runs of the same scenarios, cell by cell and metric by metric.
+"""`fl compare`: runs side by side (or the values of one axis within a run), cell by cell
+and metric by metric, each side against the first, the baseline.
 
-Cells are matched by scenario and cell name (a repeated cell's runs, `-r1`, `-r2`, …,
-are its repetitions); each metric's difference gets Welch's 95 % CI over them and a
-verdict. Repetitions whose measurement fl doubts (a calibration flag, an impossible
-figure) are left out of the statistics and listed. What differs between the runs' recorded configurations and provenance is
-listed, and so are the cells only one run has.
+Cells are matched as report/matching.py says (scenario and key axes; a cell's
+repetitions are its samples). Each metric's difference from the baseline gets Welch's
+95 % CI and a verdict. Repetitions whose measurement fl doubts (a calibration flag, an
+impossible figure) are left out of the statistics and listed. What differs between
+matched cells is stated: first what is compared (a label on an axis outside the key,
+such as a fixed rate, that differs in every matched cell), then the rest of the
+recorded configuration and the runs' provenance; cells only some sides have are listed.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .collect import CellResult, RunResult
+from .matching import Key, Matching, Side, differing_coordinates
 from .measures import MEASURES, Measure, values
 from .stats import Difference, compare
 
-Key = tuple[str, str]  # scenario, cell name without its repetition
+#: One difference between a side and the baseline: (side, what, baseline's, the side's, cells).
+Change = tuple[str, str, str, str, int]
 
 
 @dataclass(frozen=True)
 class Row:
-    scenario: str
-    cell: str
+    key: Key
     measure: Measure
     series: str  # "flow 1 (cubic)", or "" for a cell metric
-    diff: Difference
-    a_values: tuple[float, ...]  # per repetition
-    b_values: tuple[float, ...]
+    values: tuple[tuple[float, ...], ...]  # per side: one value per trusted repetition
+    diffs: tuple[Difference, ...]  # per side after the baseline: against it
+
+    @property
+    def scenario(self) -> str:
+        return self.key.scenario
+
+    @property
+    def cell(self) -> str:
+        return self.key.cell
 
 
 @dataclass
 class Comparison:
-    a: RunResult
-    b: RunResult
+    sides: list[Side]
+    matching: Matching
     rows: list[Row]
-    matched: list[Key]
-    only_a: list[Key]
-    only_b: list[Key]
-    config: list[tuple[str, str, str, int]] = field(default_factory=list)  # key, A, B, cells
-    provenance: list[tuple[str, str, str]] = field(default_factory=list)  # key, A, B
-    left_out: list[tuple[str, str, str, str]] = field(default_factory=list)  # run, scenario, cell, first doubt
+    matched: list[Key]  # the baseline has them, and another side
+    unmatched: list[tuple[Key, list[str]]]  # the rest, with the sides that have them
+    compared: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)  # side → (axis, baseline, side)
+    coordinates: list[Change] = field(default_factory=list)  # other labels that differ, in some cells
+    config: list[Change] = field(default_factory=list)
+    provenance: list[Change] = field(default_factory=list)
+    left_out: list[tuple[str, str, str, str]] = field(default_factory=list)  # side, scenario, cell, first doubt
 
-    def verdicts(self, measure: str) -> dict[str, int]:
-        out: dict[str, int] = defaultdict(int)
-        for r in self.rows:
-            if r.measure.name == measure:
-                out[r.diff.verdict] += 1
-        return dict(out)
+    @property
+    def baseline(self) -> Side:
+        return self.sides[0]
 
-    def changed(self) -> list[Row]:
-        return [r for r in self.rows if r.diff.verdict in ("higher", "lower")]
+    @property
+    def others(self) -> list[Side]:
+        return self.sides[1:]
+
+    def verdicts(self, side: int, measure: str) -> dict[str, int]:
+        """Verdict counts of side SIDE (1 on: the baseline has none) on one metric."""
+        return dict(Counter(r.diffs[side - 1].verdict for r in self.rows if r.measure.name == measure))
+
+    def changed(self) -> list[tuple[Row, int]]:
+        """(row, side) of every difference judged higher or lower."""
+        return [(r, i + 1) for r in self.rows for i, d in enumerate(r.diffs) if d.verdict in ("higher", "lower")]
+
+    def title(self) -> str:
+        if self.matching.by:
+            return f"{self.matching.by} in {self.baseline.run.name}: " + " → ".join(s.name.split("=", 1)[1] for s in self.sides)
+        return f"{self.baseline.name} → {', '.join(s.name for s in self.others)}"
 
 
-def base_name(c: CellResult) -> str:
-    """The cell's name without the repetition suffix fl adds to repeated cells."""
-    return c.name.removesuffix(f"-r{c.record.config.repetition}")
-
-
-def groups(run: RunResult) -> dict[Key, list[CellResult]]:
-    out: dict[Key, list[CellResult]] = defaultdict(list)
-    for c in run.cells():
-        out[(c.scenario, base_name(c))].append(c)
-    return dict(out)
-
-
-def compare_runs(a: RunResult, b: RunResult) -> Comparison:
-    ga, gb = groups(a), groups(b)
-    matched = [k for k in ga if k in gb]
-    rows = [row for k in matched for row in _rows(k, ga[k], gb[k])]
-    out = Comparison(a, b, rows, matched, [k for k in ga if k not in gb], [k for k in gb if k not in ga])
-    out.config = config_differences([(ga[k], gb[k]) for k in matched])
-    out.provenance = provenance_differences(a, b)
-    out.left_out = [(run.name, c.scenario, c.name, c.mismeasured[0]) for run, g in ((a, ga), (b, gb))
-                    for k in matched for c in g[k] if c.valid and c.mismeasured]
-    out.left_out += [(run.name, s.name, name, f"unreadable: {why}") for run in (a, b) for s in run.scenarios
-                     for name, why in s.findings()["unreadable"].items()]
-    out.left_out += [(run.name, name, "", f"unreadable: {why}") for run in (a, b) for name, why in run.unreadable.items()]
+def compare_sides(sides: list[Side], matching: Matching) -> Comparison:
+    base, others = sides[0], sides[1:]
+    assert base.groups is not None and all(s.groups is not None for s in others)
+    keys = list(dict.fromkeys(k for s in sides for k in s.groups or {}))
+    matched = [k for k in keys if k in base.groups and any(k in (s.groups or {}) for s in others)]
+    out = Comparison(sides, matching, [row for k in matched for row in _rows(k, [(s.groups or {}).get(k, []) for s in sides])],
+                     matched, [(k, [s.name for s in sides if k in (s.groups or {})]) for k in keys if k not in matched])
+    for side in others:
+        pairs = [(base.groups[k], side.groups[k]) for k in matched if k in (side.groups or {})]
+        _coordinate_changes(out, side.name, pairs, matching)
+        out.config += [(side.name, k, va, vb, n) for k, va, vb, n in config_differences(pairs)]
+        if side.run is not base.run:
+            out.provenance += [(side.name, k, va, vb, 0) for k, va, vb in provenance_differences(base.run, side.run)]
+    out.left_out = [(s.name, c.scenario, c.name, c.mismeasured[0]) for s in sides
+                    for k in matched for c in (s.groups or {}).get(k, []) if c.valid and c.mismeasured]
+    runs = list({id(s.run): s.run for s in sides}.values())
+    out.left_out += [(run.name, sc.name, name, f"unreadable: {why}") for run in runs for sc in run.scenarios
+                     for name, why in sc.findings()["unreadable"].items()]
+    out.left_out += [(run.name, name, "", f"unreadable: {why}") for run in runs for name, why in run.unreadable.items()]
     return out
+
+
+def _coordinate_changes(out: Comparison, side: str, pairs: list[tuple[list[CellResult], list[CellResult]]],
+                        matching: Matching) -> None:
+    """Labels outside the key that differ: an axis on which every matched cell differs is
+    what is compared (its labels joined, a qdisc's rendered per rate, say); the others are
+    listed with their cells."""
+    by_axis: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for a, b in pairs:
+        for axis, va, vb in differing_coordinates(a, b, matching.axes[a[0].scenario]):
+            by_axis[axis].append((va, vb))
+    out.compared[side] = []
+    for axis, changes in by_axis.items():
+        if len(changes) == len(pairs):
+            out.compared[side].append((axis, *("/".join(dict.fromkeys(v[i] for v in changes)) for i in (0, 1))))
+        else:
+            out.coordinates += [(side, axis, va, vb, n) for (va, vb), n in Counter(changes).items()]
 
 
 def trusted(cells: list[CellResult]) -> list[CellResult]:
@@ -87,22 +122,28 @@ def trusted(cells: list[CellResult]) -> list[CellResult]:
     return [c for c in cells if c.valid and not c.mismeasured]
 
 
-def _rows(key: Key, a: list[CellResult], b: list[CellResult]) -> list[Row]:
-    va, vb = trusted(a), trusted(b)
-    flows = max([len(c.metrics.flows) for c in va + vb if c.metrics] or [0])
-    labels = _flow_labels(va + vb, flows)
+def _rows(key: Key, per_side: list[list[CellResult]]) -> list[Row]:
+    kept = [trusted(cells) for cells in per_side]
+    labels = _flow_labels(kept)
     rows = []
     for m in MEASURES.values():
         for i, label in enumerate(labels if m.per_flow else [""]):
-            xa, xb = _samples(m, va, i), _samples(m, vb, i)
-            if xa or xb:
-                rows.append(Row(key[0], key[1], m, label, compare(xa, xb, m.margin, m.floor), tuple(xa), tuple(xb)))
+            samples = [_samples(m, cells, i) for cells in kept]
+            if any(samples):
+                diffs = tuple(compare(samples[0], s, m.margin, m.floor) for s in samples[1:])
+                rows.append(Row(key, m, label, tuple(tuple(s) for s in samples), diffs))
     return rows
 
 
-def _flow_labels(cells: list[CellResult], flows: int) -> list[str]:
-    first = next((c.metrics for c in cells if c.metrics and len(c.metrics.flows) == flows), None)
-    return [f"flow {f.index} ({f.cc})" for f in first.flows] if first else []
+def _flow_labels(per_side: list[list[CellResult]]) -> list[str]:
+    """flow N, with its congestion control where every side's flow N has the same."""
+    firsts = [next((c.metrics for c in cells if c.metrics), None) for cells in per_side]
+    flows = max((len(m.flows) for m in firsts if m), default=0)
+    labels = []
+    for i in range(flows):
+        ccs = {m.flows[i].cc for m in firsts if m and i < len(m.flows)}
+        labels.append(f"flow {i + 1}" + (f" ({ccs.pop()})" if len(ccs) == 1 else ""))
+    return labels
 
 
 def _samples(m: Measure, cells: list[CellResult], i: int) -> list[float]:
@@ -159,20 +200,29 @@ def provenance_differences(a: RunResult, b: RunResult) -> list[tuple[str, str, s
     return [(k, pa.get(k, "–"), pb.get(k, "–")) for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k)]
 
 
+def compared_text(cmp: Comparison, side: str) -> str:
+    """What SIDE changes against the baseline in every matched cell: 'rate 10mbit → 20mbit'."""
+    return "; ".join(f"{axis} {va} → {vb}" for axis, va, vb in cmp.compared.get(side, [])) or "nothing on the axes"
+
+
 def summary_lines(cmp: Comparison) -> list[str]:
-    """The terminal summary: verdict counts per metric, every change, what differs."""
-    lines = [f"{cmp.a.name} → {cmp.b.name}: {len(cmp.matched)} cells matched"
-             + (f", {len(cmp.only_a)} only in {cmp.a.name}" if cmp.only_a else "")
-             + (f", {len(cmp.only_b)} only in {cmp.b.name}" if cmp.only_b else "")]
+    """The terminal summary: what is compared, verdict counts per side and metric, every
+    change, what else differs."""
+    unmatched = f", {len(cmp.unmatched)} not matched" if cmp.unmatched else ""
+    lines = [f"{cmp.title()}: {len(cmp.matched)} cells matched{unmatched}"]
+    lines += [f"  compared: {s.name}: {compared_text(cmp, s.name)}" for s in cmp.others]
     for m in MEASURES.values():
-        counts = cmp.verdicts(m.name)
-        if counts:
-            lines.append(f"  {m.title}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
-    lines += [f"  {r.diff.verdict}: {r.scenario}/{r.cell} {r.series} {r.measure.title} {_num(r.diff.a)} → "
-              f"{_num(r.diff.b)} {r.measure.unit} ({_num(r.diff.pct)} %)" for r in cmp.changed()]
-    lines += [f"  configuration {k}: {va} → {vb} ({n} cells)" for k, va, vb, n in cmp.config]
-    lines += [f"  provenance {k}: {va} → {vb}" for k, va, vb in cmp.provenance]
-    lines += [f"  left out: {run}/{s}/{c} ({why})" for run, s, c, why in cmp.left_out]
+        counts = ["; ".join(f"{n} {v}" for v, n in sorted(cmp.verdicts(i, m.name).items())) for i in range(1, len(cmp.sides))]
+        if any(counts):
+            lines.append(f"  {m.title}: " + "; ".join(f"{s.name}: {c}" for s, c in zip(cmp.others, counts) if c))
+    lines += [f"  {r.diffs[i - 1].verdict}: {r.scenario}/{r.cell} {r.series} {r.measure.title} {_num(r.diffs[i - 1].a)} → "
+              f"{_num(r.diffs[i - 1].b)} {r.measure.unit} ({_num(r.diffs[i - 1].pct)} %) in {cmp.sides[i].name}"
+              for r, i in cmp.changed()]
+    lines += [f"  labels {what}: {va} → {vb} in {side} ({n} cells)" for side, what, va, vb, n in cmp.coordinates]
+    lines += [f"  configuration {what}: {va} → {vb} in {side} ({n} cells)" for side, what, va, vb, n in cmp.config]
+    lines += [f"  provenance {what}: {va} → {vb} in {side}" for side, what, va, vb, _ in cmp.provenance]
+    lines += [f"  not matched: {k.scenario}/{k.cell} (only in {', '.join(names)})" for k, names in cmp.unmatched]
+    lines += [f"  left out: {side}/{s}/{c} ({why})" for side, s, c, why in cmp.left_out]
     return lines
 
 
@@ -180,5 +230,7 @@ def _num(v: float | None) -> str:
     return "–" if v is None else f"{v:.4g}"
 
 
-def output_dir(results: Path, a: str, b: str) -> Path:
-    return results / f"compare-{a}-vs-{b}"
+def output_dir(results: Path, sides: list[Side], by: str | None) -> Path:
+    if by:
+        return results / f"compare-{sides[0].run.name}-by-{by}"
+    return results / ("compare-" + "-vs-".join(s.name for s in sides))

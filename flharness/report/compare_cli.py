@@ -1,7 +1,8 @@
-"""`fl compare A B`: collect both runs (metrics computed where missing), compare them,
-write the page and print the summary."""
+"""`fl compare RUN…` / `fl compare RUN --by AXIS`: collect the runs (metrics computed where
+missing), match their cells, compare them, write the page and print the summary."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import REPO
@@ -9,33 +10,67 @@ from ..errors import FlError
 from ..scenario.values import check_name
 from . import compare_page
 from .collect import collect
-from .compare import compare_runs, output_dir, summary_lines
+from .compare import compare_sides, output_dir, summary_lines
+from .matching import axis_sides, check_axes, match, run_sides
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    runs: list[str]  # labels or run folders; the first is the baseline
+    by: str | None = None  # an axis within the one run
+    baseline: str | None = None  # with by: the value compared against
+    match: str | None = None  # comma-separated axes
+    ignore: str | None = None
+    out: str | None = None  # results/<OUT>/ for the page
+    jobs: int | None = None
 
 
 def run_folder(spec: str, results: Path) -> Path:
     """A run label (results/LABEL/) or a path to a run folder."""
     if "/" in spec:
         return Path(spec)
+    return results / _name(spec, "run name")
+
+
+def _name(text: str, what: str) -> str:
     try:
-        check_name(spec, "run name")
+        return check_name(text, what)
     except ValueError as e:
         raise FlError(str(e)) from None
-    return results / spec
 
 
-def compare_command(a: str, b: str, out: str | None, results: Path, jobs: int | None, template_dir: Path = REPO) -> int:
-    run_a, run_b = (collect(run_folder(x, results), jobs) for x in (a, b))
-    if run_a.dir.resolve() == run_b.dir.resolve():
-        raise FlError(f"{a} and {b} are the same run folder")
-    if out is not None:
-        try:
-            check_name(out, "--out")
-        except ValueError as e:
-            raise FlError(str(e)) from None
-    cmp = compare_runs(run_a, run_b)
+def _axes(text: str | None, option: str) -> list[str]:
+    return check_axes([a.strip() for a in text.split(",") if a.strip()], option) if text else []
+
+
+def _check(req: CompareRequest) -> None:
+    """Every argument, before a run is read."""
+    if req.by is not None:
+        check_axes([req.by], "--by")
+        if len(req.runs) != 1:
+            raise FlError(f"--by {req.by} compares within one run: name one, not {len(req.runs)}")
+    elif len(req.runs) < 2:
+        raise FlError("name two runs or more (the first is the baseline), or one run with --by AXIS")
+    if req.baseline is not None and req.by is None:
+        raise FlError("--baseline chooses a value of --by's axis: give --by too")
+    if req.out is not None:
+        _name(req.out, "--out")
+
+
+def compare_command(req: CompareRequest, results: Path, template_dir: Path = REPO) -> int:
+    _check(req)
+    extra, ignore = _axes(req.match, "--match"), _axes(req.ignore, "--ignore")
+    runs = [collect(run_folder(x, results), req.jobs) for x in req.runs]
+    folders = [r.dir.resolve() for r in runs]
+    if len(set(folders)) < len(folders):
+        raise FlError(f"{', '.join(req.runs)}: the same run folder named twice")
+    sides = axis_sides(runs[0], req.by, req.baseline) if req.by else run_sides(runs)
+    cmp = compare_sides(sides, match(sides, extra, ignore, req.by))
     if not cmp.matched:
-        raise FlError(f"{run_a.dir} and {run_b.dir} have no cell in common (cells are matched by scenario and cell name)")
-    page = compare_page.write(cmp, results / out if out else output_dir(results, run_a.name, run_b.name), template_dir)
+        keys = "; ".join(f"{sc}: {', '.join(axes) or 'none'}" for sc, axes in cmp.matching.axes.items())
+        raise FlError(f"{', '.join(str(r.dir) for r in runs)}: no cell in common (matched by scenario and the key "
+                      f"axes {keys}; --match and --ignore change them)")
+    page = compare_page.write(cmp, results / req.out if req.out else output_dir(results, sides, req.by), template_dir)
     print("\n".join(summary_lines(cmp)))
     print(f"page: {page}/README.md, {page}/index.html")
     return 0

@@ -1,10 +1,12 @@
-"""The difference of two runs' repetitions of one metric: Welch's 95 % confidence
-interval (unequal variances, Welch–Satterthwaite degrees of freedom) and a verdict."""
+"""The statistics of repetitions, in one place: a mean with its Student t 95 % confidence
+interval (the tables), and the difference of two runs' repetitions of one metric with
+Welch's interval (unequal variances, Welch–Satterthwaite degrees of freedom) and a
+verdict (fl compare)."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import fmean, variance
+from statistics import fmean, stdev, variance
 from typing import Literal
 
 from scipy.stats import t as student_t
@@ -23,6 +25,13 @@ class Difference:
     pct: float | None  # Δ as a share of a, in %
     ci: tuple[float, float] | None  # of b − a; None with one repetition on either side
     verdict: Verdict
+
+
+def t_half_width(values: list[float], level: float = LEVEL) -> float | None:
+    """The half-width of the mean's Student t interval; None with fewer than two values."""
+    if len(values) < 2:
+        return None
+    return float(student_t.ppf(0.5 + level / 2, len(values) - 1) * stdev(values) / math.sqrt(len(values)))
 
 
 def welch_ci(a: list[float], b: list[float], level: float = LEVEL) -> tuple[float, float] | None:

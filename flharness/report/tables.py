@@ -12,11 +12,8 @@ from typing import Any
 
 from ..results.cell_metrics import CellMetrics, FlowMetrics
 from .collect import CellResult, ScenarioResult
+from .stats import t_half_width
 
-#: Two-sided 95 % Student t quantiles by degrees of freedom (normal beyond 30).
-_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042]
 #: Axes a fairness row is keyed by, besides the flows themselves.
 ROW_SKIP = {"cc", "rtt", "test", "length", "repetition"}
 
@@ -36,11 +33,7 @@ def stat(values: list[float]) -> Stat | None:
     values = [v for v in values if v is not None and not math.isnan(v)]
     if not values:
         return None
-    if len(values) == 1:
-        return Stat(values[0], None, 1)
-    df = len(values) - 1
-    t = _T95[df - 1] if df <= len(_T95) else 1.96
-    return Stat(statistics.fmean(values), t * statistics.stdev(values) / math.sqrt(len(values)), len(values))
+    return Stat(statistics.fmean(values), t_half_width(values), len(values))
 
 
 def _groups(cells: list[CellResult], key: Callable[[CellResult], Any]) -> dict[Any, list[CellResult]]:

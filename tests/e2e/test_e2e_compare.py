@@ -1,7 +1,9 @@
-"""`fl compare` on real runs: one small host scenario (2 cells × 3 repetitions) run twice
-gives "no change" in goodput and D_SS everywhere; a copy whose labelled bottleneck rate
-is 15 instead of 20 Mbit/s gives "lower" by the rates' ratio (−25 %), and its page
-names the configuration difference; Chromium renders the page from a real nginx."""
+"""`fl compare` on real runs: one small host scenario (2 cells × 3 repetitions at a fixed
+10 Mbit/s) run twice gives "no change" in goodput and D_SS everywhere; copies at 20 and
+15 Mbit/s (cells named for their rates) are matched by the swept axis, their rate is
+stated as what is compared, and they are higher by the rates' ratio; the three rates in
+one page rise monotonically. Chromium renders the pages from a real nginx, with nothing
+overlapping."""
 from __future__ import annotations
 
 import json
@@ -16,17 +18,18 @@ from weblib import render_in_chromium
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 SCENARIO = REPO / "tests" / "scenarios" / "compare.yml"
+RATES = {"a": "10mbit", "b": "10mbit", "c": "20mbit", "d": "15mbit"}  # run label → the scenario's fixed rate
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("compare")
-    slower = results / "slower" / "compare.yml"
-    slower.parent.mkdir()
     text = SCENARIO.read_text()
-    assert "value: 20mbit" in text
-    slower.write_text(text.replace("value: 20mbit", "value: 15mbit"))
-    for label, scenario in (("a", SCENARIO), ("b", SCENARIO), ("c", slower)):
+    assert "rate: 10mbit\n" in text
+    for label, rate in RATES.items():
+        scenario = results / "scenarios" / label / "compare.yml"
+        scenario.parent.mkdir(parents=True)
+        scenario.write_text(text.replace("rate: 10mbit\n", f"rate: {rate}\n"))
         for _ in range(3):  # a run whose repetitions the machine disturbed: those again (twice at most)
             p = run_fl("run", str(scenario), "--run", label, "--results", str(results), "--parallel", "2")
             assert p.returncode == 0, p.stdout + p.stderr
@@ -68,56 +71,66 @@ def expected_verdict(n_a: int, n_b: int, when_compared: str) -> str:
     return when_compared if min(n_a, n_b) >= 2 else "no data" if min(n_a, n_b) == 0 else "n = 1: no CI"
 
 
-def rows(page: Path, metric: str) -> list[list[str]]:
-    """The compare table's rows of METRIC: [cell, series, metric, A, B, Δ, Δ %, CI, n, verdict]."""
-    out = []
+def rows(page: Path, metric: str) -> dict[tuple[str, str], list[str]]:
+    """The compare tables' lines of METRIC by (cell, side): [mean, n, Δ, Δ %, CI, verdict]."""
+    out = {}
     for line in page.read_text().splitlines():
         cols = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cols) == 10 and cols[2] == metric:
-            out.append(cols)
+            out[cols[0], cols[3]] = cols[4:]
     return out
 
 
 def test_the_same_scenario_twice_is_no_change(runs):
     p = run_fl("compare", "a", "b", "--results", str(runs))
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "a → b: 2 cells matched" in p.stdout
+    assert "a → b: 2 cells matched" in p.stdout and "compared: b: nothing on the axes" in p.stdout, p.stdout
     page = runs / "compare-a-vs-b" / "README.md"
     ka, kb = kept(runs, "a"), kept(runs, "b")
     assert any(min(ka[c], kb[c]) >= 2 for c in ka), ("too many repetitions in doubt to compare", ka, kb)
     for metric in ("goodput (Mbit/s)", "D_SS (Mbit/s)"):
         found = rows(page, metric)
-        assert len(found) == 2, found
-        for r in found:
-            na, nb = ka[r[0]], kb[r[0]]
-            assert r[8] == f"{na} / {nb}" and r[9] == expected_verdict(na, nb, "no change"), (r, na, nb)
-            assert (r[7] != "–") == (min(na, nb) >= 2), r  # a CI from two repetitions on
+        assert sorted(found) == [("cubic", "a"), ("cubic", "b"), ("reno", "a"), ("reno", "b")], found
+        for cc in ("cubic", "reno"):
+            name = f"{cc}-pfifo_100-10mbit-0ms"
+            na, nb = ka[name], kb[name]
+            assert found[cc, "a"][1:] == [str(na), "–", "–", "–", "baseline"], found[cc, "a"]
+            line = found[cc, "b"]
+            assert line[1] == str(nb) and line[5] == expected_verdict(na, nb, "no change"), (line, na, nb)
+            assert (line[4] != "–") == (min(na, nb) >= 2), line  # a CI from two repetitions on
     text = page.read_text()
-    assert "configuration:" not in text
+    assert "configuration:" not in text and "- **b**: nothing on the axes" in text, text
     assert ("## Repetitions left out" in text) == (sum(ka.values()) + sum(kb.values()) < 12), text
 
 
-def test_a_lower_rate_is_lower_by_the_rates_ratio(runs, nginx, tmp_path):
+def test_a_fixed_rate_doubled_is_higher_by_the_rates_ratio(runs, nginx, tmp_path):
+    """Runs a (10 Mbit/s) and c (20): cells named for their rates, matched by cc; the rate
+    is what is compared; goodput and D_SS are higher by about 100 %, their CIs above 0.
+    The page, pushed to nginx and rendered by Chromium 1280 px wide: every table and
+    chart there, nothing overlapping."""
     p = run_fl("compare", "a", "c", "--results", str(runs))
     assert p.returncode == 0, p.stdout + p.stderr
+    assert "a → c: 2 cells matched" in p.stdout and "compared: c: rate 10mbit → 20mbit" in p.stdout, p.stdout
     page = runs / "compare-a-vs-c" / "README.md"
     ka, kc = kept(runs, "a"), kept(runs, "c")
-    assert any(min(ka[c], kc[c]) >= 2 for c in ka), ("too many repetitions in doubt to compare", ka, kc)
     for metric in ("goodput (Mbit/s)", "D_SS (Mbit/s)"):
         found = rows(page, metric)
-        assert len(found) == 2, found
-        for r in found:
-            if min(ka[r[0]], kc[r[0]]) < 2:
-                assert r[9] == expected_verdict(ka[r[0]], kc[r[0]], "**lower**"), r
+        assert sorted(found) == [("cubic", "a"), ("cubic", "c"), ("reno", "a"), ("reno", "c")], found
+        for cc in ("cubic", "reno"):
+            na, nc = ka[f"{cc}-pfifo_100-10mbit-0ms"], kc[f"{cc}-pfifo_100-20mbit-0ms"]
+            line = found[cc, "c"]
+            if min(na, nc) < 2:
+                assert line[5] == expected_verdict(na, nc, "**higher**"), line
                 continue
-            a, b, delta, pct = (float(x) for x in r[3:7])
-            assert r[9] == "**lower**" and delta < 0 and a > b, r
-            assert -28 < pct < -22, r  # 15/20 of the payload capacity: −25 %
-            lo, hi = (float(x) for x in r[7].split(" … "))
-            assert lo <= delta <= hi < 0, r
+            a, b, delta, pct = float(found[cc, "a"][0]), float(line[0]), float(line[2]), float(line[3])
+            assert line[5] == "**higher**" and delta > 0 and b > a, line
+            assert 85 < pct < 115, line  # twice the payload capacity: +100 %
+            lo, hi = (float(x) for x in line[4].split(" … "))
+            assert 0 < lo <= delta <= hi, line
     text = page.read_text()
-    assert re.search(r"\| configuration: bottleneck\.up\.rate \| 20mbit \| 15mbit \| 2 \|", text), text
-    assert "configuration bottleneck.up.rate: 20mbit → 15mbit (2 cells)" in p.stdout
+    assert "- **c**: rate 10mbit → 20mbit" in text, text
+    assert re.search(r"\| c \| configuration: bottleneck\.up\.rate \| 10mbit \| 20mbit \| 2 \|", text), text
+    assert "configuration bottleneck.up.rate: 10mbit → 20mbit in c (2 cells)" in p.stdout
     assert len(list((runs / "compare-a-vs-c" / "charts").glob("*.svg"))) == 3  # goodput, D_SS, one-way delay
     www, url = nginx
     p = run_fl("push", "--run", "compare-a-vs-c", "--results", str(runs), "--dest", str(www), "--url", url)
@@ -125,7 +138,29 @@ def test_a_lower_rate_is_lower_by_the_rates_ratio(runs, nginx, tmp_path):
     result = render_in_chromium(www, url, "compare-a-vs-c/index.html", tmp_path)
     left_out = "## Repetitions left out" in text  # its own table
     assert result["tables"] == 2 + left_out and result["images"] == 3 and result["broken"] == [], result
+    assert result["overlaps"] == [], result
     shutil.copy(tmp_path / "compare-a-vs-c.png", runs / "compare-a-vs-c.png")
+
+
+def test_three_rates_in_one_page_rise_monotonically(runs, nginx, tmp_path):
+    """a (10 Mbit/s), d (15) and c (20), a the baseline: each cell's mean goodput rises from
+    run to run, d's and c's by about 50 and 100 %; the chart has the three runs."""
+    p = run_fl("compare", "a", "d", "c", "--results", str(runs))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "a → d, c: 2 cells matched" in p.stdout, p.stdout
+    assert "compared: d: rate 10mbit → 15mbit" in p.stdout and "compared: c: rate 10mbit → 20mbit" in p.stdout
+    page = runs / "compare-a-vs-d-vs-c" / "README.md"
+    found = rows(page, "goodput (Mbit/s)")
+    for cc in ("cubic", "reno"):
+        means = [float(found[cc, side][0]) for side in ("a", "d", "c")]
+        assert means[0] < means[1] < means[2], (cc, means)
+        assert 1.35 < means[1] / means[0] < 1.65 and 1.8 < means[2] / means[0] < 2.2, (cc, means)
+    chart = (runs / "compare-a-vs-d-vs-c" / "charts" / "compare_goodput_mbit.svg").read_text()
+    assert all(f"<!-- {side} -->" in chart for side in ("a", "d", "c")), "the legend names the runs"  # matplotlib's SVG
+    www, url = nginx
+    assert run_fl("push", "--run", "compare-a-vs-d-vs-c", "--results", str(runs), "--dest", str(www)).returncode == 0
+    result = render_in_chromium(www, url, "compare-a-vs-d-vs-c/index.html", tmp_path)
+    assert result["images"] == 3 and result["broken"] == [] and result["overlaps"] == [], result
 
 
 def test_unknown_or_identical_runs_are_refused(runs):
@@ -138,14 +173,14 @@ def test_unknown_or_identical_runs_are_refused(runs):
 def test_expectations_are_judged_and_written_as_junit(runs, tmp_path):
     """The scenario's two expectations on run a's six cells: goodput ≥ 0.9 × capacity holds
     in all six, the Reno flow's p95 one-way delay < RTT + 10 ms fails in its three (its
-    FIFO holds ~60 ms); --strict makes that exit 1, without it fl plot exits 0. A cell
+    FIFO holds ~120 ms); --strict makes that exit 1, without it fl plot exits 0. A cell
     whose measurement fl doubts (a calibration flag: the CI machine's hypervisor took its
     CPU, say) is not judged, neither met nor missed."""
     junit = tmp_path / "fl.xml"
     p = run_fl("plot", "--run", "a", "--results", str(runs), "--junit", str(junit), "--strict")
     doubted = {m.parent.name for m in (runs / "a" / "compare").glob("*/metrics.json")
                if any(f.startswith("calibration: ") for f in json.loads(m.read_text())["flags"])}
-    reno = [f"compare.reno-pfifo_100-link-0ms-r{i}" for i in (1, 2, 3) if f"reno-pfifo_100-link-0ms-r{i}" not in doubted]
+    reno = [f"compare.reno-pfifo_100-10mbit-0ms-r{i}" for i in (1, 2, 3) if f"reno-pfifo_100-10mbit-0ms-r{i}" not in doubted]
     n_reno = sum(c.startswith("reno") for c in doubted)
     met, missed, unjudged = 6 - len(doubted), len(reno), len(doubted) + n_reno
     assert p.returncode == (1 if missed else 0), p.stdout + p.stderr
@@ -162,9 +197,9 @@ def test_expectations_are_judged_and_written_as_junit(runs, tmp_path):
         found = case.find("failure") if case.find("failure") is not None else case.find("system-out")
         value = float(re.search(r"= ([\d.]+)", found.text or "").group(1))
         if "goodput" in (case.get("name") or ""):
-            assert 0.9 * 20 * 1448 / 1514 <= value <= 20 * 1448 / 1514, found.text  # never above capacity
+            assert 0.9 * 10 * 1448 / 1514 <= value <= 10 * 1448 / 1514, found.text  # never above capacity
         else:
-            assert 40 < value < 70, found.text
+            assert 80 < value < 130, found.text  # a full FIFO: 100 frames at 10 Mbit/s, 121 ms
     index = (runs / "a" / "README.md").read_text()
     assert "### Expectations" in index and ("✘ 1 of 2 missed" in index) == bool(missed) and "✔ 1" in index
     assert run_fl("plot", "--run", "a", "--results", str(runs)).returncode == 0

@@ -135,6 +135,32 @@ def test_push_to_nginx_and_render_in_chromium(report, nginx, tmp_path):
     assert "all links ok" in p.stdout
     result = render_in_chromium(www, url, "e2e/index.html", tmp_path)
     assert result["tables"] >= 3 and result["images"] >= 3 and result["broken"] == [], result
+    assert result["overlaps"] == [], result  # 1280 px wide: no thumbnail over a link, wide tables scroll
+
+
+def test_compare_by_qdisc_within_the_demo_run(report, nginx, tmp_path):
+    """`fl compare e2e --by qdisc --baseline pfifo_206`: the demo's bfifo cells against its
+    pfifo ones (both FIFOs 250 ms at the cell's rate, so their labels are rendered per
+    rate: one value each), matched by cc and rate: 6 cells, one repetition each (no CI).
+    The qdisc is what is compared; the page renders with nothing overlapping."""
+    _, run = report
+    p = run_fl("compare", "e2e", "--by", "qdisc", "--baseline", "pfifo_206", "--results", str(run.parent))
+    assert p.returncode == 0, p.stdout + p.stderr
+    head = re.search(r"^qdisc in e2e: (pfifo_\S+) → (bfifo_\S+): 6 cells matched$", p.stdout, re.M)
+    assert head and set(head.group(1).split("/")) == {"pfifo_206", "pfifo_1032"}, p.stdout
+    compared = re.search(r"^  compared: qdisc=(\S+): qdisc (\S+) → (\S+)$", p.stdout, re.M)
+    assert compared and compared.group(1) == head.group(2), p.stdout
+    assert (set(compared.group(2).split("/")), set(compared.group(3).split("/"))) == \
+        (set(head.group(1).split("/")), set(head.group(2).split("/"))), p.stdout
+    page = run.parent / "compare-e2e-by-qdisc"
+    text = (page / "README.md").read_text()
+    assert "The cells of e2e that differ only in **qdisc**" in text and "(demo: cc, rate)" in text, text
+    goodput = [ln for ln in text.splitlines() if "| goodput (Mbit/s) |" in ln]
+    assert len(goodput) == 6 * 2 * 2 and sum("| n = 1: no CI |" in ln for ln in goodput) == 12, goodput
+    www, url = nginx
+    assert run_fl("push", "--run", page.name, "--results", str(run.parent), "--dest", str(www)).returncode == 0
+    result = render_in_chromium(www, url, f"{page.name}/index.html", tmp_path)
+    assert result["images"] >= 3 and result["broken"] == [] and result["overlaps"] == [], result
 
 
 def test_push_reports_broken_links(report, nginx):

@@ -62,18 +62,46 @@ def nginx(tmp_path):
     shutil.rmtree(www)
 
 
-PROBE = """<!DOCTYPE html><html><body><pre id="out">waiting</pre>
-<iframe id="f" src="%s" width="1200" height="800"></iframe>
+#: A page that loads PAGE in a 1280 px frame, then reports its tables, its images (those
+#: that did not load) and what overlaps: a figure over a link or over another figure, a
+#: table wider than the page with no scrollbar (the boxes the browser laid out).
+PROBE = """<!DOCTYPE html><html><body style="margin:0"><pre id="out">waiting</pre>
+<iframe id="f" src="%s" width="1280" height="900"></iframe>
 <script>
 document.getElementById('f').onload = function () {
   // thumbnails load lazily, as a reader scrolls: load them all before judging them
   Array.prototype.forEach.call(document.getElementById('f').contentDocument.querySelectorAll('img'),
                                function (i) { i.loading = 'eager'; });
   setTimeout(function () {
-    var d = document.getElementById('f').contentDocument, imgs = d.querySelectorAll('img');
-    var bad = Array.prototype.filter.call(imgs, function (i) { return !(i.complete && i.naturalWidth > 0); });
+    var d = document.getElementById('f').contentDocument, w = d.defaultView, imgs = d.querySelectorAll('img');
+    var all = function (sel) { return Array.prototype.slice.call(d.querySelectorAll(sel)); };
+    var box = function (e) { return e.getBoundingClientRect(); };
+    var hit = function (a, b) { return a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1; };
+    var name = function (i) { return i.getAttribute('src'); };
+    var scrolls = function (e) {
+      for (; e && e !== d.body; e = e.parentElement) {
+        var o = w.getComputedStyle(e).overflowX;
+        if ((o === 'auto' || o === 'scroll') && e.scrollWidth > e.clientWidth) { return true; }
+      }
+      return false;
+    };
+    var bad = all('img').filter(function (i) { return !(i.complete && i.naturalWidth > 0); });
+    var links = all('a').filter(function (a) { return !a.querySelector('img'); });
+    var problems = [], pics = all('img'), width = d.documentElement.clientWidth;
+    pics.forEach(function (i, n) {
+      links.forEach(function (a) { if (hit(box(i), box(a))) { problems.push('figure ' + name(i) + ' over link ' + a.textContent); } });
+      pics.slice(n + 1).forEach(function (j) { if (hit(box(i), box(j))) { problems.push('figure ' + name(i) + ' over figure ' + name(j)); } });
+    });
+    all('table').forEach(function (t, n) {
+      var r = box(t).right;
+      if ((r > width + 1 || t.scrollWidth > t.clientWidth + 1) && !scrolls(t)) {
+        var px = Math.round(Math.max(r, t.scrollWidth));
+        problems.push('table ' + (n + 1) + ' wider than the page (' + px + ' px of ' + width + ') without a scrollbar');
+      }
+    });
     document.getElementById('out').textContent = JSON.stringify(
-      {tables: d.querySelectorAll('table').length, images: imgs.length, broken: bad.map(function (i) { return i.src; })});
+      {tables: d.querySelectorAll('table').length, images: imgs.length, broken: bad.map(function (i) { return i.src; }),
+       overlaps: problems});
   }, 2000);
 };
 </script></body></html>"""
@@ -82,8 +110,9 @@ document.getElementById('f').onload = function () {
 
 
 def render_in_chromium(www: Path, url: str, page: str, tmp_path: Path) -> dict:
-    """PAGE (relative to URL, served from WWW) rendered by headless Chromium: its tables,
-    images and the images that did not load; a screenshot is kept in TMP_PATH."""
+    """PAGE (relative to URL, served from WWW) rendered by headless Chromium 1280 px wide: its
+    tables, images, the images that did not load and what overlaps (PROBE); a screenshot
+    is kept in TMP_PATH."""
     if CHROMIUM is None:
         pytest.skip("needs chromium (./install.sh)")
     (www / "probe.html").write_text(PROBE % page)
@@ -92,7 +121,7 @@ def render_in_chromium(www: Path, url: str, page: str, tmp_path: Path) -> dict:
                          capture_output=True, text=True, timeout=120).stdout
     result = json.loads(dom.split('<pre id="out">')[1].split("</pre>")[0])
     shot = tmp_path / (Path(page).parent.name + ".png")
-    subprocess.run(chrome + ["--window-size=1400,3000", f"--screenshot={shot}", url + page],
+    subprocess.run(chrome + ["--window-size=1280,3000", f"--screenshot={shot}", url + page],
                    capture_output=True, timeout=120)
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")

@@ -8,7 +8,7 @@ import pytest
 
 from flharness.report.collect import CellResult
 from flharness.report.compare import config_differences, flatten, trusted
-from flharness.report.stats import compare, welch_ci
+from flharness.report.stats import compare, t_half_width, welch_ci
 from flharness.results.cell_metrics import CellMetrics
 from flharness.results.cell_record import CellRecord
 
@@ -32,6 +32,14 @@ def test_welch_ci_with_unequal_variances_and_sizes():
     from scipy.stats import t
     assert (lo, hi) == pytest.approx((2 - t.ppf(0.975, df) * se, 2 + t.ppf(0.975, df) * se))
     assert lo < 0 < hi  # so wide with n 2 that it says nothing
+
+
+def test_student_t_interval_of_a_mean():
+    # [1, 2, 3]: sd 1, n 3, t(0.975, 2) = 4.3027; [5] alone has none
+    assert t_half_width([1.0, 2.0, 3.0]) == pytest.approx(4.302653 / math.sqrt(3), abs=1e-5)
+    assert t_half_width([5.0]) is None
+    # 40 values: t(0.975, 39) = 2.0227, not the normal's 1.96
+    assert t_half_width([0.0, 2.0] * 20) == pytest.approx(2.022691 * math.sqrt(40 / 39) / math.sqrt(40), abs=1e-5)
 
 
 def test_one_repetition_gives_no_ci_and_says_so():
