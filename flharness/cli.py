@@ -177,11 +177,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from .report.build import build
-    from .scenario.values import check_name
-    try:
-        check_name(args.run, "run name")
-    except ValueError as e:
-        raise FlError(str(e)) from None
+    from .scenario.values import valid_name
+    valid_name(args.run, "run name")
     return build(args.results / args.run, args.jobs, args.template_dir, args.junit, args.strict)
 
 
@@ -193,12 +190,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_push(args: argparse.Namespace) -> int:
     from .report.push import push
-    from .scenario.values import check_name
+    from .scenario.values import valid_name
     from .testbed.inventory import prefixed_settings
-    try:
-        check_name(args.run, "run name")
-    except ValueError as e:
-        raise FlError(str(e)) from None
+    valid_name(args.run, "run name")
     conf = prefixed_settings(args.inventory, "fl_push_") if not (args.dest and args.url and args.rsh) else {}
     dest, url = args.dest or conf.get("dest"), args.url or conf.get("url")
     rsh = args.rsh or conf.get("rsh") or "ssh -o BatchMode=yes"

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from ..errors import FlError
-from ..scenario.values import check_name
+from ..scenario.values import valid_name
 
 CACHE_ENV = "FL_IMAGE_CACHE"
 DEFAULT_CACHE = Path("/var/cache/fl/images")
@@ -84,10 +84,7 @@ class Image:
 def image_folder(name: str) -> Path:
     """NAME's folder in the cache; a name that is not one ('..', a path) is refused, so that
     `fl image rm` can never reach outside the cache."""
-    try:
-        return cache_root() / check_name(name, "image name")
-    except ValueError as e:
-        raise FlError(str(e)) from None
+    return cache_root() / valid_name(name, "image name")
 
 
 def load_image(name: str) -> Image | None:

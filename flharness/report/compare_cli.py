@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import REPO
 from ..errors import FlError
-from ..scenario.values import check_name
+from ..scenario.values import valid_name
 from . import compare_page
 from .collect import collect
 from .compare import compare_sides, output_dir, summary_lines
@@ -29,14 +29,7 @@ def run_folder(spec: str, results: Path) -> Path:
     """A run label (results/LABEL/) or a path to a run folder."""
     if "/" in spec:
         return Path(spec)
-    return results / _name(spec, "run name")
-
-
-def _name(text: str, what: str) -> str:
-    try:
-        return check_name(text, what)
-    except ValueError as e:
-        raise FlError(str(e)) from None
+    return results / valid_name(spec, "run name")
 
 
 def _axes(text: str | None, option: str) -> list[str]:
@@ -54,7 +47,7 @@ def _check(req: CompareRequest) -> None:
     if req.baseline is not None and req.by is None:
         raise FlError("--baseline chooses a value of --by's axis: give --by too")
     if req.out is not None:
-        _name(req.out, "--out")
+        valid_name(req.out, "--out")
 
 
 def compare_command(req: CompareRequest, results: Path, template_dir: Path = REPO) -> int:

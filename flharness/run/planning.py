@@ -10,7 +10,7 @@ from ..cells import Cell, expand
 from ..errors import FlError
 from ..results import ScenarioResults
 from ..scenario import Scenario, load_scenario
-from ..scenario.values import check_name
+from ..scenario.values import valid_name
 from ..units import human_duration
 
 DONE = "completed earlier with the same configuration"
@@ -35,10 +35,7 @@ class ScenarioPlan:
 
 
 def check_run_name(name: str) -> None:
-    try:
-        check_name(name, "run name")
-    except ValueError as e:
-        raise FlError(f"--run: {e}") from None
+    valid_name(name, "run name", "--run: ")
 
 
 def select(cells: list[Cell], patterns: list[str], require_match: bool = True) -> list[Cell]:

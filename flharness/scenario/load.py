@@ -11,7 +11,7 @@ from ..errors import FlError, ScenarioError
 from .findings import findings_path, load_findings
 from .reference import load_reference
 from .schema import AXES, Matrix, Scenario
-from .values import check_name
+from .values import valid_name
 from .yaml_file import read_yaml
 
 SCENARIO_DIR = REPO / "scenarios"
@@ -25,10 +25,7 @@ def find_scenario(name: str, base: Path = SCENARIO_DIR) -> Path:
         if not path.is_file():
             raise FlError(f"{name}: no such scenario file")
         return path.resolve()
-    try:
-        check_name(name, "scenario name")
-    except ValueError as e:
-        raise FlError(str(e)) from None
+    valid_name(name, "scenario name")
     for suffix in SUFFIXES:
         if (path := base / f"{name}{suffix}").is_file():
             return path

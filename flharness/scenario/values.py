@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import FlError
 from ..flent_tests import FLENT_TESTS, FlentTest
 from ..hosts import HOSTS
 from ..qdisc import check_expressions, check_template, default_label, placeholder_text
@@ -31,6 +32,15 @@ def check_name(text: object, what: str = "name") -> str:
         raise ValueError(f"{what} {s!r} must be letters, digits, '_', '.', '+', '-' "
                          "(no '/', no '..', at most 100 characters)")
     return s
+
+
+def valid_name(text: object, what: str, prefix: str = "") -> str:
+    """check_name for a value given on the command line: a refusal is an FlError (one line,
+    PREFIX first: the option)."""
+    try:
+        return check_name(text, what)
+    except ValueError as e:
+        raise FlError(f"{prefix}{e}") from None
 
 
 def slug(label: str) -> str:
