@@ -18,12 +18,17 @@ from flharness.analysis.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 FILES = ("cell.json", "setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
-CLI, SRV, CONTROL_PORT = "10.71.1.1", "10.71.2.1", 12865
+CONTROL_PORT = 12865
+
+
+def server(cell_dir) -> str:
+    """The server's address on the testbed that ran the cell (two testbeds: two subnets)."""
+    return json.loads((cell_dir / "cell.json").read_text())["endpoints"]["server"]
 
 
 @pytest.fixture(scope="module")
 def demo(demo_run):
-    out, results = demo_run
+    out, results = demo_run.out, demo_run.results
     root = results / "e2e" / "demo"
     cells = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".") and d.name != "charts")
     return out, cells
@@ -53,12 +58,13 @@ def test_goodput_is_90_to_100_percent_of_the_rate(demo):
 
 def test_captures_decode_and_hold_the_test_flows(demo):
     for d in demo[1]:
+        srv = server(d)
         for host in ("cli", "srv"):
             raw = subprocess.run(["xz", "-dc", str(d / f"{host}.pcap.xz")], capture_output=True, check=True).stdout
-            p = subprocess.run(["tcpdump", "-nr", "-", f"tcp and src {CLI} and dst {SRV} and not port "
+            p = subprocess.run(["tcpdump", "-nr", "-", f"tcp and dst {srv} and not port "
                                 f"{CONTROL_PORT} and greater 1000"], input=raw, capture_output=True, check=True)
             lines = p.stdout.decode().splitlines()
-            ports = {re.search(rf"{re.escape(CLI)}\.(\d+) >", ln).group(1) for ln in lines}
+            ports = {re.search(r"IP \S+\.(\d+) >", ln).group(1) for ln in lines}
             assert len(lines) > 1000 and len(ports) == 2, (d.name, host, len(lines), ports)
 
 
@@ -78,10 +84,10 @@ def test_flows_ran_the_declared_congestion_controls(demo):
     for d in demo[1]:
         declared = json.loads((d / "cell.json").read_text())["coordinates"]["cc"]["value"]
         seen: dict[str, tuple[str, int]] = {}
-        port = None
+        port, srv = None, server(d)
         for line in (d / "cli.ss.log").read_text().splitlines():
             if not line[:1].isspace():  # a socket line, in any TCP state
-                m = re.match(rf"^\S+\s+\d+\s+\d+\s+{re.escape(CLI)}:(\d+)\s+{re.escape(SRV)}:(\d+)", line)
+                m = re.match(rf"^\S+\s+\d+\s+\d+\s+\S+:(\d+)\s+{re.escape(srv)}:(\d+)", line)
                 port = m.group(1) if m and int(m.group(2)) != CONTROL_PORT else None
             elif port and (m := re.search(r"\b(cubic|reno|bbr)\b.*bytes_acked:(\d+)", line)):
                 seen[port] = (m.group(1), max(int(m.group(2)), seen.get(port, ("", 0))[1]))

@@ -1,5 +1,6 @@
-"""Several namespace testbeds at once (`--parallel 2`), an interrupt during such a run,
-and a run killed with SIGKILL and started again at once (no `fl clean`).
+"""Several namespace testbeds at once (`--parallel 2`: the session's demo run,
+conftest.demo_run), an interrupt during such a run, and a run killed with SIGKILL and
+started again at once (no `fl clean`).
 
 Oracles besides fl's own records: each testbed's captures hold its own addresses only
 (the second testbed lives on subnets of its own), the two testbeds' cells overlap in
@@ -20,7 +21,6 @@ from test_e2e_interrupt import flows_running, running_cells
 from flharness.analysis.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
-SUBSET = ["--only", "cubic-vs-*-pfifo_*"]  # 4 cells of the demo: 2 CC pairs × 2 rates
 SERVERS = {"ns1": "10.71.2.1", "ns2": "10.71.18.1"}
 THREE = str(REPO / "tests" / "scenarios" / "three-short.yml")
 
@@ -31,18 +31,16 @@ def records(root: Path) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def parallel(tmp_path_factory):
-    results = tmp_path_factory.mktemp("parallel")
-    p = run_fl("run", "demo", *SUBSET, "--parallel", "2", "--results", str(results), timeout=900)
-    return p, results / "default" / "demo"
+def parallel(demo_run):
+    return demo_run.fl, demo_run.results / "e2e" / "demo"
 
 
 def test_two_namespace_testbeds_share_the_cells(parallel):
     p, root = parallel
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "4 ok, 0 failed" in p.stdout
+    assert "12 ok, 0 failed" in p.stdout
     recs = records(root)
-    assert len(recs) == 4 and {r["status"] for r in recs.values()} == {"ok"}
+    assert len(recs) == 12 and {r["status"] for r in recs.values()} == {"ok"}
     by_testbed: dict[str, list[dict]] = {}
     for rec in recs.values():
         by_testbed.setdefault(rec["backend"]["testbed_label"], []).append(rec)

@@ -68,7 +68,7 @@ def web_host(tmp_path):
 
 
 def test_push_over_ssh_then_links_checked_over_http(demo_run, web_host, tmp_path):
-    _, results = demo_run
+    results = demo_run.results
     assert run_fl("plot", "--run", "e2e", "--results", str(results)).returncode == 0
     www = Path(tempfile.mkdtemp(prefix="fl-www-"))  # the web host shares this filesystem
     www.chmod(0o755)

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.e2e, needs_root_tools()]
 
 @pytest.fixture(scope="module")
 def report(demo_run):
-    _, results = demo_run
+    results = demo_run.results
     p = run_fl("plot", "--run", "e2e", "--results", str(results))
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout, results / "e2e"
