@@ -374,9 +374,9 @@ def _steady(data: dict, series: str, window: float, link_mbit: float) -> float:
 
 
 def _mean_ci(values: list[float]) -> tuple[float, float]:
-    """Mean and 95 % half-width with Student's t (two values: t = 12.706)."""
+    """Mean and 95 % half-width with Student's t (two values: t = 12.7062)."""
     assert len(values) == 2
-    return statistics.fmean(values), 12.706 * statistics.stdev(values) / math.sqrt(2)
+    return statistics.fmean(values), 12.7062047 * statistics.stdev(values) / math.sqrt(2)
 
 
 def test_analysis_settings_set_the_window_and_the_fairness_figure(behaviours_report):
