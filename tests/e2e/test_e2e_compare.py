@@ -81,7 +81,7 @@ def rows(page: Path, metric: str) -> dict[tuple[str, str], list[str]]:
     return out
 
 
-def test_the_same_scenario_twice_is_no_change(runs):
+def test_the_same_scenario_twice_is_no_change(runs, nginx, tmp_path):
     p = run_fl("compare", "a", "b", "--results", str(runs))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "a → b: 2 cells matched" in p.stdout and "compared: b: nothing on the axes" in p.stdout, p.stdout
@@ -101,6 +101,10 @@ def test_the_same_scenario_twice_is_no_change(runs):
     text = page.read_text()
     assert "configuration:" not in text and "- **b**: nothing on the axes" in text, text
     assert ("## Repetitions left out" in text) == (sum(ka.values()) + sum(kb.values()) < 12), text
+    www, url = nginx
+    assert run_fl("push", "--run", "compare-a-vs-b", "--results", str(runs), "--dest", str(www)).returncode == 0
+    result = render_in_chromium(www, url, "compare-a-vs-b/index.html", tmp_path)
+    assert result["images"] == 3 and result["broken"] == [] and result["overlaps"] == [], result
 
 
 def test_a_fixed_rate_doubled_is_higher_by_the_rates_ratio(runs, nginx, tmp_path):
