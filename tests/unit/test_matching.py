@@ -2,14 +2,19 @@
 records made from the golden cell's (the real runs: tests/e2e/test_e2e_compare.py)."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from flharness.analysis import cache
+from flharness.analysis.metrics import Settings
 from flharness.errors import FlError
+from flharness.report import compare_page
 from flharness.report.collect import CellResult, RunResult, ScenarioResult
-from flharness.report.compare import compare_sides
+from flharness.report.compare import compare_sides, summary_lines
 from flharness.report.matching import axis_sides, check_axes, match, run_sides
+from flharness.results.cell_metrics import CellMetrics
 from flharness.results.cell_record import CellRecord, Coordinate
 from flharness.results.run_record import RunRecord
 
@@ -103,3 +108,46 @@ def test_one_axis_within_a_run():
 def test_runs_of_one_name_are_refused():
     with pytest.raises(FlError, match="two runs have one name"):
         run_sides([run("a", *two_ccs("10mbit")), run("a", *two_ccs("20mbit"))])
+
+
+@pytest.fixture(scope="module")
+def golden_metrics(tmp_path_factory) -> CellMetrics:
+    """The golden cell's metrics (two flows: cubic and reno), computed from its files."""
+    d = tmp_path_factory.mktemp("golden") / "cell"
+    shutil.copytree(GOLDEN, d)
+    return cache.compute(d, Settings())
+
+
+def scaled(c: CellResult, metrics: CellMetrics, scale: float) -> CellResult:
+    """C with the golden metrics, every flow's goodput times SCALE."""
+    flows = [f.model_copy(update={"mean_mbit": f.mean_mbit * scale}) for f in metrics.flows]
+    c.metrics = metrics.model_copy(update={"flows": flows, "flags": [], "invalid": []})
+    return c
+
+
+def test_rows_hold_each_sides_repetitions_and_the_page_has_a_line_per_side(golden_metrics, tmp_path):
+    """Goodput per repetition (×1.00, ×1.01, ×1.02 of the golden cell's) in a; twice that in
+    b; the same as a's in c: b's rows are higher by 100 % (its CI above 0), c's no change;
+    the page has a line per side in the table and a colour per side in the charts."""
+    def side(name: str, rate: str, factor: float) -> RunResult:
+        cells = two_ccs(rate, reps=3)
+        return run(name, *[scaled(c, golden_metrics, factor * (1 + 0.01 * (c.record.config.repetition - 1))) for c in cells])
+    sides = run_sides([side("a", "10mbit", 1.0), side("b", "20mbit", 2.0), side("c", "10mbit", 1.0)])
+    cmp = compare_sides(sides, match(sides))
+    goodput = [r for r in cmp.rows if r.measure.name == "goodput_mbit" and r.key.cell == "cubic"]
+    assert [r.series for r in goodput] == ["flow 1 (cubic)", "flow 2 (reno)"]
+    r = goodput[0]
+    assert [len(v) for v in r.values] == [3, 3, 3] and r.values[1][0] == pytest.approx(2 * r.values[0][0])
+    (b, c) = r.diffs
+    assert b.verdict == "higher" and b.pct == pytest.approx(100) and b.ci[0] > 0
+    assert c.verdict == "no change" and c.delta == pytest.approx(0, abs=1e-9)
+    lines = summary_lines(cmp)
+    assert lines[0] == "a → b, c: 2 cells matched" and "  compared: b: rate 10mbit → 20mbit" in lines
+    assert "  compared: c: nothing on the axes" in lines
+    assert any(ln.startswith("  goodput: b: 4 higher; c: 4 no change") for ln in lines), lines
+    page = compare_page.write(cmp, tmp_path / "page")
+    table = [ln for ln in (page / "README.md").read_text().splitlines() if "| goodput (Mbit/s) |" in ln]
+    assert len(table) == 2 * 2 * 3 and [ln.split("|")[4].strip() for ln in table[:3]] == ["a", "b", "c"], table
+    assert table[0].rstrip().endswith("| – | – | – | baseline |") and "| **higher** |" in table[1], table
+    chart = (page / "charts" / "s_goodput_mbit.svg").read_text()
+    assert all(f"<!-- {name} -->" in chart for name in ("a", "b", "c"))  # the legend: one entry per side
