@@ -73,7 +73,7 @@ class Comparison:
 
     def title(self) -> str:
         if self.matching.by:
-            return f"{self.matching.by} in {self.baseline.run.name}: " + " → ".join(s.name.split("=", 1)[1] for s in self.sides)
+            return f"{self.matching.by} in {self.baseline.run.name}: " + " → ".join(s.value for s in self.sides)
         return f"{self.baseline.name} → {', '.join(s.name for s in self.others)}"
 
 

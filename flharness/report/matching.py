@@ -42,7 +42,13 @@ class Side:
     name: str
     run: RunResult
     cells: list[CellResult]
+    labels: tuple[str, ...] = ()  # with --by: the labels of the axis's value (one, or one per rendering)
     groups: dict[Key, list[CellResult]] | None = None  # by match(), repetitions together
+
+    @property
+    def value(self) -> str:
+        """With --by, the value's labels as one text: pfifo_206/pfifo_1032."""
+        return "/".join(self.labels)
 
 
 @dataclass(frozen=True)
@@ -78,12 +84,14 @@ def axis_sides(run: RunResult, axis: str, baseline: str | None) -> list[Side]:
     if len(values) < 2:
         swept = sorted({a for c in run.cells() for a in c.record.swept})
         raise FlError(f"--by {axis}: {run.name} does not sweep {axis} (it sweeps: {', '.join(swept) or 'nothing'})")
-    sides = [Side(f"{axis}={'/'.join(dict.fromkeys(c.label(axis) or '–' for c in cells))}", run, cells)
-             for cells in values.values()]
+    sides = []
+    for cells in values.values():
+        labels = tuple(dict.fromkeys(c.label(axis) or "–" for c in cells))
+        sides.append(Side(f"{axis}={'/'.join(labels)}", run, cells, labels))
     if baseline is not None:
-        chosen = [s for s in sides if baseline in s.name.split("=", 1)[1].split("/")]
+        chosen = [s for s in sides if baseline in s.labels]
         if not chosen:
-            raise FlError(f"--baseline {baseline!r}: {run.name}'s {axis} takes {', '.join(s.name.split('=', 1)[1] for s in sides)}")
+            raise FlError(f"--baseline {baseline!r}: {run.name}'s {axis} takes {', '.join(s.value for s in sides)}")
         sides.remove(chosen[0])
         sides.insert(0, chosen[0])
     return sides
