@@ -161,10 +161,12 @@ def _specs_of(cell: Cell) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
-def probe_request(cells: list[Cell], every_rewrite: bool = False) -> dict[str, Any]:
+def probe_request(cells: list[Cell], catalogue: bool = False) -> dict[str, Any]:
     """What to probe for the cells: every distinct qdisc spec, CC, sysctl and sysctl set,
-    and how a SYN's flags can be rewritten (EVERY_REWRITE: each way, not only the first
-    that works: fl check reports them all)."""
+    tunnel kind, and how a SYN's flags can be rewritten. CATALOGUE (fl check): besides,
+    every qdisc kind, CC and tunnel fl knows, and each way of rewriting a SYN, not only
+    the first that works. A run probes only what its cells need: each module the kernel
+    loads for a trial costs, seconds in an emulated VM guest."""
     specs = {(tuple(link.words), link.self_shaping) for c in cells for link in _links(c)}
     specs |= {(tokens, True) for c in cells for axis, tokens in _specs_of(c) if axis != "qdisc"}
     return {
@@ -172,10 +174,12 @@ def probe_request(cells: list[Cell], every_rewrite: bool = False) -> dict[str, A
                    "child": layout.declared("{dev}", "{qdisc}", False), "root_handle": layout.ROOT},
         "qdiscs": [[list(q), s] for q, s in sorted(specs)],
         "ccs": sorted({cc for c in cells for f in c.config.flows for cc in f.ccs}),
+        "tunnels": sorted({c.config.tunnel for c in cells if c.config.tunnel}),
+        "catalogue": catalogue,
         "sysctls": sorted({k for c in cells for settings in c.config.sysctls.values() for k in settings}),
         "sysctl_sets": [list(map(list, s)) for s in sorted({_pairs(st) for c in cells
                                                               for st in c.config.sysctls.values()})],
-        "tcp_rewrite": {"nft": ecn_rules.NFT_STRIP, "nft_always": every_rewrite, "tc": ecn_rules.commands(
+        "tcp_rewrite": {"nft": ecn_rules.NFT_STRIP, "nft_always": catalogue, "tc": ecn_rules.commands(
             [ecn_rules.FlowRule(1, 0, ("strip-negotiation",))], "{dev}", "mid", "tc", ingress_exists=True).tc},
     }
 

@@ -23,9 +23,9 @@ def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     """This machine's kernel and tools, or (VM) the guest's, probed for real."""
     if vm is not None and inventory is not None:
         from .run.vm_probe import probe_in_vm
-        caps = probe_in_vm(vm, inventory, probe_request([], every_rewrite=True))
+        caps = probe_in_vm(vm, inventory, probe_request([], catalogue=True))
     else:
-        caps = Capabilities(probe.probe(probe_request([], every_rewrite=True)))
+        caps = Capabilities(probe.probe(probe_request([], catalogue=True)))
     ok = True
     print(f"kernel {caps.kernel}; running as {'root' if caps.data.get('root') else 'a regular user'}")
     print("\ntools:")

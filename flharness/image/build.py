@@ -37,7 +37,7 @@ from .debian import (
     source_lines,
     unpack,
 )
-from .recipe import ImageRecipe, deb_paths, file_sha256, load_recipe
+from .recipe import GUEST_PACKAGES, ImageRecipe, deb_paths, file_sha256, load_recipe
 from .sources import gather
 from .store import (
     MANIFEST,
@@ -53,11 +53,6 @@ from .store import (
 )
 
 LOG = logging.getLogger(__name__)
-#: What every fl guest needs, whatever the recipe adds: the sshd fl drives it through,
-#: python3 for the one-off kernel probe, modprobe/sysctl/mount/udev for virtme-ng's init,
-#: and the packages of fl's required tools (capabilities.REQUIRED_TOOLS).
-GUEST_PACKAGES = ("openssh-server", "python3", "kmod", "procps", "mount", "udev", "util-linux",
-                  "iproute2", "ethtool", "tcpdump", "xz-utils", "flent", "netperf", "fping")
 BUILD_PACKAGES = ("make", "xz-utils", "kmod")
 EXTRA_DIR = "updates/fl"  # extra modules, inside /usr/lib/modules/RELEASE
 BOOT_DIR = "etc/fl"  # boot-modules and boot-sysctls, read by the guest script

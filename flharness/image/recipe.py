@@ -281,11 +281,21 @@ def _check_debs(path: Path, recipe: Recipe) -> None:
             raise ScenarioError(path, f"kernel.debs[{i}]", f"no such file: {deb}")
 
 
+#: What every guest root has besides a recipe's packages: the sshd fl drives it through,
+#: python3 for the one-off kernel probe, modprobe/sysctl/mount for virtme-ng's init, and
+#: the packages of fl's required tools (capabilities.REQUIRED_TOOLS). No udev: virtme-ng's init runs
+#: it where the root has it, and its coldplug of QEMU's emulated hardware (SATA, CD-ROM,
+#: watchdogs…) took 18 of a boot's 51 s under TCG; the guest script loads the one driver
+#: fl needs (virtio_net, the NIC that carries ssh).
+GUEST_PACKAGES = ("openssh-server", "python3", "kmod", "procps", "mount", "util-linux",
+                  "iproute2", "ethtool", "tcpdump", "xz-utils", "flent", "netperf", "fping")
+
+
 def _digest(path: Path, recipe: Recipe) -> str:
-    """What decides whether a built image is current: the validated recipe and the
-    content of its local sources and kernel packages (a URL's content is fixed by its
-    checksum)."""
-    h = hashlib.sha256(json.dumps(recipe.model_dump(), sort_keys=True).encode())
+    """What decides whether a built image is current: the validated recipe, the packages
+    fl adds to every guest root and the content of the recipe's local sources and kernel
+    packages (a URL's content is fixed by its checksum)."""
+    h = hashlib.sha256(json.dumps([recipe.model_dump(), GUEST_PACKAGES], sort_keys=True).encode())
     for deb in deb_paths(path, recipe):
         h.update(file_sha256(deb).encode())
     for module in recipe.modules:

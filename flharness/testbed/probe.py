@@ -8,7 +8,9 @@ from testbed/layout.py: ``shaper`` lines, ``root`` and ``child`` lines for ``{de
 (``[tokens, self_shaping]``), ``ccs``, ``sysctls`` (keys) and ``sysctl_sets`` (one host's
 ``[key, value]`` settings of one cell, tried in order) and ``tcp_rewrite`` (the ways fl
 rewrites a SYN's TCP flags: tc batch lines for a device ``{dev}`` whose ingress qdisc
-exists, and an nftables statement). Output (stdout): JSON with the kernel release, tool
+exists, and an nftables statement), ``tunnels`` (the kinds to try) and ``catalogue``
+(fl check: every qdisc kind, CC and tunnel besides; a run tries only what it needs, as
+each module loaded costs). Output (stdout): JSON with the kernel release, tool
 versions, features, qdisc/CC/sysctl verdicts, the usable CCs that are modules (file,
 sha256, parameters) and which TCP rewrites work (nftables' only tried where tc's is not
 possible, or with ``nft_always``).
@@ -45,6 +47,8 @@ KINDS = {
 #: under an htb class, where fl puts a scenario's qdisc). Not the scenario's rule, which
 #: is qdisc.py's SELF_SHAPING_KINDS: this probe runs alone on testbed hosts.
 ROOT_KINDS = ("tbf", "htb", "netem", "hfsc", "drr", "prio")
+#: The kinds of tunnel fl offers (scenario key tunnel), each tried by a method of Probe.
+TUNNELS = ("wireguard", "fou", "ipsec")
 #: Congestion controls `fl check` tries to select.
 CCS = ["reno", "cubic", "bbr", "dctcp", "prague", "bbr2", "bbr3", "vegas", "westwood", "htcp"]
 TOOLS = {
@@ -176,7 +180,8 @@ class Probe:
                 out.append({"verdict": "unsupported" if UNKNOWN_KIND.search(msg) else "invalid", "message": msg})
         return out
 
-    def features(self) -> dict[str, bool]:
+    def features(self, tunnels: list[str]) -> dict[str, bool]:
+        """What every testbed uses, and the TUNNELS kinds (with cls_flow, which tunnels need)."""
         f: dict[str, bool] = {}
         f["ifb"] = sh("ip", "-n", self.ns, "link", "add", "name", "flifb", "type", "ifb")[0] == 0
         f["ingress"] = self.tc("qdisc", "add", "dev", self.dev, "handle", "ffff:", "ingress")[0] == 0
@@ -189,11 +194,12 @@ class Probe:
         f["veth"] = sh("ip", "-n", self.ns, "link", "show", self.dev)[0] == 0
         # AccECN (RFC 9768; mainline since Linux 6.18): the kernel takes tcp_ecn=3
         f["accecn"] = sh("sysctl", "-qw", "net.ipv4.tcp_ecn=3", ns=self.ns)[0] == 0
-        self.qdisc(["pfifo"], False)  # a classful root to hang a filter on
-        f["cls_flow"] = self.tc("filter", "add", "dev", self.dev, "parent", self.layout["root_handle"], "handle", "1",
-                                "protocol", "all", "prio", "1",
-                                "flow", "hash", "keys", "src,dst,proto,proto-src,proto-dst", "divisor", "1024")[0] == 0
-        f.update(self.tunnels())
+        if tunnels:
+            self.qdisc(["pfifo"], False)  # a classful root to hang a filter on
+            f["cls_flow"] = self.tc("filter", "add", "dev", self.dev, "parent", self.layout["root_handle"], "handle",
+                                    "1", "protocol", "all", "prio", "1",
+                                    "flow", "hash", "keys", "src,dst,proto,proto-src,proto-dst", "divisor", "1024")[0] == 0
+        f.update(self.tunnels(tunnels))
         return f
 
     def tcp_rewrite(self, trials: dict[str, Any]) -> dict[str, bool]:
@@ -222,18 +228,24 @@ class Probe:
         listed = sh("nft", "list", "chain", "inet", "flprobe_tcp", "out", ns=self.ns)[1]
         return re.search(r"counter packets [1-9]", listed) is not None
 
-    def tunnels(self) -> dict[str, bool]:
-        """Can this kernel build each kind of tunnel fl offers (scenario key tunnel)?"""
+    def tunnels(self, kinds: list[str]) -> dict[str, bool]:
+        """Can this kernel build each of KINDS of tunnel fl offers (scenario key tunnel)?"""
+        return {kind: getattr(self, f"_{kind}")() for kind in kinds if kind in TUNNELS}
+
+    def _wireguard(self) -> bool:
+        return sh("ip", "-n", self.ns, "link", "add", "flwg", "type", "wireguard")[0] == 0
+
+    def _fou(self) -> bool:
         ip = ("ip", "-n", self.ns)
         sh("modprobe", "-q", "fou")  # its netlink family does not load the module on demand
-        return {
-            "wireguard": sh(*ip, "link", "add", "flwg", "type", "wireguard")[0] == 0,
-            "fou": sh(*ip, "fou", "add", "port", "5556", "ipproto", "4")[0] == 0 and sh(
-                *ip, "link", "add", "flfou", "type", "ipip", "remote", "192.0.2.2", "local", "192.0.2.1",
-                "encap", "fou", "encap-sport", "auto", "encap-dport", "5556")[0] == 0,
-            "ipsec": sh(*ip, "link", "add", "flxfrm", "type", "xfrm", "dev", self.dev, "if_id", "7")[0] == 0
-            and sh(*ip, "xfrm", "state", "add", *ESP_TRIAL)[0] == 0,
-        }
+        return sh(*ip, "fou", "add", "port", "5556", "ipproto", "4")[0] == 0 and sh(
+            *ip, "link", "add", "flfou", "type", "ipip", "remote", "192.0.2.2", "local", "192.0.2.1",
+            "encap", "fou", "encap-sport", "auto", "encap-dport", "5556")[0] == 0
+
+    def _ipsec(self) -> bool:
+        ip = ("ip", "-n", self.ns)
+        return sh(*ip, "link", "add", "flxfrm", "type", "xfrm", "dev", self.dev, "if_id", "7")[0] == 0 \
+            and sh(*ip, "xfrm", "state", "add", *ESP_TRIAL)[0] == 0
 
 
     def sysctl_exists(self, key: str) -> bool:
@@ -315,13 +327,15 @@ def probe(request: dict) -> dict:
         return result
     try:
         with Probe(request["layout"]) as p:
-            result["features"] = p.features()
-            kinds = p.qdiscs([(spec.split(), k in ROOT_KINDS) for k, spec in KINDS.items()])
-            result["kinds"] = {k: v["verdict"] for k, v in zip(KINDS, kinds)}
+            catalogue = bool(request.get("catalogue"))
+            result["features"] = p.features([str(t) for t in (TUNNELS if catalogue else request.get("tunnels", []))])
+            tried = KINDS if catalogue else {"htb": KINDS["htb"]}  # a run needs only its shaper's kind
+            kinds = p.qdiscs([(spec.split(), k in ROOT_KINDS) for k, spec in tried.items()])
+            result["kinds"] = {k: v["verdict"] for k, v in zip(tried, kinds)}
             # tokens as text: Ansible's to_json may turn a numeric string ("200") into a number
             specs = [([str(x) for x in t], bool(s)) for t, s in request.get("qdiscs", [])]
             result["qdiscs"] = {" ".join(t): v for (t, _), v in zip(specs, p.qdiscs(specs))}
-            ccs = sorted(set(CCS) | {str(c) for c in request.get("ccs", [])} | available_ccs())
+            ccs = sorted(set(CCS if catalogue else ()) | {str(c) for c in request.get("ccs", [])} | available_ccs())
             result["ccs"] = {c: cc_usable(c) for c in ccs}
             result["cc_modules"] = {c: m for c, ok in result["ccs"].items() if ok and (m := cc_module(c))}
             keys = [str(k) for k in request.get("sysctls", [])]

@@ -208,6 +208,7 @@ class Vm:
         self.proc: subprocess.Popen | None = None
         self.console = folder / "console.log"
         self.booted = 0.0
+        self._log_from = 0  # the kernel log's size at boot: what the guest writes comes after
 
     @property
     def pid(self) -> int | None:
@@ -219,6 +220,7 @@ class Vm:
         (self.share / "sshd_config").write_text(_sshd_config(self.share))
         shutil.copy(GUEST_SCRIPT, self.share / GUEST_SCRIPT.name)
         self.kernel_log.parent.mkdir(parents=True, exist_ok=True)
+        self._log_from = self.kernel_log.stat().st_size if self.kernel_log.is_file() else 0
         guest = ["/bin/sh", str(self.share / GUEST_SCRIPT.name), str(self.share), str(self.guest_path(self.kernel_log))]
         argv = [vng(), "--run", self.cfg.kernel, *(["--root", self.cfg.root] if self.cfg.root else []),
                 "--cpus", str(self.cfg.cpus), "--memory", self.cfg.memory,
@@ -234,17 +236,28 @@ class Vm:
         self.booted = time.time()
 
     def wait_ready(self, timeout: float = BOOT_ALLOWANCE) -> None:
-        """Until the guest's sshd listens (its script says so on the console)."""
+        """Until the guest's sshd listens (its script says so on the console, and in the
+        kernel log: without udev in the guest's root it has no console fl reads)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            text = self.console.read_text(errors="replace")
+            text = self._guest_said()
             if READY in text:
                 return
             if self.proc is None or self.proc.poll() is not None:
                 raise FlError(f"the VM ({self.cfg.release}) stopped while booting: {_last_lines(text)}")
             time.sleep(0.2)
         raise FlError(f"the VM ({self.cfg.release}) was not ready after {timeout:.0f} s: "
-                      f"{_last_lines(self.console.read_text(errors='replace'))}")
+                      f"{_last_lines(self._guest_said())}")
+
+    def _guest_said(self) -> str:
+        """The console, then what the guest script wrote to the kernel log in this boot."""
+        said = self.console.read_text(errors="replace")
+        if self.kernel_log.is_file():
+            with self.kernel_log.open("rb") as f:
+                f.seek(self._log_from)
+                said += "".join(line for line in f.read().decode(errors="replace").splitlines(keepends=True)
+                                if line.startswith("fl-guest: "))
+        return said
 
     def guest_path(self, path: Path) -> Path:
         """Where the guest sees PATH, a path in the run's results folder."""

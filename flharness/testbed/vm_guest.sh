@@ -7,6 +7,10 @@
 # key and fl's public key. KERNEL_LOG is in the results folder (shared read-write).
 set -u
 vm=$1 klog=$2
+# What this script says goes to the console and to the kernel log in the results folder:
+# in a root without udev (fl's images) nothing loads the virtio-serial driver before it
+# starts, so virtme-ng gives it the serial console, which fl does not read.
+say() { echo "fl-guest: $*"; echo "fl-guest: $*" >>"$klog"; }
 
 # virtme-ng shares the guest's root without caching, so every file opened is read from
 # the host again: slow, and on the virtual clock host I/O during a test would make its
@@ -16,7 +20,7 @@ vm=$1 klog=$2
 ro=/run/fl-ro
 mkdir -p "$ro" /run/fl-home
 mount -t 9p -o trans=virtio,version=9p2000.L,cache=loose,msize=512000,ro flro "$ro" ||
-    { echo "fl-guest: no cached share of the root"; exit 1; }
+    { say "no cached share of the root"; exit 1; }
 # root's account for sshd: virtme-ng locks root's password (sshd without PAM refuses a
 # locked account) and keeps the host's home for root (its shell start-up files would
 # run for every command): an unusable password, /bin/sh, and a home of its own.
@@ -39,16 +43,18 @@ mount --bind /run/fl-shadow /etc/shadow
 # that does not load is said on the console; `fl check --vm` shows what works.
 if [ -s /etc/fl/boot-modules ]; then
     while read -r module; do
-        modprobe "$module" || echo "fl-guest: modprobe $module failed"
+        modprobe "$module" || say "modprobe $module failed"
     done < /etc/fl/boot-modules
 fi
-[ -s /etc/fl/boot-sysctls ] && { sysctl -q -p /etc/fl/boot-sysctls || echo "fl-guest: boot sysctls failed"; }
+[ -s /etc/fl/boot-sysctls ] && { sysctl -q -p /etc/fl/boot-sysctls || say "boot sysctls failed"; }
 
 # QEMU's TCG translates code per virtual address: with the same addresses in every
 # process, programs started again and again (tc, ip, sh) are translated once.
 echo 0 > /proc/sys/kernel/randomize_va_space
 
-# The NIC of QEMU's user-mode network (restrict=on: only the host's ssh forward reaches it).
+# The NIC of QEMU's user-mode network (restrict=on: only the host's ssh forward reaches
+# it). Its driver: udev loads it where there is udev (the host's root), else this.
+modprobe -q virtio_net || true
 ip link set lo up
 for dev in /sys/class/net/*; do
     dev=${dev##*/}
@@ -63,10 +69,10 @@ done
 echo 1000 > /proc/sys/net/ipv4/tcp_retries2
 echo 255 > /proc/sys/net/ipv4/tcp_synack_retries
 mkdir -p /run/sshd
-/usr/sbin/sshd -f "$vm/sshd_config" -E /run/fl-sshd.log || { echo "fl-guest: sshd failed"; cat /run/fl-sshd.log; exit 1; }
+/usr/sbin/sshd -f "$vm/sshd_config" -E /run/fl-sshd.log || { say "sshd failed: $(cat /run/fl-sshd.log)"; exit 1; }
 
 # The guest kernel's messages go to the results folder as they happen, so a guest that
 # dies leaves its last words behind.
 { echo "=== boot $(date -u +%FT%TZ): $(uname -r)"; exec dmesg -w; } >>"$klog" 2>&1 &
-echo "fl-guest: ready"
+say ready
 exec sleep 2147483647

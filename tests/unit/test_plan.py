@@ -295,3 +295,24 @@ def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
     assert "kernel lacks cls_flow" in Capabilities(base).unsupported(cells[0])
     assert Capabilities(base).unsupported(cells[3]) is None
     assert Capabilities({**base, "features": {"fou": True, "cls_flow": True}}).unsupported(cells[0]) is None
+
+
+def test_a_run_probes_what_its_cells_need_and_fl_check_everything(scenario_file):
+    """The probe request: a run's cells' tunnels and CCs only (each module the kernel loads
+    for a trial costs seconds in an emulated guest); fl check's the whole catalogue. The
+    probe's tunnel kinds are the scenario's (probe.py ships alone: it cannot import them)."""
+    from flharness.capabilities import probe_request
+    from flharness.scenario.features import TUNNELS
+    from flharness.testbed import probe
+    fou, plain = one_cell(scenario_file, """
+        test: tcp_1up
+        rate: 10mbit
+        qdisc: pfifo
+        cc: reno
+        matrix:
+          tunnel: [fou, none]
+    """)
+    request = probe_request([fou, plain])
+    assert (request["tunnels"], request["ccs"], request["catalogue"]) == (["fou"], ["reno"], False)
+    assert probe_request([plain])["tunnels"] == [] and probe_request([], catalogue=True)["catalogue"]
+    assert set(probe.TUNNELS) == set(TUNNELS) - {"none"}

@@ -4,7 +4,7 @@ The session's VM run (conftest.vm_run) includes tests/scenarios/vm-features.yml
 (per-flow RTT, a rate step, a slotted path, 5 % loss, ECN bleaching, netem reordering,
 duplication and corruption, rtt_split, a client qdisc whose CE marks the middlebox
 bleaches for one flow) and pantheon-seed
-(the shipped pantheon-1mbit scenario, seed 003's parameters, one 60 s run per scheme). Every check reads what the run left behind:
+(the shipped pantheon-1mbit scenario, seed 003's parameters, one 30 s run per scheme). Every check reads what the run left behind:
 socket statistics, Flent's time series, the pcaps (through tcpdump) and the logs.
 Selected with `pytest -m vm`.
 """
@@ -38,6 +38,7 @@ from resultlib import (
 
 from flharness.analysis import queue
 from flharness.analysis.flent_data import t0 as flent_t0
+from flharness.frames import FRAME_BYTES
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 
@@ -154,24 +155,25 @@ def test_ecn_bleaching_per_flow(run):
 
 
 def test_pantheon_schemes_at_1mbit_200ms(run):
-    """Seed 003's parameters, one 60 s run per scheme (BBR, CUBIC; fq on the sender's
+    """Seed 003's parameters, one 30 s run per scheme (BBR, CUBIC; fq on the sender's
     interface, as the report's default_qdisc). Each moves data over the 200 ms path;
     CUBIC fills the 625 kB drop-tail buffer (5 s at 1 Mbit/s), so its ping under load
     grows by seconds. fl's goodput is what the server's capture received (±2 %), never
     netperf's sender-side count (1.29 for CUBIC in seed 003), and it is 0.90-0.96 Mbit/s
-    (the payload capacity is 0.956); BBR's queue is steady, so its p95 TCP RTT exceeds its
-    p95 one-way delay by about the return path's 100 ms: ±30, since the one is the
-    kernel's smoothed RTT (some 100 samples), which flattens peaks, the other every
-    packet's own delay (seen 84.7 and 94.8). Loss as Pantheon counts it adds what was
-    still queued when the test ended: for CUBIC about a full buffer (625 kB of the ~8 MB
-    it sent: 5-10 points above fl's loss; seen 7.2), for BBR little (seen 0.2-0.6)."""
+    (the payload capacity is 0.956). BBR's queue is steady, so its median TCP RTT exceeds
+    its median one-way delay by about the return path's 100 ms: ±30, since the one is
+    the kernel's smoothed RTT (some 50 samples), the other every packet's own delay (seen
+    112; not the p95s: in 30 s BBR's start-up, its queue up to 600 ms, sets both). Loss
+    as Pantheon counts it adds what was still queued when the test ended: for CUBIC a
+    full buffer (625 kB, 413 frames, of the ~3100 it sent: seen 0.134 of them, 0.072
+    over 60 s), for BBR little (seen 0.2-0.8 %)."""
     for cc in ("cubic", "bbr"):
         rec, data, d = find(run, "pantheon-seed", cc=cc)
         flow = json.loads((d / "metrics.json").read_text())["flows"][0]
         capacity = rec["config"]["bottleneck"]["up"]["rate_bps"] * PAYLOAD_SHARE / 1e6  # 0.956 Mbit/s of payload
         start = flent_t0(data) + lead_in(data)
         arrived = payload_received_mbit(d / "srv.pcap.xz", start, start + rec["config"]["length"])
-        assert rec["config"]["length"] == 60 and rec["config"]["client_qdisc"] == "fq"
+        assert rec["config"]["length"] == 30 and rec["config"]["client_qdisc"] == "fq"
         assert abs(flow["mean_mbit"] - arrived) <= 0.02 * arrived, (cc, flow["mean_mbit"], arrived)
         assert flow["mean_mbit"] <= 1.01 * capacity, (cc, flow)
         assert 0.90 <= flow["mean_mbit"] <= 0.96, (cc, flow)
@@ -181,11 +183,12 @@ def test_pantheon_schemes_at_1mbit_200ms(run):
         assert rec["config"]["bottleneck"]["up"]["qdisc"] == "bfifo limit 625000"
         queued = flow["owd_ms"]["loss_by_end"] - flow["owd_ms"]["loss"]  # Pantheon's loss minus fl's
         if cc == "bbr":
-            assert abs(flow["tcp_rtt_ms"]["p95"] - flow["owd_ms"]["p95"] - 100) <= 30, flow
+            assert abs(flow["tcp_rtt_ms"]["median"] - flow["owd_ms"]["median"] - 100) <= 30, flow
             assert 0 <= queued < 0.02, flow
         else:
             assert max(v for _, v in series(data, "Ping (ms) ICMP", lead_in(data))) > 1200
-            assert 0.05 <= queued <= 0.10, flow
+            full = 625000 / FRAME_BYTES / flow["owd_ms"]["sent"]  # the buffer's frames, as a share of those sent
+            assert abs(queued - full) <= 0.2 * full, (queued, full, flow)
 
 
 def test_the_pantheon_table_renders_with_one_run(run):
