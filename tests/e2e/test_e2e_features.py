@@ -16,7 +16,7 @@ SCENARIO = REPO / "tests" / "scenarios" / "host-features.yml"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     results = tmp_path_factory.mktemp("features")
-    p = run_fl("run", str(SCENARIO), "--results", str(results))
+    p = run_fl("run", str(SCENARIO), "--results", str(results), "--parallel", "2")  # light cells: two testbeds
     assert p.returncode == 0, p.stdout + p.stderr
     assert "3 ok, 0 failed" in p.stdout, p.stdout
     return results / "default"
