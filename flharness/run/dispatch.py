@@ -8,7 +8,6 @@ testbed runs the next one (run/finish.py).
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -82,9 +81,9 @@ class Dispatch:
             except BaseException as e:
                 self._abandon("interrupted (SIGINT/SIGTERM)" if isinstance(e, KeyboardInterrupt)
                               else f"interrupted: the run stopped ({e})")
+                self._reap_after_all(on_error=True)
                 raise
-            finally:
-                self._reap_after_all()
+            self._reap_after_all(on_error=False)
         return self.records
 
     # --- one testbed --------------------------------------------------------------------------
@@ -203,13 +202,13 @@ class Dispatch:
                 self.records.append(rec)
                 self.progress.finish(rec.cell, "stopped", rec.duration or 0, "", attempt.testbed)
 
-    def _reap_after_all(self) -> None:
-        """The cells still being finished, when the run ends; when it ends on an error, a
+    def _reap_after_all(self, on_error: bool) -> None:
+        """The cells still being finished, when the run ends; when it ends ON_ERROR, a
         second one (a full disk again) is only reported: the first says what happened."""
         try:
             self._reap(wait=True)
         except (OSError, FlError) as e:
-            if sys.exc_info()[0] is None:
+            if not on_error:
                 raise
             LOG.warning("finishing the last cells: %s", e)
 

@@ -29,7 +29,7 @@ from ..scenario.load import read_merged
 from ..testbed.inventory import Inventory, load_testbeds, moved
 from ..testbed.plan import estimated_seconds, run_vars
 from ..testbed.probing import merge_hosts
-from ..testbed.testbed import Testbed
+from ..testbed.testbed import BATCH, Testbed
 from .context import Run, RunOptions
 from .dispatch import Dispatch, Slot
 from .finish import Attempt
@@ -209,7 +209,7 @@ def _plan(run: Run, selected: list, paths: list[Path]) -> list[ScenarioPlan]:
 def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict,
                testbeds: list[Testbed]) -> list[CellRecord]:
     queue = deque(sorted(to_run, key=lambda sc: -estimated_seconds(sc[1], CELL_OVERHEAD)))
-    rv |= {"batches": len(queue) // 16 + 2, "batch": 16}
+    rv |= {"batches": len(queue) // BATCH + 2, "batch": BATCH}
     for tb in testbeds:
         tb.run_vars = rv
     progress = Progress([estimated_seconds(c, CELL_OVERHEAD) for _, c in queue], len(testbeds))

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from ..errors import FlError
+from . import layout
 from .ansible import run_playbook
 from .inventory import Inventory, testbed_inventory
 
@@ -32,7 +33,7 @@ def render_cells(inv: Inventory, run_vars: dict[str, Any], cells: list[dict[str,
         out = folder / "out"
         out.mkdir()
         result = run_playbook("render", inventory, {
-            "fl_testbed_id": DRY_RUN_ID, "fl_state_root": "/run/fl", "fl_run": run_vars,
+            "fl_testbed_id": DRY_RUN_ID, "fl_state_root": "/run/fl", "fl_run": run_vars, **layout.ANSIBLE_VARS,
             "fl_render_cells": cells, "fl_render_templates": templates or SCRIPTS,
             "fl_render_testbed": testbed or {}, "fl_render_dir": str(out)}, folder / "ansible.log")
         if not result.ok:

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from ..errors import FlError
-from . import netns
+from . import layout, netns
 from .ansible import PlaybookResult, run_playbook
 from .inventory import Inventory, testbed_inventory
 from .probing import probe_hosts
@@ -61,7 +61,8 @@ class Testbed:
         return "vm" if self.vm else self.inv.backend
 
     def extra_vars(self) -> dict[str, Any]:
-        return {"fl_testbed_id": self.id, "fl_state_root": str(STATE_ROOT), "fl_run": self.run_vars}
+        return {"fl_testbed_id": self.id, "fl_state_root": str(STATE_ROOT), "fl_run": self.run_vars,
+                **layout.ANSIBLE_VARS}
 
     # --- building ---------------------------------------------------------------------------
 
