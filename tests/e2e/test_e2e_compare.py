@@ -10,7 +10,6 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,28 +23,19 @@ RATES = {"a": "10mbit", "b": "10mbit", "c": "20mbit", "d": "15mbit"}  # run labe
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    """The four runs, two at a time (each on two testbeds: the cells are light, and runs
-    compared with each other share the machine's conditions)."""
     results = tmp_path_factory.mktemp("compare")
     text = SCENARIO.read_text()
     assert "rate: 10mbit\n" in text
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for done in pool.map(lambda lr: run_label(results, text, *lr), RATES.items()):
-            assert done.returncode == 0, done.stdout + done.stderr
+    for label, rate in RATES.items():
+        scenario = results / "scenarios" / label / "compare.yml"
+        scenario.parent.mkdir(parents=True)
+        scenario.write_text(text.replace("rate: 10mbit\n", f"rate: {rate}\n"))
+        for _ in range(3):  # a run whose repetitions the machine disturbed: those again (twice at most)
+            p = run_fl("run", str(scenario), "--run", label, "--results", str(results), "--parallel", "2")
+            assert p.returncode == 0, p.stdout + p.stderr
+            if not redo_doubted(results / label):
+                break
     return results
-
-
-def run_label(results: Path, text: str, label: str, rate: str):
-    """Run LABEL: the scenario at RATE; a run whose repetitions the machine disturbed runs
-    those again (twice at most)."""
-    scenario = results / "scenarios" / label / "compare.yml"
-    scenario.parent.mkdir(parents=True)
-    scenario.write_text(text.replace("rate: 10mbit\n", f"rate: {rate}\n"))
-    for _ in range(3):
-        p = run_fl("run", str(scenario), "--run", label, "--results", str(results), "--parallel", "2")
-        if p.returncode != 0 or not redo_doubted(results / label):
-            break
-    return p
 
 
 def doubted(run: Path) -> list[Path]:
