@@ -11,6 +11,7 @@ vm=$1 klog=$2
 # in a root without udev (fl's images) nothing loads the virtio-serial driver before it
 # starts, so virtme-ng gives it the serial console, which fl does not read.
 say() { echo "fl-guest: $*"; echo "fl-guest: $*" >>"$klog"; }
+echo "=== boot $(date -u +%FT%TZ): $(uname -r)" >>"$klog"
 
 # virtme-ng shares the guest's root without caching, so every file opened is read from
 # the host again: slow, and on the virtual clock host I/O during a test would make its
@@ -71,8 +72,8 @@ echo 255 > /proc/sys/net/ipv4/tcp_synack_retries
 mkdir -p /run/sshd
 /usr/sbin/sshd -f "$vm/sshd_config" -E /run/fl-sshd.log || { say "sshd failed: $(cat /run/fl-sshd.log)"; exit 1; }
 
-# The guest kernel's messages go to the results folder as they happen, so a guest that
-# dies leaves its last words behind.
-{ echo "=== boot $(date -u +%FT%TZ): $(uname -r)"; exec dmesg -w; } >>"$klog" 2>&1 &
 say ready
+# The guest kernel's messages go to the results folder as they happen, so a guest that
+# dies leaves its last words behind (after this script's lines: nothing else writes there).
+dmesg -w >>"$klog" 2>&1 &
 exec sleep 2147483647

@@ -19,74 +19,42 @@ from flharness.image.store import load_image
 #: virtual clock (on a KVM host fl would pick KVM and the real clock).
 VM_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml")
                 for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-seed", "vm-tunnel", "vm-par")]
-VM_CELLS = 6 + 1 + 9 + 2 + 5 + 4
+VM_CELLS = 6 + 1 + 9 + 3 + 4 + 4
 VM_OPTIONS = ["--vm", "--vm-accel", "tcg", "--vm-clock", "virtual"]
 
 
-#: test_e2e_vm_parallel's run of vm-par in one VM of its own, its kernel named by path,
-#: started in the background once the session's run ended: it takes one core while the
-#: modules in between (a kernel image built from .deb files, the l4s image's build) leave
-#: one idle; on the virtual clock the load does not change its results. It is also the
-#: interrupted run: SIGINT once a cell is done and the next under way, then the same
-#: command again, which resumes it.
+#: test_e2e_vm_parallel's run of vm-par in one VM of its own, started in the background
+#: once the session's run ended: it takes one core while the modules in between (a kernel
+#: image built from .deb files, the l4s image's build) leave one idle; on the virtual
+#: clock the load does not change its results.
 SERIAL = str(REPO / "tests" / "scenarios" / "vm-par.yml")
-
-
-class SerialRun:
-    """vm-par in one VM, interrupted and resumed, in a thread: `result()` waits for it."""
-
-    def __init__(self, results: Path, image: Path) -> None:
-        self.results, self.image = results, image
-        self.argv = ("run", SERIAL, "--vm", str(image), "--vm-accel", "tcg", "--vm-clock", "virtual",
-                     "--results", str(results))
-        self.fl: FlProcess | None = None
-        self.stopped = False
-        self._pool = ThreadPoolExecutor(max_workers=1)
-        self._future = self._pool.submit(self._run)
-
-    def _start(self) -> FlProcess:
-        if self.stopped:
-            raise RuntimeError("the session ended")
-        self.fl = FlProcess(*self.argv)
-        return self.fl
-
-    def _run(self) -> dict:
-        fl = self._start()
-        fl.wait_for_line(" ok ", timeout=1800)  # a cell is done
-        fl.wait_for_line(" … (run ETA", timeout=600)  # the next one is under way
-        fl.send_signal(signal.SIGINT)
-        rc = fl.finish(timeout=180)  # fl kills its VM on SIGTERM: finish() sends it on a timeout
-        killed = {"rc": rc, "qemus": qemus(self.results), "statuses": statuses(self.results), "out": fl.output}
-        again = self._start()
-        return {"killed": killed, "resumed": (again.finish(timeout=2400), again.output)}
-
-    def result(self) -> dict:
-        return self._future.result(timeout=3600)
-
-    def stop(self) -> None:
-        """At the session's end: fl told to stop (it removes its VM) if it still runs."""
-        self.stopped = True
-        if self.fl is not None and self.fl.proc.poll() is None:
-            self.fl.proc.terminate()
-            self.fl.proc.wait(timeout=180)
-        self._pool.shutdown(wait=False)
 
 
 @pytest.fixture(scope="session")
 def vm_run(tmp_path_factory):
-    """The parallel VM run to its end (its two QEMUs' command lines read while they run
-    cells); then the serial run of vm-par starts ("serial": a SerialRun and the kernel
-    image it names), stopped at the latest with the session."""
+    """The parallel VM run, interrupted (SIGINT) after its first cell completed while both
+    VMs run cells, then resumed; then the serial run of vm-par starts ("serial": its
+    process, results folder and kernel image), ended at the latest with the session."""
     results = tmp_path_factory.mktemp("vm-results")
     fl = FlProcess("run", *VM_SCENARIOS, *VM_OPTIONS, "--parallel", "2", "--results", str(results))
-    fl.wait_for_line(f"/{VM_CELLS}] vm", timeout=900)  # a cell started: both VMs are up
+    fl.wait_for_line(f"/{VM_CELLS}] vm", timeout=900)  # a cell started
+    fl.wait_for_line(" ok ", timeout=900)  # the first cell is done
+    fl.wait_for_line(" … (run ETA", timeout=300)  # the VM that ran it has its next cell: both run cells
     qemu_argv = [Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() for pid in qemus(results)]
-    rc = fl.finish(timeout=4800)
-    image = newest_kernel()
-    serial = SerialRun(tmp_path_factory.mktemp("vm-serial"), image)
-    yield {"rc": rc, "out": fl.output, "qemu_argv": qemu_argv, "root": results / "default",
-           "serial": (serial, serial.results / "default" / "vm-par", image)}
-    serial.stop()
+    fl.send_signal(signal.SIGINT)
+    rc = fl.finish(timeout=180)  # fl kills its VMs on SIGTERM: finish() sends it on a timeout
+    killed = {"rc": rc, "qemus": qemus(results), "statuses": statuses(results), "out": fl.output,
+              "qemu_argv": qemu_argv}
+    resumed = run_fl("run", *VM_SCENARIOS, *VM_OPTIONS, "--parallel", "2", "--results", str(results),
+                     timeout=4800)
+    serial_results, image = tmp_path_factory.mktemp("vm-serial"), newest_kernel()
+    serial = FlProcess("run", SERIAL, "--vm", str(image), "--vm-accel", "tcg", "--vm-clock", "virtual",
+                       "--results", str(serial_results))
+    yield {"killed": killed, "resumed": resumed, "root": results / "default",
+           "serial": (serial, serial_results / "default" / "vm-par", image)}
+    if serial.proc.poll() is None:  # the session ended before a test waited for it
+        serial.proc.terminate()
+        serial.proc.wait(timeout=180)
 
 
 #: The L4S lab: `fl image build l4s` (twice: the second finds it built), `fl check` (its

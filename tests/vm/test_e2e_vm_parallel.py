@@ -1,8 +1,7 @@
 """Parallel VMs give the results one VM gives: the session's run (two VMs sharing the
 host's two cores, conftest.vm_run) and a run of the same four single-flow cells in one
 VM of their own (in the background, beside the next modules' VMs and image builds) agree,
-each figure computed by fl's analysis from the cell's own files. That run is also the
-interrupted one: SIGINT once a cell is done and the next under way, then resumed.
+each figure computed by fl's analysis from the cell's own files.
 
 Not within 1 %: the virtual clock makes a guest's timing independent of the host's load
 (the same cell repeated in one VM agrees to 1 %: test_e2e_vm), but not of the guest's
@@ -38,37 +37,13 @@ MEAN_OVER_CELLS = {"goodput": 0.08, "D_SS": 0.08}  # four cells: one at 13 % mov
 
 
 @pytest.fixture(scope="module")
-def serial_run(vm_run) -> dict:
-    """The serial run's interrupted part ("killed") and its resumption ("resumed": exit
-    status and output), started in the background by conftest.vm_run."""
-    run, _, _ = vm_run["serial"]
-    return run.result()
-
-
-@pytest.fixture(scope="module")
-def serial(vm_run, serial_run):
+def serial(vm_run):
     """The same cells in one VM, its kernel named by path (`--vm /boot/vmlinuz-…`: the
-    kernel the session's `--vm` picked by itself, the newest in /boot)."""
-    _, root, image = vm_run["serial"]
-    rc, out = serial_run["resumed"]
-    assert rc == 0, out
+    kernel the session's `--vm` picked by itself, the newest in /boot); started in the
+    background by conftest.vm_run."""
+    fl, root, image = vm_run["serial"]
+    assert fl.finish(timeout=2400) == 0, fl.output
     return root, kernel_release(image)
-
-
-def test_an_interrupted_vm_run_leaves_no_qemu_and_keeps_completed_cells(serial_run):
-    """SIGINT while the VM runs a cell: no QEMU survives, the cells done are kept, the one
-    under way is recorded as interrupted."""
-    k = serial_run["killed"]
-    assert k["rc"] == 130, k["out"]
-    assert k["qemus"] == []
-    states = list(k["statuses"].values())
-    assert states.count("ok") >= 1 and states.count("interrupted") == 1, k["statuses"]
-
-
-def test_the_next_run_resumes_it(serial_run):
-    rc, out = serial_run["resumed"]
-    assert rc == 0, out
-    assert "already done" in out, out
 
 
 def metrics(root) -> dict[str, dict]:
