@@ -47,7 +47,7 @@ KINDS = {
 #: under an htb class, where fl puts a scenario's qdisc). Not the scenario's rule, which
 #: is qdisc.py's SELF_SHAPING_KINDS: this probe runs alone on testbed hosts.
 ROOT_KINDS = ("tbf", "htb", "netem", "hfsc", "drr", "prio")
-#: The kinds of tunnel fl offers (scenario key tunnel), each tried by a method of Probe.
+#: The kinds of tunnel fl offers (scenario key tunnel), each tried by Probe.tunnels.
 TUNNELS = ("wireguard", "fou", "ipsec")
 #: Congestion controls `fl check` tries to select.
 CCS = ["reno", "cubic", "bbr", "dctcp", "prague", "bbr2", "bbr3", "vegas", "westwood", "htcp"]
@@ -230,7 +230,8 @@ class Probe:
 
     def tunnels(self, kinds: list[str]) -> dict[str, bool]:
         """Can this kernel build each of KINDS of tunnel fl offers (scenario key tunnel)?"""
-        return {kind: getattr(self, f"_{kind}")() for kind in kinds if kind in TUNNELS}
+        trials = {"wireguard": self._wireguard, "fou": self._fou, "ipsec": self._ipsec}
+        return {kind: trials[kind]() for kind in kinds if kind in trials}
 
     def _wireguard(self) -> bool:
         return sh("ip", "-n", self.ns, "link", "add", "flwg", "type", "wireguard")[0] == 0
