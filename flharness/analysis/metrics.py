@@ -37,6 +37,7 @@ from ..frames import FRAME_BYTES
 from ..results.cell_metrics import CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary
 from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..results.cell_series import CellSeries, FlowSeries
+from ..results.flags import Flag, FlagCode, calibration_flag
 from ..units import Rate
 from . import delivery, flentlib, pcap, qdisc_stats, queue, ss_samples
 from .flent_data import delivered_mbit, first_data_s
@@ -46,8 +47,6 @@ from .udp_flow import udp_flow
 
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
 OVER_CAPACITY = 1.01  # goodput above this × payload capacity is a measurement error
-#: How flags that doubt the measurement itself begin, or end (the rest are results).
-CALIBRATION_FLAG, MEASUREMENT_ERROR = "calibration: ", "impossible, a measurement error"
 RATE_SAMPLE_SPAN = 1.0  # s: a delivery-rate sample is judged against the highest rate this long before it
 SIDES: dict[Direction, tuple[str, str]] = {"up": ("cli", "srv"), "down": ("srv", "cli")}  # (sender, receiver)
 PEAK_INTERVAL = 1.0  # seconds: the aggregate goodput's peak is the best such interval
@@ -101,7 +100,10 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: Cell
     out.flags = _flags(out, record, impossible)
     if record.config.udp:
         udp = udp_flow(cell_dir / "udp.log", Rate.parse(record.config.udp).bps)
-        out.udp, out.flags = (udp, out.flags) if not isinstance(udp, str) else (None, [*out.flags, f"udp flow: {udp}"])
+        if isinstance(udp, str):
+            out.flags.append(Flag(kind="incomplete", code="udp_unreported", text=f"udp flow: {udp}"))
+        else:
+            out.udp = udp
     return out
 
 
@@ -142,7 +144,7 @@ def _socket_series(rs: Any, row: FlowMetrics, key: pcap.Key | None, ss: dict[str
 
 
 def _add_socket_stats(rows: list[FlowMetrics], rs: Any, cell_dir: Path, config: CellConfig,
-                      keys: dict[int, pcap.Key], lead: float, length: float, window: float) -> list[str]:
+                      keys: dict[int, pcap.Key], lead: float, length: float, window: float) -> list[Flag]:
     """Per flow from its sending socket's samples: D_SS over WINDOW without the samples
     above the link's rate, and the TCP RTT while it runs. Returns a flag for each D_SS
     still above the link's payload capacity over its samples (a measurement error)."""
@@ -150,7 +152,7 @@ def _add_socket_stats(rows: list[FlowMetrics], rs: Any, cell_dir: Path, config: 
     for host in ("cli", "srv"):
         if (log := cell_dir / f"{host}.ss.log").is_file():
             ss[host] = ss_samples.samples(log)
-    flags = []
+    flags: list[Flag] = []
     for row in rows:
         row.socket_source, rates, rtts = _socket_series(rs, row, keys.get(row.index), ss)
         row.socket_samples = len(rates)
@@ -167,8 +169,9 @@ def _add_socket_stats(rows: list[FlowMetrics], rs: Any, cell_dir: Path, config: 
         row.steady_mbit = float(v[possible].mean())
         capacity = float(payload_capacity_bps(rate_at(t[possible], config, row.direction)).mean()) / 1e6
         if row.steady_mbit > OVER_CAPACITY * capacity:
-            flags.append(f"flow {row.index} ({row.label}): D_SS {row.steady_mbit:.3g} Mbit/s is "
-                         f"{row.steady_mbit / capacity:.1%} of the payload capacity: {MEASUREMENT_ERROR}")
+            flags.append(Flag(kind="measurement_error", code="steady_over_capacity",
+                              text=f"flow {row.index} ({row.label}): D_SS {row.steady_mbit:.3g} Mbit/s is "
+                                   f"{row.steady_mbit / capacity:.1%} of the payload capacity, impossible"))
     return flags
 
 
@@ -323,7 +326,7 @@ def _limited_by_more_than_the_rate(config: CellConfig) -> bool:
 
 
 def _unfilled(peaks: dict[Direction, float], config: CellConfig,
-              queues: dict[Direction, QueueSummary | None]) -> list[str]:
+              queues: dict[Direction, QueueSummary | None]) -> list[Flag]:
     """Directions whose bulk TCP flows never filled the link: their best second stayed
     below SHOULD_FILL × the payload capacity. Judged only where nothing but the declared
     rate limits them; RRUL's flows share the link with its pings. A standing queue
@@ -334,32 +337,35 @@ def _unfilled(peaks: dict[Direction, float], config: CellConfig,
     for direction, peak in sorted(peaks.items()):
         capacity = payload_capacity_bps(config.bottleneck.of(direction).rate_bps) / 1e6
         if peak < SHOULD_FILL * capacity:
+            code: FlagCode = "link_unfilled"
             why = "bulk TCP flows should fill the link"
             q = queues.get(direction)
             if q and q.backlog_pkts and q.backlog_pkts.mean >= STANDING_QUEUE_PKTS:
-                why = (f"its queue held {q.backlog_pkts.mean:.0f} packets on average meanwhile, so the shaper "
-                       "sent below its rate (the middlebox short of CPU), not the flows")
-            out.append(f"{direction} goodput peaked at {peak:.3g} Mbit/s ({peak / capacity:.0%} of the payload "
-                       f"capacity) in its best {PEAK_INTERVAL:g} s: {why}")
+                code, why = "shaper_short", (f"its queue held {q.backlog_pkts.mean:.0f} packets on average meanwhile, "
+                                             "so the shaper sent below its rate (the middlebox short of CPU), not the flows")
+            out.append(calibration_flag(code, f"{direction} goodput peaked at {peak:.3g} Mbit/s ({peak / capacity:.0%} "
+                                              f"of the payload capacity) in its best {PEAK_INTERVAL:g} s: {why}"))
     return out
 
 
-def _flags(out: CellMetrics, record: CellRecord, impossible: list[str] | None = None) -> list[str]:
-    """Findings worth a reader's attention that are results, not harness failures: goodput
-    above the payload capacity and the other impossible figures found (IMPOSSIBLE: D_SS),
-    each a measurement error; a path that did not behave as declared (cell.json's
-    checks.calibration, and bulk flows that never filled the link),
-    a flow starved by the path (near-zero goodput) or whose data began late (its
-    connection could not start in time; checks.late_start_s)."""
-    flags = [f"{direction} goodput is {u:.1%} of the payload capacity: {MEASUREMENT_ERROR}"
+def _flags(out: CellMetrics, record: CellRecord, impossible: list[Flag] | None = None) -> list[Flag]:
+    """What a reader must know: goodput above the payload capacity and the other
+    impossible figures found (IMPOSSIBLE: D_SS), each a measurement error; a path that did
+    not behave as declared (cell.json's checks.calibration, and bulk flows that never
+    filled the link); results such as a flow starved by the path (near-zero goodput) or
+    whose data began late (its connection could not start in time; checks.late_start_s)."""
+    flags = [Flag(kind="measurement_error", code="goodput_over_capacity",
+                  text=f"{direction} goodput is {u:.1%} of the payload capacity, impossible")
              for direction, u in out.utilisation.items() if u > OVER_CAPACITY]
     flags += impossible or []
     checks = record.checks
-    flags += [CALIBRATION_FLAG + reason for reason in (checks.calibration.reasons if checks.calibration else [])]
-    flags += [CALIBRATION_FLAG + reason for reason in _unfilled(out.peak_mbit, record.config, out.queue)]
+    flags += checks.calibration.reasons if checks.calibration else []
+    flags += _unfilled(out.peak_mbit, record.config, out.queue)
     for f in out.flows:
         if _starved(f, record.config):
-            flags.append(f"flow {f.index} ({f.label}): starved, {f.mean_mbit:.3g} Mbit/s in the test")
+            flags.append(Flag(kind="finding", code="starved",
+                              text=f"flow {f.index} ({f.label}): starved, {f.mean_mbit:.3g} Mbit/s in the test"))
         if f.series in checks.late_start_s:
-            flags.append(f"flow {f.index} ({f.label}): data began {checks.late_start_s[f.series]:g} s late")
+            flags.append(Flag(kind="finding", code="late_start",
+                              text=f"flow {f.index} ({f.label}): data began {checks.late_start_s[f.series]:g} s late"))
     return flags

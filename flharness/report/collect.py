@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.cache import cached, compute_contained
-from ..analysis.metrics import CALIBRATION_FLAG, MEASUREMENT_ERROR, Settings
+from ..analysis.metrics import Settings
 from ..errors import FlError
 from ..results import files
 from ..results.cell_metrics import CellMetrics
 from ..results.cell_record import CellRecord
+from ..results.flags import Flag, mismeasured
 from ..results.run_record import RunRecord
 from ..results.store import CELL_FILE
 from ..scenario import load_scenario
@@ -48,15 +49,15 @@ class CellResult:
         return [f"{UNREADABLE}: {self.damage}"] if self.damage else self.metrics.invalid if self.metrics else []
 
     @property
-    def flags(self) -> list[str]:
+    def flags(self) -> list[Flag]:
         """Findings such as a starved flow: the cell counts, with the flag shown."""
         return self.metrics.flags if self.metrics else []
 
     @property
-    def mismeasured(self) -> list[str]:
+    def mismeasured(self) -> list[Flag]:
         """The flags that doubt the measurement itself (the path did not behave as
         declared, a figure is impossible), not a result such as a starved flow."""
-        return [f for f in self.flags if f.startswith(CALIBRATION_FLAG) or MEASUREMENT_ERROR in f]
+        return mismeasured(self.flags)
 
     @property
     def valid(self) -> bool:

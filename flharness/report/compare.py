@@ -90,7 +90,7 @@ def compare_sides(sides: list[Side], matching: Matching) -> Comparison:
         out.config += [(side.name, k, va, vb, n) for k, va, vb, n in config_differences(pairs)]
         if side.run is not base.run:
             out.provenance += [(side.name, k, va, vb, 0) for k, va, vb in provenance_differences(base.run, side.run)]
-    out.left_out = [(s.name, c.scenario, c.name, c.mismeasured[0]) for s in sides
+    out.left_out = [(s.name, c.scenario, c.name, str(c.mismeasured[0])) for s in sides
                     for k in matched for c in (s.groups or {}).get(k, []) if c.valid and c.mismeasured]
     runs = list({id(s.run): s.run for s in sides}.values())
     out.left_out += [(run.name, sc.name, name, f"unreadable: {why}") for run in runs for sc in run.scenarios

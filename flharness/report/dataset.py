@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..results.cell_metrics import CellMetrics, FlowMetrics, QdiscTotals, QueueSummary
 from .collect import UNREADABLE, CellResult, RunResult
 
@@ -38,7 +40,8 @@ def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, A
     cols: dict[str, Any] = {
         "run": run.name, "scenario": c.scenario, "cell": c.name, "config_hash": rec.config_hash,
         "status": c.status, "reason": c.damage or rec.reason, "valid": c.valid, "invalid": "; ".join(c.invalid),
-        "flags": "; ".join(c.flags), "backend": rec.backend.kind, "clock": rec.backend.clock,
+        "flags": "; ".join(map(str, c.flags)), "flag_codes": " ".join(f.code for f in c.flags),
+        "backend": rec.backend.kind, "clock": rec.backend.clock,
         "kernel": rec.kernel, "calibration": _calibration(c), **_effects(c),
     }
     cols.update({f"axis_{a}": c.label(a) for a in axes})
@@ -65,8 +68,8 @@ def _calibration(c: CellResult) -> str | None:
     verdict = c.record.checks.calibration
     if verdict is None:
         return None
-    found = [f.removeprefix("calibration: ") for f in c.flags if f.startswith("calibration: ")]
-    return "; ".join(dict.fromkeys(verdict.reasons + found)) or "ok"
+    found = [f.text for f in [*verdict.reasons, *c.flags] if f.kind == "calibration"]
+    return "; ".join(dict.fromkeys(found)) or "ok"
 
 
 def _flow_columns(f: FlowMetrics | None) -> dict[str, Any]:
@@ -135,4 +138,9 @@ def summary(run: RunResult) -> dict[str, Any]:
 
 
 def write_summary(run: RunResult, path: Path) -> None:
-    path.write_text(json.dumps(summary(run), indent=1, default=str))
+    path.write_text(json.dumps(summary(run), indent=1, default=_jsonable))
+
+
+def _jsonable(o: object) -> object:
+    """Models (flags) as their data, anything else as its text."""
+    return o.model_dump(mode="json") if isinstance(o, BaseModel) else str(o)

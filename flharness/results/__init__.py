@@ -4,6 +4,7 @@ through them by the run, the analysis and the report.
 * cell_record: cell.json (what ran, its configuration, backend, testbed, checks);
 * cell_metrics: metrics.json (the analysis of a cell; a cache);
 * run_record: run.json (one entry per `fl run` invocation);
+* flags: a cell's cautions (kind, code, text), selected by kind and code, never text;
 * files: base models, versioned reading (a file of another version is one clear error),
   atomic writing;
 * store: a scenario's folder of cells, committed atomically.
@@ -11,9 +12,10 @@ through them by the run, the analysis and the report.
 from .cell_metrics import METRICS_VERSION, CellMetrics
 from .cell_record import CELL_VERSION, Backend, CellConfig, CellRecord, Checks, Endpoints
 from .files import VersionError, read, write
+from .flags import MISMEASURED, Flag, FlagCode, FlagKind
 from .run_record import RUN_VERSION, Invocation, RunRecord
 from .store import CELL_FILE, ScenarioResults
 
 __all__ = ["CELL_FILE", "CELL_VERSION", "METRICS_VERSION", "RUN_VERSION", "Backend", "CellConfig", "CellMetrics",
-           "CellRecord", "Checks", "Endpoints", "Invocation", "RunRecord", "ScenarioResults", "VersionError",
+           "CellRecord", "Checks", "Endpoints", "Flag", "FlagCode", "FlagKind", "MISMEASURED", "Invocation", "RunRecord", "ScenarioResults", "VersionError",
            "read", "write"]

@@ -6,9 +6,10 @@ from typing import Literal
 
 from .cell_record import Direction
 from .files import Contract, Sparse, Versioned
+from .flags import Flag
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 12
+METRICS_VERSION = 13
 
 
 class Percentiles(Contract):
@@ -181,7 +182,7 @@ class CellMetrics(Versioned):
     cell: str
     invalid: list[str] = []
     """Why the cell's numbers cannot be used: left out of the tables."""
-    flags: list[str] = []
+    flags: list[Flag] = []
     """Results a reader should read with care."""
     steady_window_s: float | None = None
     """D_SS's window, seconds."""

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, JsonValue
+from pydantic import Field, JsonValue, field_validator
 
 from ..flent_tests import FLENT_LEAD_S, FLENT_TESTS, FlentTest
 from ..units import Duration, Rate
 from .files import Contract, Sparse, Versioned
+from .flags import Flag, calibration_flag
 
 #: Bumped when cell.json's layout changes; files of another version are not read.
 CELL_VERSION = 1
@@ -299,8 +300,17 @@ class Calibration(Contract):
     offloads_on: list[str]
     effects: list[Effect] = []
     """Every declared feature's effect (run/effects/)."""
-    reasons: list[str]
+    reasons: list[Flag]
+    """Each way the path did not behave as declared (kind calibration)."""
     ok: bool
+
+    @field_validator("reasons", mode="before")
+    @classmethod
+    def _upgrade(cls, reasons: object) -> object:
+        """Files written before reasons were flags hold their texts alone."""
+        if not isinstance(reasons, list):
+            return reasons
+        return [calibration_flag("unclassified", r) if isinstance(r, str) else r for r in reasons]
 
 
 class Checks(Sparse):

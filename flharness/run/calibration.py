@@ -30,6 +30,7 @@ from ..cells import Cell
 from ..frames import FRAME_BYTES
 from ..hosts import HOSTS
 from ..results.cell_record import Calibration
+from ..results.flags import Flag, calibration_flag
 from ..testbed.commands import NETEM_LIMIT
 from .effects import effects
 
@@ -45,13 +46,14 @@ _OFFLOAD_RE = re.compile(r"^(\S+) (tcp-segmentation|generic-segmentation|generic
 def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any], server: str) -> Calibration:
     """The verdict on the cell in CELL_DIR (DATA: its Flent data; SERVER: the address
     Flent talked to, which tells the captures' directions apart)."""
-    reasons: list[str] = []
+    reasons: list[Flag] = []
     config = cell.config
     base, declared = _base_rtt(data), config.flows[0].rtt_ms
     if config.netem is None and base is not None and abs(base - declared) > _rtt_tolerance(declared):
-        reasons.append(f"base RTT {base:.2f} ms, declared {declared:g} ms")
+        reasons.append(calibration_flag("base_rtt", f"base RTT {base:.2f} ms, declared {declared:g} ms"))
     drops = capture_drops(cell_dir / "teardown.log")
-    reasons += [f"{host}'s capture dropped {n} packets" for host, n in drops.items() if n]
+    reasons += [calibration_flag("capture_drops", f"{host}'s capture dropped {n} packets")
+                for host, n in drops.items() if n]
     origin, lead = flent_data.t0(data), flent_data.lead_in(data)
     saturated: dict[str, float] = {}
     stolen: dict[str, float] = {}
@@ -61,31 +63,32 @@ def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any], server: str) -
         if log.is_file():
             saturated.update({f"{host} {core}": share for core, share in saturated_share(log, *window).items()})
             stolen.update({f"{host} {core}": share for core, share in stolen_share(log, *window).items()})
-    reasons += [f"CPU {core} more than {CPU_BUSY:.0%} busy for {share:.0%} of the test"
+    reasons += [calibration_flag("cpu_busy", f"CPU {core} more than {CPU_BUSY:.0%} busy for {share:.0%} of the test")
                 for core, share in saturated.items() if share > CPU_BUSY_SHARE]
     reasons += _stolen(stolen)
     offloads = offloads_on(cell_dir / "teardown.log")
-    reasons += [f"offloads on: {', '.join(offloads)}"] if offloads else []
+    reasons += [calibration_flag("offloads", f"offloads on: {', '.join(offloads)}")] if offloads else []
     if unrecorded := unrecorded_hosts(cell_dir / "teardown.log"):
-        reasons.append(f"no state recorded after the test on {', '.join(unrecorded)}")
+        reasons.append(calibration_flag("unrecorded", f"no state recorded after the test on {', '.join(unrecorded)}"))
     in_flight = config.bottleneck.max_rate_bps * config.max_rtt_s / 8 / FRAME_BYTES
     if in_flight > NETEM_LIMIT:
-        reasons.append(f"netem limit {NETEM_LIMIT} packets is below the delay line ({in_flight:.0f})")
+        reasons.append(calibration_flag(
+            "netem_limit", f"netem limit {NETEM_LIMIT} packets is below the delay line ({in_flight:.0f})"))
     seen = effects(cell, cell_dir, server)
-    reasons += [f"{e.feature}: {e.evidence}" for e in seen if not e.ok]
+    reasons += [calibration_flag("effect_missing", f"{e.feature}: {e.evidence}") for e in seen if not e.ok]
     return Calibration(base_rtt_ms=base, declared_rtt_ms=declared, capture_drops=drops, cpu_saturated=saturated,
                        cpu_stolen=stolen,
                        offloads_on=offloads, effects=seen, reasons=reasons, ok=not reasons)
 
 
-def _stolen(stolen: dict[str, float]) -> list[str]:
+def _stolen(stolen: dict[str, float]) -> list[Flag]:
     """One reason when the hypervisor took more than STOLEN_SHARE of a core's time (the
     testbed's hosts share the machine's cores: the worst core speaks for them)."""
     worst = max(stolen, key=stolen.__getitem__, default=None)
     if worst is None or stolen[worst] <= STOLEN_SHARE:
         return []
-    return [f"the hypervisor took {stolen[worst]:.0%} of CPU {worst}'s time (steal) during the test: "
-            "the shaper's and the endpoints' timers ran late, rates and delays are off"]
+    return [calibration_flag("cpu_stolen", f"the hypervisor took {stolen[worst]:.0%} of CPU {worst}'s time (steal) "
+                             "during the test: the shaper's and the endpoints' timers ran late, rates and delays are off")]
 
 
 def _rtt_tolerance(declared_ms: float) -> float:

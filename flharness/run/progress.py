@@ -58,7 +58,7 @@ def progress_detail(cell: Cell, verdict: Verdict) -> str:
         return verdict.reason[:200]
     util = verdict.utilisation.get("up")
     parts = [f"goodput {util:.1%} of {cell.config.bottleneck.up.rate}'s payload capacity"] if util is not None else []
-    parts += [f"⚑ {r}" for r in verdict.checks.calibration.reasons] if verdict.checks.calibration else []
+    parts += [f"⚑ {r.text}" for r in verdict.checks.calibration.reasons] if verdict.checks.calibration else []
     if verdict.analysis_error:
         parts.append(f"analysis failed: {verdict.analysis_error}")
     parts += [f"{name} began {delay:g} s late" for name, delay in verdict.checks.late_start_s.items()]

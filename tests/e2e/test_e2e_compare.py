@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from flrun import REPO, needs_root_tools, run_fl
+from resultlib import doubts
 from weblib import render_in_chromium
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
@@ -42,7 +43,7 @@ def doubted(run: Path) -> list[Path]:
     """The repetitions whose measurement fl doubts (a calibration flag or an impossible
     figure in metrics.json: the CI machine's hypervisor took its CPU, say)."""
     return [m.parent for m in sorted((run / "compare").glob("*/metrics.json"))
-            if any(f.startswith("calibration: ") or "measurement error" in f for f in json.loads(m.read_text())["flags"])]
+            if doubts(json.loads(m.read_text())["flags"])]
 
 
 def redo_doubted(run: Path) -> bool:
@@ -183,7 +184,7 @@ def test_expectations_are_judged_and_written_as_junit(runs, tmp_path):
     junit = tmp_path / "fl.xml"
     p = run_fl("plot", "--run", "a", "--results", str(runs), "--junit", str(junit), "--strict")
     doubted = {m.parent.name for m in (runs / "a" / "compare").glob("*/metrics.json")
-               if any(f.startswith("calibration: ") for f in json.loads(m.read_text())["flags"])}
+               if doubts(json.loads(m.read_text())["flags"])}
     reno = [f"compare.reno-pfifo_100-10mbit-0ms-r{i}" for i in (1, 2, 3) if f"reno-pfifo_100-10mbit-0ms-r{i}" not in doubted]
     n_reno = sum(c.startswith("reno") for c in doubted)
     met, missed, unjudged = 6 - len(doubted), len(reno), len(doubted) + n_reno

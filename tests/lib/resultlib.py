@@ -232,15 +232,23 @@ def arrival_bins(pkts: tuple[Pkt, ...], src: str, t0: float, start: float, end: 
     return [mbit(pkts, src, t0 + start + i * width, t0 + start + (i + 1) * width) for i in range(n)]
 
 
-#: How fl's calibration words CPU time the hypervisor took (run/calibration.py), and the
-#: flag of a shaper that sent below its rate over a standing queue (analysis/metrics.py):
-#: the machine's doing, not the testbed's. Tests that expect a clean path allow them.
-STEAL_REASON, SHAPER_SHORT = "the hypervisor took ", "the shaper sent below its rate"
+#: The flags (cell.json's calibration reasons, metrics.json's flags) of CPU time the
+#: hypervisor took, and of a shaper that sent below its rate over a standing queue: the
+#: machine's doing, not the testbed's. Tests that expect a clean path allow them.
+STOLEN, SHAPER_SHORT = "cpu_stolen", "shaper_short"
 
 
-def beyond_steal(reasons: list[str]) -> list[str]:
-    """REASONS (calibration reasons or metrics flags) other than the CPU steal fl saw, and
-    than the short shaper it explains."""
-    bare = [r.removeprefix("calibration: ") for r in reasons]
-    stolen = any(r.startswith(STEAL_REASON) for r in bare)
-    return [r for r, b in zip(reasons, bare) if not b.startswith(STEAL_REASON) and not (stolen and SHAPER_SHORT in b)]
+def codes(flags: list[dict]) -> list[str]:
+    """The codes of FLAGS (as JSON): what a test selects flags by, never their text."""
+    return [f["code"] for f in flags]
+
+
+def doubts(flags: list[dict]) -> bool:
+    """FLAGS (as JSON) doubt the measurement itself (analysis: results/flags.py MISMEASURED)."""
+    return any(f["kind"] in ("calibration", "measurement_error") for f in flags)
+
+
+def beyond_steal(flags: list[dict]) -> list[dict]:
+    """FLAGS other than the CPU steal fl saw, and than the short shaper it explains."""
+    stolen = STOLEN in codes(flags)
+    return [f for f in flags if f["code"] != STOLEN and not (stolen and f["code"] == SHAPER_SHORT)]

@@ -25,6 +25,7 @@ from flharness.report.index import environment, table_safe
 from flharness.report.tables import fairness_table, stat
 from flharness.results.cell_metrics import CellMetrics, FlowMetrics, QueueSummary, Spread
 from flharness.results.cell_record import CellConfig, CellRecord, Endpoints
+from flharness.results.flags import Flag
 from flharness.results.run_record import RunRecord
 from flharness.scenario.schema import Scenario
 
@@ -180,8 +181,8 @@ def test_delivery_rate_samples_above_the_link_rate_are_left_out(tmp_path):
     assert (rows[0].steady_mbit, rows[0].steady_excluded, rows[0].socket_samples) == (4.0, 1, 7)
     assert rows[0].socket_source == "Flent (cli)" and rows[0].tcp_rtt_ms.median == 50.0
     assert np.isclose(rows[1].steady_mbit, 9.9) and rows[1].steady_excluded == 0
-    assert flags == ["flow 2 (cubic (20 ms)): D_SS 9.9 Mbit/s is 103.5% of the payload capacity: impossible, "
-                     "a measurement error"]
+    assert [(f.kind, f.code) for f in flags] == [("measurement_error", "steady_over_capacity")]
+    assert flags[0].text == "flow 2 (cubic (20 ms)): D_SS 9.9 Mbit/s is 103.5% of the payload capacity, impossible"
     five = {**LINK, "rate": "5mbit", "rate_bps": 5e6}
     stepped = _config(rate_schedule=[{"at": "6.5s", "up": five, "down": five}])
     rs = _Samples(1000.0, {"TCP upload::1": [(5.5, 4.0, 50.0), (6.6, 7.5, 50.0), (7.0, 4.5, 50.0), (7.9, 7.5, 50.0),
@@ -356,8 +357,10 @@ def test_a_starved_flow_is_a_flagged_result_and_missing_data_makes_a_cell_invali
     assert out.jain == 0.5 and out.ratio is None  # one flow has it all
     assert abs(out.utilisation["up"] - 9.54 / (10 * 1448 / 1514)) < 1e-9  # of the payload capacity
     assert metrics._problems(out, _Flent(), record.config) == []
-    assert metrics._flags(out, record) == ["flow 2 (cubic (20 ms)): starved, 0.04 Mbit/s in the test",
-                                           "flow 2 (cubic (20 ms)): data began 14.1 s late"]
+    flags = metrics._flags(out, record)
+    assert [(f.kind, f.code) for f in flags] == [("finding", "starved"), ("finding", "late_start")]
+    assert [str(f) for f in flags] == ["flow 2 (cubic (20 ms)): starved, 0.04 Mbit/s in the test",
+                                       "flow 2 (cubic (20 ms)): data began 14.1 s late"]
     out.flows[1].socket_samples = 0  # a flow that never ran in the test has none
     assert metrics._problems(out, _Flent(), record.config) == []
     out.flows[0].socket_samples = 0  # but a flow that did: the sampler failed
@@ -365,7 +368,7 @@ def test_a_starved_flow_is_a_flagged_result_and_missing_data_makes_a_cell_invali
     assert metrics._problems(out, _Flent(), record.config) == ["flow 1: no socket statistics (tcp_delivery_rate)",
                                                                "flow 2: no goodput measured"]
     starved = _cell("a", "pfifo", 1, [9.6, 0.0])
-    starved.metrics.flags = ["flow 2 (cubic (20 ms)): starved, 0.04 Mbit/s in the test"]
+    starved.metrics.flags = [Flag(kind="finding", code="starved", text="flow 2: starved")]
     scenario = Scenario.model_validate({"test": "tcp_2up", "rate": "10mbit", "cc": "cubic-vs-cubic", "qdisc": "pfifo"})
     table = fairness_table(ScenarioResult("s", Path("s"), scenario, [starved]))
     assert starved.valid and table["rows"][0]["flows"][1]["steady"].mean == 0.0
@@ -460,8 +463,10 @@ def test_bulk_flows_that_never_fill_the_link_are_flagged():
     assert np.isclose(peak, 8.8)
     config = _config()
     assert metrics._unfilled({"up": 8.8}, config, {}) == []  # 92 %
-    assert metrics._unfilled({"up": 8.0}, config, {}) == [
-        "up goodput peaked at 8 Mbit/s (84% of the payload capacity) in its best 1 s: bulk TCP flows should fill the link"]
+    (unfilled,) = metrics._unfilled({"up": 8.0}, config, {})
+    assert (unfilled.kind, unfilled.code) == ("calibration", "link_unfilled")
+    assert str(unfilled) == ("calibration: up goodput peaked at 8 Mbit/s (84% of the payload capacity) in its best "
+                             "1 s: bulk TCP flows should fill the link")
     for other in ({"client_qdisc": "tbf rate 5mbit"}, {"udp": "5mbit"}, {"rate_schedule": []}, {"test": "rrul"},
                   {"tunnel": "wireguard"}, {"netem": {"up": ["loss", "1%"], "down": []}}):
         assert metrics._unfilled({"up": 1.0}, _config(**other), {}) == [], other
@@ -474,8 +479,9 @@ def test_an_unfilled_link_with_a_standing_queue_blames_the_shaper():
         spread = Spread(mean=mean_pkts, p95=mean_pkts, max=mean_pkts)
         return QueueSummary(kind="pfifo", samples=80, interval_s=0.1, backlog_bytes=None, backlog_pkts=spread,
                             delay_ms=None, drops=0, marks=0)
-    standing = metrics._unfilled({"up": 8.0}, _config(), {"up": queue_of(573)})
-    assert standing == ["up goodput peaked at 8 Mbit/s (84% of the payload capacity) in its best 1 s: its queue "
-                        "held 573 packets on average meanwhile, so the shaper sent below its rate (the middlebox "
-                        "short of CPU), not the flows"]
-    assert metrics._unfilled({"up": 8.0}, _config(), {"up": queue_of(2)})[0].endswith("should fill the link")
+    (standing,) = metrics._unfilled({"up": 8.0}, _config(), {"up": queue_of(573)})
+    assert (standing.kind, standing.code) == ("calibration", "shaper_short")
+    assert standing.text == ("up goodput peaked at 8 Mbit/s (84% of the payload capacity) in its best 1 s: its queue "
+                             "held 573 packets on average meanwhile, so the shaper sent below its rate (the middlebox "
+                             "short of CPU), not the flows")
+    assert metrics._unfilled({"up": 8.0}, _config(), {"up": queue_of(2)})[0].code == "link_unfilled"

@@ -59,4 +59,6 @@ def test_cpu_time_the_hypervisor_took_is_stolen_and_flagged(tmp_path):
     shares = stolen_share(log, 100, 104)
     assert shares["cpu1"] == 0 and abs(shares["cpu0"] - 0.2) < 1e-9, shares
     assert _stolen({"cli cpu0": 0.04}) == []
-    assert _stolen({"cli cpu0": 0.2, "cli cpu1": 0.0})[0].startswith("the hypervisor took 20% of CPU cli cpu0's time")
+    (flag,) = _stolen({"cli cpu0": 0.2, "cli cpu1": 0.0})
+    assert (flag.kind, flag.code) == ("calibration", "cpu_stolen")
+    assert flag.text.startswith("the hypervisor took 20% of CPU cli cpu0's time")

@@ -11,6 +11,7 @@ from flharness.report.compare import config_differences, flatten, trusted
 from flharness.report.stats import compare, t_half_width, welch_ci
 from flharness.results.cell_metrics import CellMetrics
 from flharness.results.cell_record import CellRecord
+from flharness.results.flags import Flag, FlagCode, FlagKind
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
 
@@ -75,11 +76,13 @@ def test_repetitions_whose_measurement_is_in_doubt_are_left_out():
     statistics; a result flag (a starved flow) does not."""
     record = CellRecord.model_validate_json((GOLDEN / "cell.json").read_text())
 
-    def cell(*flags: str) -> CellResult:
-        return CellResult("s", GOLDEN, record, CellMetrics.model_construct(flags=list(flags), invalid=[]))
+    def cell(*flags: tuple[FlagKind, FlagCode]) -> CellResult:
+        # texts that say nothing: the selection reads kinds, never words
+        made = [Flag(kind=kind, code=code, text="calibration: impossible, a measurement error") for kind, code in flags]
+        return CellResult("s", GOLDEN, record, CellMetrics.model_construct(flags=made, invalid=[]))
 
-    starved = cell("flow 2 (reno): starved, 0.01 Mbit/s in the test")
-    stolen = cell("calibration: the hypervisor took 35% of CPU cli cpu0's time (steal) during the test: …")
-    impossible = cell("up goodput is 104.0% of the payload capacity: impossible, a measurement error")
+    starved = cell(("finding", "starved"))
+    stolen = cell(("calibration", "cpu_stolen"))
+    impossible = cell(("measurement_error", "goodput_over_capacity"))
     assert trusted([cell(), starved, stolen, impossible]) == [cell(), starved]
     assert stolen.mismeasured == stolen.flags and not starved.mismeasured

@@ -106,7 +106,8 @@ def test_the_verdict_names_each_failed_effect(tmp_path, cell_dir):
     data = load(cell_dir / f"{cell.name}.flent.gz")
     verdict = calibration(cell, cell_dir, data, SERVER)
     assert not verdict.ok
-    assert any(r.startswith("flow 2: strip-negotiation:") for r in verdict.reasons), verdict.reasons
+    assert any(r.code == "effect_missing" and r.text.startswith("flow 2: strip-negotiation:")
+               for r in verdict.reasons), verdict.reasons
 
 
 def packets(n: int, ipid_from: int = 0, src: int = 1, dst: int = 2) -> Packets:

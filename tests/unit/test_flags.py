@@ -1,0 +1,85 @@
+"""Flags are data: every consumer selects them by kind and code, so any text (the words of
+another flag, an empty one, anything) selects the same repetitions; cell.json files whose
+calibration reasons are bare texts still load."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import get_args
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flharness.cells import expand
+from flharness.report.collect import CellResult, RunResult, ScenarioResult
+from flharness.report.compare import trusted
+from flharness.report.dataset import rows
+from flharness.report.expect import judge
+from flharness.results.cell_metrics import CellMetrics
+from flharness.results.cell_record import CellRecord
+from flharness.results.flags import MISMEASURED, Flag, FlagCode, FlagKind
+from flharness.results.run_record import RunRecord
+from flharness.scenario import load_scenario
+from flharness.scenario.schema import Scenario
+
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
+RECORD = CellRecord.model_validate_json((GOLDEN / "cell.json").read_text())
+#: Texts that name other kinds: a consumer reading words would be misled by them.
+MISLEADING = ["calibration: base RTT 99 ms", "up goodput is 200% of the payload capacity: impossible, a measurement error",
+              "flow 1: starved", ""]
+flag_data = st.tuples(st.sampled_from(get_args(FlagKind)), st.sampled_from(get_args(FlagCode)))
+texts = st.one_of(st.sampled_from(MISLEADING), st.text(max_size=80))
+
+
+def cell_with(flags: list[Flag]) -> CellResult:
+    return CellResult("s", GOLDEN, RECORD, CellMetrics.model_construct(cell=RECORD.cell, flags=flags, invalid=[]))
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(st.lists(flag_data, max_size=4), st.lists(texts, min_size=4, max_size=4))
+def test_selections_read_kinds_never_texts(kinds_codes, words):
+    """The same flags with two sets of texts: compare's trusted repetitions, a cell's
+    doubted flags and the dataset's calibration column's count agree, and follow the kinds."""
+    def flags(pick: int) -> list[Flag]:
+        return [Flag(kind=k, code=c, text=words[(i + pick) % len(words)]) for i, (k, c) in enumerate(kinds_codes)]
+    a, b = cell_with(flags(0)), cell_with(flags(1))
+    doubted = any(k in MISMEASURED for k, _ in kinds_codes)
+    assert [f.code for f in a.mismeasured] == [f.code for f in b.mismeasured]
+    assert bool(a.mismeasured) == doubted
+    assert (trusted([a]) == [a]) == (trusted([b]) == [b]) == (not doubted)
+
+
+@settings(max_examples=30, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds_codes=st.lists(flag_data, max_size=4), text=texts)
+def test_expectations_are_not_judged_on_doubted_measurements_whatever_the_words(kinds_codes, text, scenario_file):
+    path = scenario_file("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nexpect:\n  - {metric: jain, '>=': 0.5}\n")
+    scenario = load_scenario(path)
+    (cell,) = expand(scenario, path)
+    record = SimpleNamespace(label=lambda a: cell.coords[a].label if a in cell.coords else None, status="ok",
+                             reason="", cell=cell.name, config=cell.config)
+    metrics = SimpleNamespace(invalid=[], flags=[Flag(kind=k, code=c, text=text) for k, c in kinds_codes], jain=1.0)
+    s = ScenarioResult(scenario.name, Path("/nonexistent"), scenario, [CellResult(scenario.name, Path("/x"), record, metrics)])
+    (j,) = judge(s)
+    assert j.ok is (None if any(k in MISMEASURED for k, _ in kinds_codes) else True), j.detail
+
+
+def test_the_dataset_gives_texts_and_codes():
+    flags = [Flag(kind="calibration", code="cpu_stolen", text="the hypervisor took 9%"),
+             Flag(kind="finding", code="starved", text="flow 2: starved")]
+    scenario = Scenario.model_validate({"test": "tcp_2up", "rate": "10mbit", "cc": "cubic-vs-reno", "qdisc": "pfifo"})
+    run = RunResult("r", Path("r"), RunRecord(run="r"), [ScenarioResult("s", Path("s"), scenario, [cell_with(flags)])])
+    (row,) = rows(run)
+    assert row["flag_codes"] == "cpu_stolen starved"
+    assert row["flags"] == "calibration: the hypervisor took 9%; flow 2: starved"
+    assert row["calibration"] == "the hypervisor took 9%"
+
+
+def test_calibration_reasons_written_as_texts_load_as_unclassified_flags():
+    data = json.loads((GOLDEN / "cell.json").read_text())
+    data["checks"]["calibration"]["reasons"] = ["base RTT 30.00 ms, declared 20 ms"]
+    record = CellRecord.model_validate(data)
+    (reason,) = record.checks.calibration.reasons
+    assert (reason.kind, reason.code, reason.text) == ("calibration", "unclassified", "base RTT 30.00 ms, declared 20 ms")
+    assert json.loads(record.model_dump_json())["checks"]["calibration"]["reasons"] == [
+        {"kind": "calibration", "code": "unclassified", "text": "base RTT 30.00 ms, declared 20 ms"}]
