@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..frames import PAYLOAD_SHARE
+from ..results.cell_metrics import Capacity
 from ..results.cell_record import CellConfig, Direction
 
 
@@ -39,6 +40,15 @@ def highest_rate(t_from: np.ndarray, t_to: np.ndarray, config: CellConfig, direc
         inside = (t_from < step.at_s) & (step.at_s <= t_to)
         out[inside] = np.maximum(out[inside], step.of(direction).rate_bps)
     return out
+
+
+def capacity(config: CellConfig, direction: Direction, t_from: float, t_to: float) -> Capacity:
+    """The payload capacity of DIRECTION over [T_FROM, T_TO] (Flent's axis): its mean
+    and its peak (an empty window: the rate in force at T_FROM)."""
+    peak = payload_capacity_bps(float(highest_rate(np.array([t_from]), np.array([max(t_from, t_to)]), config, direction)[0])) / 1e6
+    if t_to <= t_from:
+        return Capacity(mean_mbit=peak, peak_mbit=peak)
+    return Capacity(mean_mbit=capacity_bits(config, direction, t_from, t_to) / (t_to - t_from) / 1e6, peak_mbit=peak)
 
 
 def capacity_bits(config: CellConfig, direction: Direction, t_from: float, t_to: float) -> float:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..frames import FRAME_BYTES
-from ..results.cell_metrics import CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary
+from ..results.cell_metrics import Capacity, CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary
 from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..results.cell_series import CellSeries, FlowSeries
 from ..results.flags import Flag, FlagCode, calibration_flag
@@ -42,7 +42,7 @@ from ..units import Rate
 from . import delivery, flentlib, pcap, qdisc_stats, queue, ss_samples
 from .flent_data import delivered_mbit, first_data_s
 from .flows import FlowInfo, declared_flows, match_connections
-from .link import capacity_bits, highest_rate, payload_capacity_bps, rate_at
+from .link import capacity, highest_rate, payload_capacity_bps, rate_at
 from .udp_flow import udp_flow
 
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
@@ -288,15 +288,17 @@ def _add_aggregates(out: CellMetrics, config: CellConfig, lead: float, length: f
     if len(steady) > 1 and all(s is not None for s in steady) and sum(steady) > 0:
         out.jain = sum(steady) ** 2 / (len(steady) * sum(s * s for s in steady))
         out.ratio = max(steady) / min(steady) if min(steady) > 0 else None
-    out.utilisation = {}
+    out.utilisation, out.capacity = {}, {}
     for direction in ("up", "down"):
         group = [f for f in out.flows if f.direction == direction]
-        if not group or any(f.mean_mbit is None for f in group):
+        if not group:
+            continue
+        start = lead + min(f.start_s for f in group)
+        cap = out.capacity[direction] = capacity(config, direction, start, lead + length)
+        if any(f.mean_mbit is None for f in group) or start >= lead + length or cap.mean_mbit <= 0:
             continue
         bits = sum(f.mean_mbit * 1e6 * max(length - f.start_s, 0.0) for f in group)
-        capacity = capacity_bits(config, direction, lead + min(f.start_s for f in group), lead + length)
-        if capacity > 0:
-            out.utilisation[direction] = bits / capacity
+        out.utilisation[direction] = bits / (cap.mean_mbit * 1e6 * (lead + length - start))
 
 
 def _problems(out: CellMetrics, rs: Any, config: CellConfig) -> list[str]:
@@ -325,7 +327,7 @@ def _limited_by_more_than_the_rate(config: CellConfig) -> bool:
                                        config.netem))
 
 
-def _unfilled(peaks: dict[Direction, float], config: CellConfig,
+def _unfilled(peaks: dict[Direction, float], capacities: dict[Direction, Capacity], config: CellConfig,
               queues: dict[Direction, QueueSummary | None]) -> list[Flag]:
     """Directions whose bulk TCP flows never filled the link: their best second stayed
     below SHOULD_FILL × the payload capacity. Judged only where nothing but the declared
@@ -335,7 +337,7 @@ def _unfilled(peaks: dict[Direction, float], config: CellConfig,
         return []
     out = []
     for direction, peak in sorted(peaks.items()):
-        capacity = payload_capacity_bps(config.bottleneck.of(direction).rate_bps) / 1e6
+        capacity = capacities[direction].peak_mbit if direction in capacities else 0.0
         if peak < SHOULD_FILL * capacity:
             code: FlagCode = "link_unfilled"
             why = "bulk TCP flows should fill the link"
@@ -360,7 +362,7 @@ def _flags(out: CellMetrics, record: CellRecord, impossible: list[Flag] | None =
     flags += impossible or []
     checks = record.checks
     flags += checks.calibration.reasons if checks.calibration else []
-    flags += _unfilled(out.peak_mbit, record.config, out.queue)
+    flags += _unfilled(out.peak_mbit, out.capacity, record.config, out.queue)
     for f in out.flows:
         if _starved(f, record.config):
             flags.append(Flag(kind="finding", code="starved",

@@ -19,7 +19,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from ..analysis.link import payload_capacity_bps
 from ..results.cell_metrics import FlowMetrics
 from . import boxes, throughput_delay
 from .collect import CellResult, ScenarioResult
@@ -133,14 +132,8 @@ def _scheme_axis(s: ScenarioResult, cells: list[CellResult]) -> str:
 
 def _capacities_mbit(c: CellResult) -> list[float]:
     """The payload capacity of each direction the cell's flows use, at the highest rate
-    its schedule reaches (Mbit/s)."""
-    config = c.record.config
-    out = []
-    for direction in sorted({f.direction for f in _flows(c)}):
-        rates = [config.bottleneck.of(direction).rate_bps,
-                 *(step.of(direction).rate_bps for step in config.rate_schedule or [])]
-        out.append(payload_capacity_bps(max(rates)) / 1e6)
-    return out
+    in force while they ran (metrics.json), Mbit/s."""
+    return [cap.peak_mbit for _, cap in sorted(c.metrics.capacity.items())] if c.metrics else []
 
 
 def _capacity_mbit(c: CellResult) -> float:

@@ -7,7 +7,6 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..analysis.link import payload_capacity_bps
 from ..scenario.expectations import OPERATORS, Expectation
 from ..scenario.values import slug
 from .collect import UNREADABLE, CellResult, ScenarioResult
@@ -43,10 +42,14 @@ def selected(s: ScenarioResult, c: CellResult, e: Expectation) -> bool:
 
 
 def physics(c: CellResult) -> dict[str, float]:
+    """The names a bound may use (scenario/expectations.py PHYSICS), for cell C."""
     config = c.record.config
-    link = config.bottleneck.of(config.flows[0].direction) if config.flows else config.bottleneck.up
-    return {"capacity_mbit": payload_capacity_bps(link.rate_bps) / 1e6, "rate_mbit": link.rate_bps / 1e6,
-            "rtt_ms": max((f.rtt_ms for f in config.flows), default=0.0), "flows": float(len(config.flows))}
+    direction = config.flows[0].direction if config.flows else "up"
+    names = {"rate_mbit": config.bottleneck.of(direction).rate_bps / 1e6,
+             "rtt_ms": max((f.rtt_ms for f in config.flows), default=0.0), "flows": float(len(config.flows))}
+    if c.metrics is not None and direction in c.metrics.capacity:
+        names["capacity_mbit"] = c.metrics.capacity[direction].mean_mbit
+    return names
 
 
 def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:

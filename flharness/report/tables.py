@@ -60,6 +60,23 @@ def _fairness(m: CellMetrics, index: str) -> float | None:
     return m.jain if index == "jain" else m.ratio
 
 
+def _capacity(m: CellMetrics) -> float | None:
+    """The payload capacity of every direction the flows used (metrics.json), Mbit/s."""
+    return sum(c.mean_mbit for c in m.capacity.values()) if m.capacity else None
+
+
+def _utilisation(m: CellMetrics) -> float | None:
+    """The flows' data over the capacity (%): the directions' utilisations weighted by their capacity."""
+    caps = {d: c.mean_mbit for d, c in m.capacity.items() if d in m.utilisation}
+    total = sum(caps.values())
+    return 100 * sum(m.utilisation[d] * v for d, v in caps.items()) / total if total else None
+
+
+def _link_columns(group: list[CellResult]) -> dict[str, Stat | None]:
+    return {"capacity": stat([v for g in group if (v := _capacity(_metrics(g))) is not None]),
+            "utilisation": stat([v for g in group if (v := _utilisation(_metrics(g))) is not None])}
+
+
 def fairness_table(s: ScenarioResult) -> dict[str, Any] | None:
     """Rows: one per cell (repetitions folded), for cells with two or more flows."""
     cells = [c for c in s.cells if c.valid and len(_metrics(c).flows) >= 2]
@@ -75,8 +92,8 @@ def fairness_table(s: ScenarioResult) -> dict[str, Any] | None:
         row = {"cell": first.name, "dir": first.dir.name, "axes": [first.label(a) or "" for a in axes],
                "flows": [{"label": f.label, "steady": stat([_metrics(g).flows[i].steady_mbit for g in group])}
                          for i, f in enumerate(flows)],
-               "fairness": stat([_fairness(_metrics(g), fairness) for g in group]), "n": len(group),
-               "flagged": any(g.flags for g in group)}
+               "fairness": stat([_fairness(_metrics(g), fairness) for g in group]), **_link_columns(group),
+               "n": len(group), "flagged": any(g.flags for g in group)}
         rows.append(row)
     return {"axes": axes, "nflows": nflows, "fairness": fairness, "rows": rows,
             "window": _metrics(cells[0]).steady_window_s}
@@ -98,7 +115,7 @@ def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
         schemes = list(dict.fromkeys(f.cc for g in group for f in _metrics(g).flows))
         for scheme in schemes if mixed else [None]:
             runs = [[f for f in _metrics(g).flows if scheme in (None, f.cc)] for g in group]
-            rows.append({"axes": [*key, scheme] if mixed else list(key), **_per_run(runs),
+            rows.append({"axes": [*key, scheme] if mixed else list(key), **_per_run(runs), **_link_columns(group),
                          "n": len(group), "flagged": any(g.flags for g in group)})
     return {"axes": [*axes, "flow cc"] if mixed else axes, "rows": rows}
 

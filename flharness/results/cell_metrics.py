@@ -170,6 +170,16 @@ class UdpFlow(Contract):
     """The server's interval."""
 
 
+class Capacity(Contract):
+    """The TCP payload the link could carry one way (analysis/link.py: rate × 1448/1514),
+    over the window of that direction's flows: the first one's start to the test's end."""
+
+    mean_mbit: float
+    """Averaged over the window, each step of a rate schedule at its time."""
+    peak_mbit: float
+    """At the highest rate in force in the window."""
+
+
 class CellMetrics(Versioned):
     """metrics.json: what the analysis found in one cell (docs/metrics.md defines each figure)."""
 
@@ -202,6 +212,8 @@ class CellMetrics(Versioned):
     """Jain's index of the flows' D_SS: (Σx)² / (n Σx²)."""
     ratio: float | None = None
     """The largest flow's D_SS over the smallest's."""
+    capacity: dict[Direction, Capacity] = {}
+    """Per direction with flows: what utilisation, the tables, charts and expectations' capacity_mbit read."""
     utilisation: dict[Direction, float] = {}
     """Per direction: data delivered over what the payload capacity carries in the same window."""
     udp: UdpFlow | None = None

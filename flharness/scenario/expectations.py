@@ -25,7 +25,8 @@ from typing import Any
 METRICS = ("goodput_mbit", "dss_mbit", "owd_p50_ms", "owd_p95_ms", "owd_p99_ms", "loss_pct", "loss_pantheon_pct",
            "retrans", "goodput_total_mbit", "jain", "ratio", "utilisation", "queue_delay_p95_ms")
 #: The cell's physics an expectation's bound can use.
-PHYSICS = {"capacity_mbit": "payload capacity of flow 1's direction (rate × 1448/1514), Mbit/s",
+PHYSICS = {"capacity_mbit": "payload capacity of flow 1's direction (rate × 1448/1514) over the test, a rate "
+                            "schedule's steps at their times (metrics.json capacity), Mbit/s",
            "rate_mbit": "bottleneck rate of flow 1's direction, Mbit/s",
            "rtt_ms": "the largest declared flow RTT, ms", "flows": "number of flows"}
 OPERATORS: dict[str, Callable[[float, float], bool]] = {

@@ -23,7 +23,7 @@ from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
 from flharness.report.index import environment, table_safe
 from flharness.report.tables import fairness_table, stat
-from flharness.results.cell_metrics import CellMetrics, FlowMetrics, QueueSummary, Spread
+from flharness.results.cell_metrics import Capacity, CellMetrics, FlowMetrics, QueueSummary, Spread
 from flharness.results.cell_record import CellConfig, CellRecord, Endpoints
 from flharness.results.flags import Flag
 from flharness.results.run_record import RunRecord
@@ -369,12 +369,13 @@ def test_a_starved_flow_is_a_flagged_result_and_missing_data_makes_a_cell_invali
                                                                "flow 2: no goodput measured"]
     starved = _cell("a", "pfifo", 1, [9.6, 0.0])
     starved.metrics.flags = [Flag(kind="finding", code="starved", text="flow 2: starved")]
+    starved.metrics.capacity, starved.metrics.utilisation = CAP10, {"up": 0.96}
     scenario = Scenario.model_validate({"test": "tcp_2up", "rate": "10mbit", "cc": "cubic-vs-cubic", "qdisc": "pfifo"})
     table = fairness_table(ScenarioResult("s", Path("s"), scenario, [starved]))
     assert starved.valid and table["rows"][0]["flows"][1]["steady"].mean == 0.0
     table["rows"][0]["link"] = "a/plot.svg"
     text = environment().from_string('{% import "tables.md.j2" as t %}{{ t.fairness(f) }}').render(f=table)
-    assert "| [10mbit](a/plot.svg) ⚑ | pfifo | cubic (20 ms) | 9.60 | cubic (20 ms) | 0.00 | 0.500 | 1 |" in text
+    assert "| [10mbit](a/plot.svg) ⚑ | pfifo | cubic (20 ms) | 9.60 | cubic (20 ms) | 0.00 | 0.500 | 9.56 | 96.0 | 1 |" in text
 
 
 def test_bar_chart_data_over_cells_with_different_numbers_of_flows():
@@ -454,6 +455,9 @@ def test_dualpi2_reports_both_queues():
     assert {"delay_c_ms", "delay_l_ms", "pkts_in_c", "pkts_in_l", "step_marks"} <= s.model_dump().keys()
 
 
+CAP10 = {"up": Capacity(mean_mbit=10 * 1448 / 1514, peak_mbit=10 * 1448 / 1514)}  # a 10 Mbit/s link's
+
+
 def test_bulk_flows_that_never_fill_the_link_are_flagged():
     """The best 1 s of aggregate goodput (two flows' bytes delivered per second) against 90 % of the
     payload capacity (9.56 Mbit/s at 10 Mbit/s), judged only where nothing but the rate
@@ -462,14 +466,14 @@ def test_bulk_flows_that_never_fill_the_link_are_flagged():
     peak = delivery.peak_mbit([np.diff([0, 1e6, 2e6, 2.5e6]), np.diff([0, 0, 0.1e6, 0.2e6])], edges)
     assert np.isclose(peak, 8.8)
     config = _config()
-    assert metrics._unfilled({"up": 8.8}, config, {}) == []  # 92 %
-    (unfilled,) = metrics._unfilled({"up": 8.0}, config, {})
+    assert metrics._unfilled({"up": 8.8}, CAP10, config, {}) == []  # 92 %
+    (unfilled,) = metrics._unfilled({"up": 8.0}, CAP10, config, {})
     assert (unfilled.kind, unfilled.code) == ("calibration", "link_unfilled")
     assert str(unfilled) == ("calibration: up goodput peaked at 8 Mbit/s (84% of the payload capacity) in its best "
                              "1 s: bulk TCP flows should fill the link")
     for other in ({"client_qdisc": "tbf rate 5mbit"}, {"udp": "5mbit"}, {"rate_schedule": []}, {"test": "rrul"},
                   {"tunnel": "wireguard"}, {"netem": {"up": ["loss", "1%"], "down": []}}):
-        assert metrics._unfilled({"up": 1.0}, _config(**other), {}) == [], other
+        assert metrics._unfilled({"up": 1.0}, CAP10, _config(**other), {}) == [], other
 
 
 def test_an_unfilled_link_with_a_standing_queue_blames_the_shaper():
@@ -479,9 +483,9 @@ def test_an_unfilled_link_with_a_standing_queue_blames_the_shaper():
         spread = Spread(mean=mean_pkts, p95=mean_pkts, max=mean_pkts)
         return QueueSummary(kind="pfifo", samples=80, interval_s=0.1, backlog_bytes=None, backlog_pkts=spread,
                             delay_ms=None, drops=0, marks=0)
-    (standing,) = metrics._unfilled({"up": 8.0}, _config(), {"up": queue_of(573)})
+    (standing,) = metrics._unfilled({"up": 8.0}, CAP10, _config(), {"up": queue_of(573)})
     assert (standing.kind, standing.code) == ("calibration", "shaper_short")
     assert standing.text == ("up goodput peaked at 8 Mbit/s (84% of the payload capacity) in its best 1 s: its queue "
                              "held 573 packets on average meanwhile, so the shaper sent below its rate (the middlebox "
                              "short of CPU), not the flows")
-    assert metrics._unfilled({"up": 8.0}, _config(), {"up": queue_of(2)})[0].code == "link_unfilled"
+    assert metrics._unfilled({"up": 8.0}, CAP10, _config(), {"up": queue_of(2)})[0].code == "link_unfilled"

@@ -74,7 +74,7 @@ def test_a_bound_that_divides_by_zero_with_a_cells_physics_is_a_miss_not_a_crash
     (cell,) = expand(scenario, path)
     record = SimpleNamespace(label=lambda a: cell.coords[a].label if a in cell.coords else None, status="ok",
                              reason="", cell=cell.name, config=cell.config)
-    metrics = SimpleNamespace(invalid=[], flags=[], jain=1.0)
+    metrics = SimpleNamespace(invalid=[], flags=[], jain=1.0, capacity={})
     s = ScenarioResult(scenario.name, Path("/nonexistent"), scenario, [CellResult(scenario.name, Path("/x"), record, metrics)])
     (j,) = judge(s)
     assert j.ok is False and j.detail == "bound: '1 / (rate_mbit - 10)' divides by zero"

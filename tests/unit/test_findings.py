@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from flharness.analysis.link import capacity
 from flharness.cells import expand
 from flharness.errors import ScenarioError
 from flharness.report.collect import CellResult, ScenarioResult
@@ -55,7 +56,8 @@ def test_the_reports_own_numbers_meet_the_statements_of_its_findings(name):
         dss = row.published()["dss_mbit"][0]
         record = SimpleNamespace(label=lambda a, c=cell: c.coords[a].label if a in c.coords else None, status="ok",
                                  reason="", cell=cell.name, config=cell.config)
-        metrics = SimpleNamespace(invalid=[], flags=[], flows=[SimpleNamespace(steady_mbit=x) for x in dss])
+        metrics = SimpleNamespace(invalid=[], flags=[], flows=[SimpleNamespace(steady_mbit=x) for x in dss],
+                                  capacity={"up": capacity(cell.config, "up", 0.0, cell.config.length)})
         s.cells.append(CellResult(name, Path("/nonexistent"), record, metrics))  # type: ignore[arg-type]
     judged = [j for j in judge(s) if j.expectation.finding]
     assert len(judged) >= (16 if name == "s1-rttfair" else 48)

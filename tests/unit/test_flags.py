@@ -58,7 +58,8 @@ def test_expectations_are_not_judged_on_doubted_measurements_whatever_the_words(
     (cell,) = expand(scenario, path)
     record = SimpleNamespace(label=lambda a: cell.coords[a].label if a in cell.coords else None, status="ok",
                              reason="", cell=cell.name, config=cell.config)
-    metrics = SimpleNamespace(invalid=[], flags=[Flag(kind=k, code=c, text=text) for k, c in kinds_codes], jain=1.0)
+    metrics = SimpleNamespace(invalid=[], flags=[Flag(kind=k, code=c, text=text) for k, c in kinds_codes], jain=1.0,
+                              capacity={})
     s = ScenarioResult(scenario.name, Path("/nonexistent"), scenario, [CellResult(scenario.name, Path("/x"), record, metrics)])
     (j,) = judge(s)
     assert j.ok is (None if any(k in MISMEASURED for k, _ in kinds_codes) else True), j.detail
