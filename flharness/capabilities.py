@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .cells import Cell
 from .errors import ScenarioError
 from .qdisc import kernel_module
-from .results.cell_record import LinkConfig
+from .results.cell_record import CcModule, LinkConfig
 from .testbed import ecn_rules, layout, probe
 from .testbed.commands import delay_plan, header_hash_queues
+from .testbed.probe_reply import ProbeReply, QdiscVerdict, parse_reply
 
 #: Tools fl cannot run a cell without, and what each is for.
 REQUIRED_TOOLS = {
@@ -29,50 +29,57 @@ TUNNEL_MODULES = {"wireguard": "wireguard", "fou": "fou/ipip (IP in UDP)",
 class Capabilities:
     """A probe result: kernel release, tools, features, and verdicts for specific specs."""
 
-    data: dict[str, Any]
+    reply: ProbeReply
 
     @property
     def kernel(self) -> str:
-        return self.data.get("kernel", "?")
+        return self.reply.kernel
 
     @property
     def tools(self) -> dict[str, str | None]:
-        return self.data.get("tools", {})
+        return self.reply.tools
+
+    @property
+    def error(self) -> str | None:
+        return self.reply.error
 
     def feature(self, name: str) -> bool:
-        return bool(self.data.get("features", {}).get(name))
+        """A feature that works here (one not tried, a tunnel no cell asked for, does not)."""
+        return bool(self.reply.features and getattr(self.reply.features, name))
 
     @property
     def tcp_rewrite(self) -> ecn_rules.TcpRewrite | None:
         """How this testbed clears a SYN's ECN flags (strip-negotiation): a tc filter
         where the kernel has pedit and csum, else nftables where its writes to the TCP
         header take effect (ecn_rules.py), else not at all."""
-        works = self.data.get("tcp_rewrite", {})
+        works = self.reply.tcp_rewrite
         return "tc" if works.get("tc") else "nft" if works.get("nft") else None
 
     def missing_tools(self) -> list[str]:
         return [t for t in REQUIRED_TOOLS if not self.tools.get(t)]
 
     def cc_ok(self, cc: str) -> bool:
-        return bool(self.data.get("ccs", {}).get(cc))
+        """CC was tried (the cells' CCs, the loaded ones, fl check's list) and a socket took it."""
+        return self.reply.ccs.get(cc) is True
 
-    def cc_module(self, cc: str) -> dict[str, Any] | None:
+    def cc_module(self, cc: str) -> CcModule | None:
         """A usable CC that is a loaded module: its module name, file, sha256, version
         and parameters (probe.cc_module); None when built in."""
-        return self.data.get("cc_modules", {}).get(cc)
+        return self.reply.cc_modules.get(cc)
 
     def unsupported(self, cell: Cell) -> str | None:
         """Why this kernel (or testbed) cannot run the cell, or None if it can."""
         return self._bottleneck_gap(cell) or self._path_gap(cell) or self._endpoint_gap(cell)
 
-    def _verdict(self, tokens: tuple[str, ...] | list[str]) -> dict[str, Any]:
-        return self.data.get("qdiscs", {}).get(" ".join(tokens), {})
+    def _verdict(self, tokens: tuple[str, ...] | list[str]) -> QdiscVerdict:
+        """The verdict on a spec the request named (probe_request: every cell's)."""
+        return self.reply.qdiscs[" ".join(tokens)]
 
     def _bottleneck_gap(self, cell: Cell) -> str | None:
         for link in _links(cell):
-            if self._verdict(link.words).get("verdict") == "unsupported":
+            if self._verdict(link.words).verdict == "unsupported":
                 return f"kernel lacks {kernel_module(link.words[0])} (qdisc {link.qdisc})"
-            if not link.self_shaping and self.data.get("kinds", {}).get("htb") != "ok":
+            if not link.self_shaping and self.reply.kinds["htb"] != "ok":
                 return "kernel lacks sch_htb (the shaper)"
         return None
 
@@ -115,10 +122,10 @@ class Capabilities:
                 return f"kernel lacks tcp_{cc} (congestion control {cc})"
         for host, settings in config.sysctls.items():
             for key in settings:
-                if not self.data.get("sysctls", {}).get(key, True):
+                if not self.reply.sysctls[key]:
                     return f"kernel has no sysctl {key} ({host})"
         q = config.client_qdisc_words
-        if q and self._verdict(q).get("verdict") == "unsupported":
+        if q and self._verdict(q).verdict == "unsupported":
             return f"kernel lacks {kernel_module(q[0])} (client qdisc {' '.join(q)})"
         if config.udp and not self.tools.get("iperf"):
             return "no iperf on the testbed: needed for the competing UDP flow"
@@ -130,12 +137,12 @@ class Capabilities:
         for cell in cells:
             for axis, tokens in _specs_of(cell):
                 verdict = self._verdict(tokens)
-                if verdict.get("verdict") == "invalid":
+                if verdict.verdict == "invalid":
                     raise ScenarioError(path, cell.coords[axis].key,
-                                        f"tc rejects {' '.join(tokens)!r}: {verdict.get('message')}")
+                                        f"tc rejects {' '.join(tokens)!r}: {verdict.message}")
             for host, settings in cell.config.sysctls.items():
                 tried = probe.sysctl_set_key(_pairs(settings))
-                if complaint := self.data.get("sysctl_sets", {}).get(tried):
+                if complaint := self.reply.sysctl_sets[tried]:
                     raise ScenarioError(path, cell.coords["sysctls"].key,
                                         f"{host}: the kernel rejects {tried}: {complaint}")
 
@@ -161,7 +168,7 @@ def _specs_of(cell: Cell) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
-def probe_request(cells: list[Cell], catalogue: bool = False) -> dict[str, Any]:
+def probe_request(cells: list[Cell], catalogue: bool = False) -> probe.Request:
     """What to probe for the cells: every distinct qdisc spec, CC, sysctl and sysctl set,
     tunnel kind, and how a SYN's flags can be rewritten. CATALOGUE (fl check): besides,
     every qdisc kind, CC and tunnel fl knows, and each way of rewriting a SYN, not only
@@ -186,4 +193,4 @@ def probe_request(cells: list[Cell], catalogue: bool = False) -> dict[str, Any]:
 
 def probe_for(cells: list[Cell]) -> Capabilities:
     """This machine's kernel, probed in-process for the cells (the namespace backend)."""
-    return Capabilities(probe.probe(probe_request(cells)))
+    return Capabilities(parse_reply(probe.probe(probe_request(cells)), "this machine"))

@@ -5,8 +5,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .capabilities import OPTIONAL_TOOLS, REQUIRED_TOOLS, Capabilities, probe_request
+from .results.cell_record import CcModule
 from .testbed import probe
 from .testbed.ansible import ansible_playbook
+from .testbed.probe_reply import parse_reply
 
 if TYPE_CHECKING:
     from .testbed.vm import VmConfig
@@ -25,9 +27,9 @@ def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
         from .run.vm_probe import probe_in_vm
         caps = probe_in_vm(vm, inventory, probe_request([], catalogue=True))
     else:
-        caps = Capabilities(probe.probe(probe_request([], catalogue=True)))
+        caps = Capabilities(parse_reply(probe.probe(probe_request([], catalogue=True)), "this machine"))
     ok = True
-    print(f"kernel {caps.kernel}; running as {'root' if caps.data.get('root') else 'a regular user'}")
+    print(f"kernel {caps.kernel}; running as {'root' if caps.reply.root else 'a regular user'}")
     print("\ntools:")
     for name, what in {**REQUIRED_TOOLS, **OPTIONAL_TOOLS}.items():
         version = caps.tools.get(name)
@@ -37,28 +39,28 @@ def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     ansible = _ansible_version()
     ok &= ansible is not None
     print(f"  {'ansible':<10} {ansible or 'MISSING':<12} builds the testbed")
-    if caps.data.get("error"):
-        print(f"\nno kernel probe: {caps.data['error']}")
+    if caps.error or caps.reply.features is None:
+        print(f"\nno kernel probe: {caps.error}")
         return 1
-    kinds = caps.data.get("kinds", {})
+    kinds = caps.reply.kinds
     print("\nqdiscs (tried in a throwaway namespace):")
     print("  supported:   " + " ".join(k for k, v in kinds.items() if v == "ok"))
     print("  unsupported: " + (" ".join(k for k, v in kinds.items() if v != "ok") or "none"))
-    ccs = caps.data.get("ccs", {})
+    ccs = caps.reply.ccs
     print("\ncongestion controls (setsockopt TCP_CONGESTION):")
     print("  usable:      " + " ".join(c for c, v in ccs.items() if v))
     print("  unavailable: " + (" ".join(c for c, v in ccs.items() if not v) or "none"))
     for cc in ccs:
-        if (module := caps.cc_module(cc)) and module["parameters"]:
+        if (module := caps.cc_module(cc)) and module.parameters:
             print(f"  {cc}: {module_summary(module)}")
-    features = caps.data.get("features", {}).items()
+    features = caps.reply.features.model_dump(exclude_none=True).items()
     print("\nfeatures: " + ", ".join(f"{FEATURE_NAMES.get(k, k)} {'yes' if v else 'NO'}" for k, v in features))
-    nft_writes = "take effect" if caps.data.get("tcp_rewrite", {}).get("nft") else "are refused by this kernel"
+    nft_writes = "take effect" if caps.reply.tcp_rewrite.get("nft") else "are refused by this kernel"
     print(f"ECN strip-negotiation (a SYN's AE, CWR, ECE cleared): {TCP_REWRITE[caps.tcp_rewrite]}"
           + (f"; nftables' TCP header writes {nft_writes}" if caps.tcp_rewrite == "tc" else ""))
     for line in hints(caps):
         print("  " + line)
-    return 0 if ok and caps.data.get("root") else 1
+    return 0 if ok and caps.reply.root else 1
 
 
 def hints(caps: Capabilities) -> list[str]:
@@ -66,7 +68,7 @@ def hints(caps: Capabilities) -> list[str]:
     out = []
     if not caps.feature("netem"):
         out.append("without netem, cells with an RTT, loss or jitter are skipped on this kernel")
-    if caps.data.get("kinds", {}).get("dualpi2") != "ok":
+    if caps.reply.kinds.get("dualpi2") != "ok":
         out.append("dualpi2 missing: it needs Linux ≥ 6.17 with sch_dualpi2 and iproute2 ≥ 6.17 "
                    "(./fl image build l4s builds both, then --vm l4s)")
     if not caps.feature("accecn"):
@@ -79,12 +81,12 @@ def hints(caps: Capabilities) -> list[str]:
     return out
 
 
-def module_summary(module: dict) -> str:
+def module_summary(module: CcModule) -> str:
     """A CC module in one line: its file's name and hash, what it says it is, its parameters."""
-    params = dict(module["parameters"])
-    what = params.pop("implementation", None) or module.get("version") or module["module"]
-    sha = (module.get("sha256") or "")[:12]
-    return (f"{what}; {Path(module['file']).name if module.get('file') else module['module']}"
+    params = dict(module.parameters)
+    what = params.pop("implementation", None) or module.version or module.module
+    sha = (module.sha256 or "")[:12]
+    return (f"{what}; {Path(module.file).name if module.file else module.module}"
             f"{f' sha256 {sha}…' if sha else ''}; " + " ".join(f"{k}={v}" for k, v in params.items()))
 
 

@@ -56,7 +56,7 @@ def _print_cells(name: str, repetitions: list[int], cells: list[Cell], run: str,
     width = max((len(c.name) for c in cells), default=10)
     for cell in cells:
         status = _status(store, cell.name, cell.config_hash)
-        why = caps.unsupported(cell) if caps and not caps.data.get("error") else None
+        why = caps.unsupported(cell) if caps and not caps.error else None
         if status != "done" and why is None:
             pending.append(cell)
         note = f"skip: {why}" if why else ""

@@ -180,15 +180,15 @@ def _probe(testbeds: list[Testbed], cells: list[Cell], opts: RunOptions) -> Capa
         caps = probe_for(cells)
     else:
         found = [Capabilities(merge_hosts(tb.probe(request))) for tb in testbeds]
-        kernels = {tb.inv.name: c.data.get("hosts") for tb, c in zip(testbeds, found)}
+        kernels = {tb.inv.name: {h: f.model_dump() for h, f in c.reply.hosts.items()} for tb, c in zip(testbeds, found)}
         if len({json.dumps(k, sort_keys=True) for k in kernels.values()}) > 1:
             raise FlError(f"{opts.inventory}: the testbeds differ in kernel or tools, so their results "
                           f"would not be comparable: {kernels}")
         caps = found[0]
     LOG.debug("probed: kernel %s; tools %s; features %s", caps.kernel, json.dumps(caps.tools, sort_keys=True),
-              json.dumps(caps.data.get("features", {}), sort_keys=True))
-    if caps.data.get("error"):
-        raise FlError(caps.data["error"])
+              caps.reply.features.model_dump_json(exclude_none=True) if caps.reply.features else None)
+    if caps.error:
+        raise FlError(caps.error)
     if missing := caps.missing_tools():
         raise FlError(f"missing tools: {', '.join(missing)} (./install.sh installs them)")
     return caps

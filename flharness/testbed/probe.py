@@ -33,7 +33,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 #: Kinds `fl check` reports on, with the smallest arguments each accepts.
 KINDS = {
@@ -62,6 +62,57 @@ TOOLS = {
 ESP_TRIAL = ["src", "192.0.2.1", "dst", "192.0.2.2", "proto", "esp", "spi", "0x100", "mode", "tunnel",
              "if_id", "7", "auth-trunc", "hmac(sha256)", "0x" + "11" * 32, "128",
              "enc", "cbc(aes)", "0x" + "22" * 16, "replay-window", "256"]
+
+
+class Layout(TypedDict):
+    """Where fl puts a qdisc (testbed/layout.py): batch lines for {dev} and {qdisc}."""
+    shaper: list[str]
+    root: str
+    child: str
+    root_handle: str
+
+
+class RewriteTrials(TypedDict):
+    """The ways fl clears a SYN's ECN flags: tc batch lines for {dev}, an nftables statement."""
+    tc: list[str]
+    nft: str
+    nft_always: bool  # try nftables' too where tc's works (fl check)
+
+
+class Request(TypedDict):
+    """What the controller asks (capabilities.probe_request)."""
+    layout: Layout
+    qdiscs: list[list[Any]]  # [tokens, self_shaping]
+    ccs: list[str]
+    tunnels: list[str]
+    catalogue: bool
+    sysctls: list[str]
+    sysctl_sets: list[list[list[str]]]
+    tcp_rewrite: RewriteTrials
+
+
+class Verdict(TypedDict, total=False):
+    verdict: str  # ok, unsupported, invalid
+    message: str  # tc's complaint, with unsupported and invalid
+
+
+class Reply(TypedDict):
+    """What the probe answers: every key, always (capabilities.ProbeReply checks it)."""
+    kernel: str
+    root: bool
+    tools: dict[str, str | None]
+    error: str | None
+    features: dict[str, bool]
+    kinds: dict[str, str]
+    qdiscs: dict[str, Verdict]
+    ccs: dict[str, bool]
+    cc_modules: dict[str, dict[str, Any]]
+    sysctls: dict[str, bool]
+    sysctl_defaults: dict[str, str]
+    sysctl_sets: dict[str, str]
+    tcp_rewrite: dict[str, bool]
+
+
 UNKNOWN_KIND = re.compile(r"kind is unknown|Unknown qdisc|qdisc not found|Unknown filter|"
                           r"not supported|Operation not supported", re.I)
 
@@ -122,7 +173,7 @@ def flent_version() -> str | None:
 
 
 class Probe:
-    def __init__(self, layout: dict[str, Any]) -> None:
+    def __init__(self, layout: Layout) -> None:
         """LAYOUT: where fl puts a qdisc (testbed/layout.py, in the request): the htb shaper's
         lines, and the root's and the htb child's line, for a device {dev} and a qdisc {qdisc}."""
         self.ns = f"fl-probe-{uuid.uuid4().hex[:6]}"
@@ -158,10 +209,10 @@ class Probe:
     def tc(self, *args: str) -> tuple[int, str]:
         return sh("tc", "-n", self.ns, *args)
 
-    def qdisc(self, tokens: list[str], self_shaping: bool) -> dict[str, str]:
+    def qdisc(self, tokens: list[str], self_shaping: bool) -> Verdict:
         return self.qdiscs([(tokens, self_shaping)])[0]
 
-    def qdiscs(self, specs: list[tuple[list[str], bool]]) -> list[dict[str, str]]:
+    def qdiscs(self, specs: list[tuple[list[str], bool]]) -> list[Verdict]:
         """Try each qdisc where fl would put it, all in one `tc -batch` (every program
         started costs, most in an emulated VM guest); verdict ok / unsupported / invalid."""
         lines: list[str] = []
@@ -171,7 +222,7 @@ class Probe:
             lines += self._placed(tokens, self_shaping)
             tried.append(len(lines))
         errors = batch_errors(sh("tc", "-n", self.ns, "-force", "-batch", "-", stdin="\n".join(lines) + "\n")[1])
-        out = []
+        out: list[Verdict] = []
         for line in tried:
             msg = errors.get(line)
             if msg is None:
@@ -202,16 +253,16 @@ class Probe:
         f.update(self.tunnels(tunnels))
         return f
 
-    def tcp_rewrite(self, trials: dict[str, Any]) -> dict[str, bool]:
+    def tcp_rewrite(self, trials: RewriteTrials) -> dict[str, bool]:
         """Which ways of clearing a SYN's flags work here, tried for real. tc: the filter
         (u32, pedit, csum) is accepted on the ingress. nftables: a SYN sent over lo
         leaves the rule's counter at 1 only if the write happened (Linux 7.x loads such a
         rule, then refuses the write to the TCP header's data-offset byte packet by packet)."""
-        tc = [line.replace("{dev}", self.dev) for line in trials.get("tc", [])]
+        tc = [line.replace("{dev}", self.dev) for line in trials["tc"]]
         out = {"tc": bool(tc) and not batch_errors(sh("tc", "-n", self.ns, "-force", "-batch", "-",
                                                        stdin="\n".join(tc) + "\n")[1])}
-        statement = trials.get("nft")
-        if out["tc"] and not trials.get("nft_always"):
+        statement = trials["nft"]
+        if out["tc"] and not trials["nft_always"]:
             return out  # fl uses tc then; the nftables trial starts a Python, seconds in an emulated guest
         out["nft"] = bool(statement) and shutil.which("nft") is not None and self._nft_write(statement)
         return out
@@ -321,38 +372,40 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def probe(request: dict) -> dict:
-    result: dict = {"kernel": platform.release(), "root": os.geteuid() == 0, "tools": tool_versions()}
+def probe(request: Request) -> Reply:
+    result: Reply = {"kernel": platform.release(), "root": os.geteuid() == 0, "tools": tool_versions(), "error": None,
+                     "features": {}, "kinds": {}, "qdiscs": {}, "ccs": {}, "cc_modules": {}, "sysctls": {},
+                     "sysctl_defaults": {}, "sysctl_sets": {}, "tcp_rewrite": {}}
     if not result["root"]:
         result["error"] = "not root: fl needs root (CAP_NET_ADMIN) to build namespaces and qdiscs"
         return result
     try:
         with Probe(request["layout"]) as p:
-            catalogue = bool(request.get("catalogue"))
-            result["features"] = p.features([str(t) for t in (TUNNELS if catalogue else request.get("tunnels", []))])
+            catalogue = bool(request["catalogue"])
+            result["features"] = p.features([str(t) for t in (TUNNELS if catalogue else request["tunnels"])])
             tried = KINDS if catalogue else {"htb": KINDS["htb"]}  # a run needs only its shaper's kind
             kinds = p.qdiscs([(spec.split(), k in ROOT_KINDS) for k, spec in tried.items()])
             result["kinds"] = {k: v["verdict"] for k, v in zip(tried, kinds)}
             # tokens as text: Ansible's to_json may turn a numeric string ("200") into a number
-            specs = [([str(x) for x in t], bool(s)) for t, s in request.get("qdiscs", [])]
+            specs = [([str(x) for x in t], bool(s)) for t, s in request["qdiscs"]]
             result["qdiscs"] = {" ".join(t): v for (t, _), v in zip(specs, p.qdiscs(specs))}
-            ccs = sorted(set(CCS if catalogue else ()) | {str(c) for c in request.get("ccs", [])} | available_ccs())
+            ccs = sorted(set(CCS if catalogue else ()) | {str(c) for c in request["ccs"]} | available_ccs())
             result["ccs"] = {c: cc_usable(c) for c in ccs}
             result["cc_modules"] = {c: m for c, ok in result["ccs"].items() if ok and (m := cc_module(c))}
-            keys = [str(k) for k in request.get("sysctls", [])]
+            keys = [str(k) for k in request["sysctls"]]
             result["sysctls"] = {k: p.sysctl_exists(k) for k in keys}
             result["sysctl_defaults"] = defaults = p.sysctl_defaults(keys)
-            sets = [[[str(k), str(v)] for k, v in pairs] for pairs in request.get("sysctl_sets", [])]
+            sets = [[[str(k), str(v)] for k, v in pairs] for pairs in request["sysctl_sets"]]
             result["sysctl_sets"] = {sysctl_set_key(pairs): p.sysctl_set(pairs, defaults) for pairs in sets}
-            result["tcp_rewrite"] = p.tcp_rewrite(request.get("tcp_rewrite", {}))
+            result["tcp_rewrite"] = p.tcp_rewrite(request["tcp_rewrite"])
     except RuntimeError as e:
         result["error"] = str(e)
     return result
 
 
 def main() -> None:
-    raw = sys.argv[1] if len(sys.argv) > 1 else (sys.stdin.read() if not sys.stdin.isatty() else "{}")
-    print(json.dumps(probe(json.loads(raw or "{}")), indent=1, sort_keys=True))
+    raw = sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read()
+    print(json.dumps(probe(json.loads(raw)), indent=1, sort_keys=True))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,10 @@ from typing import Any
 import yaml
 
 from ..errors import FlError
-from . import layout, netns
+from . import layout, netns, probe
 from .ansible import PlaybookResult, run_playbook
 from .inventory import Inventory, testbed_inventory
+from .probe_reply import ProbeReply
 from .probing import probe_hosts
 from .session import Session
 from .vm import Vm, VmConfig
@@ -97,7 +98,7 @@ class Testbed:
         self.session.start()
         self._save_state()
 
-    def probe(self, request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    def probe(self, request: probe.Request) -> dict[str, ProbeReply]:
         """Run the kernel probe on the testbed's hosts (ssh) or in its VM guest, per host."""
         return probe_hosts(self.inventory, request, "nsroot" if self.vm else "testbed", self.folder / "probe.log")
 

@@ -30,7 +30,7 @@ def test_unsupported_cells_are_skipped_with_the_reason_and_the_rest_run(tmp_path
             assert f"skipped     {name}: {why}" in p.stdout
     if not caps.feature("netem"):  # this project's host kernel: no netem, no fq_codel
         assert expected["cubic-pfifo_100-10mbit-20ms"] == "kernel lacks sch_netem (needed for the 20ms RTT)"
-    if caps.data["qdiscs"]["fq_codel"]["verdict"] != "ok":  # the cells' own specs (a run probes no more)
+    if caps.reply.qdiscs["fq_codel"].verdict != "ok":  # the cells' own specs (a run probes no more)
         assert expected["cubic-fq_codel-10mbit-0ms"] == "kernel lacks sch_fq_codel (qdisc fq_codel)"
     assert expected["cubic-pfifo_100-10mbit-0ms"] is None
     ok = sum(w is None for w in expected.values())

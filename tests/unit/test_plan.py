@@ -29,6 +29,23 @@ def one_cell(scenario_file, text):
 
 
 RV = {"ifb": True, "nft": True, "htb_args": []}  # fl_run's settings the command files use
+#: The features every probe tries, none working.
+FEATURES = dict.fromkeys(("ifb", "ingress", "u32_mirred", "netem", "nftables", "veth", "accecn"), False)
+
+
+def reply(*cells, **over):
+    """A probe reply (testbed/probe_reply.py) that answers what CELLS' request asks: every
+    qdisc spec and CC usable, every sysctl present; OVER replaces whole keys."""
+    from flharness.capabilities import probe_request
+    from flharness.testbed.probe_reply import ProbeReply
+    request = probe_request(list(cells))
+    data = {"kernel": "6.1", "root": True, "tools": {}, "error": None, "features": FEATURES, "kinds": {"htb": "ok"},
+            "qdiscs": {" ".join(map(str, t)): {"verdict": "ok"} for t, _ in request["qdiscs"]},
+            "ccs": dict.fromkeys(request["ccs"], True), "cc_modules": {},
+            "sysctls": dict.fromkeys(request["sysctls"], True), "sysctl_defaults": {},
+            "sysctl_sets": {" ".join(f"{k}={v}" for k, v in pairs): "" for pairs in request["sysctl_sets"]},
+            "tcp_rewrite": {"tc": True}}
+    return ProbeReply.model_validate({**data, **over})
 
 
 def setup_scripts(cell_vars_list, rv, inv, host="mid"):
@@ -262,13 +279,13 @@ def test_tunnel_capabilities(scenario_file):
           - {tunnel: [fou, wireguard]}
           - {tunnel: [wireguard], rtt: [[80ms, 20ms]]}
     """)
-    base = {"kinds": {"htb": "ok"}, "ccs": {"cubic": True}, "tools": {"wg": "1.0"},
-            "features": {"netem": True, "ifb": True, "u32_mirred": True, "wireguard": True}}
-    caps = Capabilities(base)
+    base = {"tools": {"wg": "1.0"}, "features": {**FEATURES, "netem": True, "ifb": True, "u32_mirred": True,
+                                                 "wireguard": True, "fou": False}}
+    caps = Capabilities(reply(fou, wg, wg_rtts, **base))
     assert caps.unsupported(fou) == "kernel lacks fou/ipip (IP in UDP) (tunnel fou)"
     assert caps.unsupported(wg) is None
     assert "cannot give tunnelled flows different RTTs" in caps.unsupported(wg_rtts)
-    assert "no wg (wireguard-tools)" in Capabilities({**base, "tools": {}}).unsupported(wg)
+    assert "no wg (wireguard-tools)" in Capabilities(reply(wg, **{**base, "tools": {}})).unsupported(wg)
 
 
 def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
@@ -290,11 +307,10 @@ def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
     assert f"filter add dev mid.l parent 10: {flt} 256\n" in scripts[0]
     assert f"filter add dev mid.r parent 1: {flt} 1024\n" in scripts[1]
     assert "flow hash" not in scripts[2] and "flow hash" not in scripts[3]
-    base = {"kinds": {"htb": "ok", "fq_codel": "ok"}, "ccs": {"cubic": True}, "tools": {},
-            "features": {"fou": True}}
-    assert "kernel lacks cls_flow" in Capabilities(base).unsupported(cells[0])
-    assert Capabilities(base).unsupported(cells[3]) is None
-    assert Capabilities({**base, "features": {"fou": True, "cls_flow": True}}).unsupported(cells[0]) is None
+    base = {"features": {**FEATURES, "fou": True, "cls_flow": False}}
+    assert "kernel lacks cls_flow" in Capabilities(reply(*cells, **base)).unsupported(cells[0])
+    assert Capabilities(reply(*cells, **base)).unsupported(cells[3]) is None
+    assert Capabilities(reply(*cells, features={**FEATURES, "fou": True, "cls_flow": True})).unsupported(cells[0]) is None
 
 
 def test_a_run_probes_what_its_cells_need_and_fl_check_everything(scenario_file):
@@ -316,3 +332,33 @@ def test_a_run_probes_what_its_cells_need_and_fl_check_everything(scenario_file)
     assert (request["tunnels"], request["ccs"], request["catalogue"]) == (["fou"], ["reno"], False)
     assert probe_request([plain])["tunnels"] == [] and probe_request([], catalogue=True)["catalogue"]
     assert set(probe.TUNNELS) == set(TUNNELS) - {"none"}
+
+
+def test_a_probe_reply_missing_or_adding_a_key_is_an_error_naming_the_host(scenario_file):
+    """Every key of probe.py's Reply is required on the controller and none other is known:
+    a host whose probe answers otherwise (another fl's probe, a damaged reply) is one error
+    with the host's name, never a default read as an answer."""
+    from flharness.errors import FlError
+    from flharness.testbed import probe
+    from flharness.testbed.probe_reply import ProbeReply, parse_reply
+    assert set(probe.Reply.__annotations__) == set(ProbeReply.model_fields) - {"hosts"}
+    good = reply().model_dump(exclude={"hosts"})
+    assert parse_reply(good, "mid") == reply()
+    for bad, where in (({k: v for k, v in good.items() if k != "kinds"}, "kinds: Field required"),
+                       ({**good, "zones": {}}, "zones: Extra inputs are not permitted"),
+                       ({**good, "qdiscs": {"pfifo": {"verdict": "fine"}}}, "qdiscs.pfifo.verdict"),
+                       ({**good, "features": {**FEATURES, "netem": "maybe"}}, "features.netem")):
+        with pytest.raises(FlError) as e:
+            parse_reply(bad, "mid")
+        assert str(e.value).startswith("the kernel probe's reply from mid is not what fl asked for: ") and where in str(e.value)
+
+
+def test_separate_hosts_merge_into_one_view():
+    from flharness.testbed.probing import merge_hosts
+    cli = reply(ccs={"cubic": True, "prague": True}, tools={"flent": "2.1", "wg": None})
+    srv = reply(ccs={"cubic": True, "prague": False}, tools={"flent": "2.1", "wg": "1.0"})
+    mid = reply(ccs={"cubic": True, "prague": True}, error="no nft", kernel="6.12", tools={"flent": "2.1"})
+    merged = merge_hosts({"cli": cli, "mid": mid, "srv": srv})
+    assert merged.ccs == {"cubic": True, "prague": False} and merged.tools == {"flent": "2.1", "wg": None}
+    assert merged.error == "mid: no nft" and merged.kernel == "6.12"
+    assert {h: f.kernel for h, f in merged.hosts.items()} == {"cli": "6.1", "mid": "6.12", "srv": "6.1"}
