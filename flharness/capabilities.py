@@ -161,10 +161,9 @@ def _specs_of(cell: Cell) -> list[tuple[str, tuple[str, ...]]]:
     if q := cell.config.client_qdisc_words:
         out.append(("client_qdisc", tuple(q)))
     plan = delay_plan(cell.config)
-    for direction in ("up", "down"):
-        for c in plan[direction]["classes"] if plan else []:
-            out.append(("netem" if cell.config.netem else "rtt", ("netem", *c["netem"])))
-            out += [("netem", ("netem", *c["chained"]))] if c.get("chained") else []
+    for c in (*plan.up, *plan.down) if plan else ():
+        out.append(("netem" if cell.config.netem else "rtt", ("netem", *c.netem)))
+        out += [("netem", ("netem", *c.chained))] if c.chained else []
     return out
 
 

@@ -14,7 +14,6 @@ all:  sysctl.conf (the cell's sysctls for the host, key=value, in order).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..hosts import HOSTS
 from ..results.cell_record import CellConfig, Direction, LinkConfig
@@ -112,28 +111,60 @@ def shape(dev: str, link: LinkConfig, run: RunSettings, hash_queues: int | None 
     return out
 
 
-def path_delay(dev: str, ifb: str, plan: dict, direction: str) -> list[str]:
+def path_delay(dev: str, ifb: str, plan: DelayPlan, direction: Direction) -> list[str]:
     """netem on IFB for traffic entering by DEV: one for all flows, or one class per RTT
     chosen by the flows' TOS marks; then DEV's ingress redirected to IFB."""
-    classes = plan[direction]["classes"]
-    if plan["shared"]:
-        out = [f"qdisc add dev {ifb} root handle {layout.ROOT} netem {' '.join(classes[0]['netem'])}"]
+    classes = plan.classes(direction)
+    if plan.shared:
+        out = [f"qdisc add dev {ifb} root handle {layout.ROOT} netem {' '.join(classes[0].netem)}"]
         out += _chained(ifb, layout.ROOT, layout.CHAINED_NETEM, classes[0])
     else:
-        out = [f"qdisc add dev {ifb} root handle {layout.ROOT} htb default {layout.DELAY_CLASS + plan['default']}"]
+        out = [f"qdisc add dev {ifb} root handle {layout.ROOT} htb default {layout.DELAY_CLASS + plan.default}"]
         for i, c in enumerate(classes):
             out += [f"class add dev {ifb} parent {layout.ROOT} classid 1:{layout.DELAY_CLASS + i} htb rate {layout.DELAY_RATE}",
                     f"qdisc add dev {ifb} parent 1:{layout.DELAY_CLASS + i} handle {layout.DELAY_NETEM + i}: "
-                    f"netem {' '.join(c['netem'])}"]
+                    f"netem {' '.join(c.netem)}"]
             out += _chained(ifb, f"{layout.DELAY_NETEM + i}:", layout.CHAINED_NETEM + i, c)
-        out += [f"filter add dev {ifb} parent {layout.ROOT} protocol ip prio 1 u32 match ip tos {f['tos']} 0xfc "
-                f"flowid 1:{layout.DELAY_CLASS + f['class']}" for f in plan["filters"]]
+        out += [f"filter add dev {ifb} parent {layout.ROOT} protocol ip prio 1 u32 match ip tos {f.tos} 0xfc "
+                f"flowid 1:{layout.DELAY_CLASS + f.index}" for f in plan.filters]
     return out + [f"qdisc add dev {dev} handle {layout.INGRESS} ingress",
                   f"filter add dev {dev} parent {layout.INGRESS} protocol all prio {layout.REDIRECT_PRIO} u32 match u32 0 0 "
                   f"action mirred egress redirect dev {ifb}"]
 
 
-def delay_plan(config: CellConfig) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class DelayClass:
+    """One RTT's netem, one way: its arguments, and a second netem under it (chained
+    impairments, e.g. slotting), or none."""
+
+    netem: tuple[str, ...]
+    chained: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TosFilter:
+    """Packets whose TOS (DSCP bits) is TOS take delay class INDEX."""
+
+    tos: str
+    index: int
+
+
+@dataclass(frozen=True)
+class DelayPlan:
+    """The path's delay classes per way, how packets choose one, and the class of
+    unmarked traffic; SHARED: one class for all (no filters)."""
+
+    up: tuple[DelayClass, ...]
+    down: tuple[DelayClass, ...]
+    filters: tuple[TosFilter, ...]
+    default: int
+    shared: bool
+
+    def classes(self, direction: Direction) -> tuple[DelayClass, ...]:
+        return self.up if direction == "up" else self.down
+
+
+def delay_plan(config: CellConfig) -> DelayPlan | None:
     """netem on the middlebox's ingress IFBs: each flow's RTT split between the two ways
     (half each, or all on one way: rtt_split), plus the cell's netem impairments per
     direction ('up' = traffic from cli).
@@ -144,19 +175,18 @@ def delay_plan(config: CellConfig) -> dict[str, Any] | None:
     if not config.needs_path_netem:
         return None
     rtts = list(dict.fromkeys(f.rtt for f in config.flows))  # distinct, in flow order
-    filters = [{"tos": f"0x{f.tos:02x}", "class": rtts.index(f.rtt)}
-               for f in config.flows if f.tos is not None] if len(rtts) > 1 else []
+    filters = tuple(TosFilter(f"0x{f.tos:02x}", rtts.index(f.rtt))
+                    for f in config.flows if f.tos is not None) if len(rtts) > 1 else ()
     shares = dict(zip(("up", "down"), RTT_SPLITS[config.split]))
 
-    def netem(direction: Direction, rtt: str) -> dict[str, list[str]]:
+    def netem(direction: Direction, rtt: str) -> DelayClass:
         one_way = Duration.of_seconds(Duration.parse(rtt).seconds * shares[direction])
         args = config.netem.delay_args(direction, one_way) if config.netem else ["delay", one_way.text]
         chained = config.netem.chained(direction) if config.netem else []
-        return {"netem": args + ["limit", str(NETEM_LIMIT)]} | ({"chained": chained} if chained else {})
+        return DelayClass((*args, "limit", str(NETEM_LIMIT)), tuple(chained))
 
-    directions: tuple[Direction, ...] = ("up", "down")
-    return {d: {"classes": [netem(d, r) for r in rtts]} for d in directions} | {
-        "filters": filters, "default": rtts.index(config.flows[0].rtt), "shared": len(rtts) == 1}
+    return DelayPlan(up=tuple(netem("up", r) for r in rtts), down=tuple(netem("down", r) for r in rtts),
+                     filters=filters, default=rtts.index(config.flows[0].rtt), shared=len(rtts) == 1)
 
 
 #: FQ qdiscs that pick a flow queue by the skb's hash, with their default queue count.
@@ -175,9 +205,9 @@ def header_hash_queues(config: CellConfig, link: LinkConfig) -> int | None:
     return int(given) if given.isdigit() else HASHED_FQ[words[0]]  # tc rejects a non-number
 
 
-def _chained(ifb: str, netem: str, handle: int, delay_class: dict) -> list[str]:
+def _chained(ifb: str, netem: str, handle: int, delay_class: DelayClass) -> list[str]:
     """The second netem stage under the delay netem NETEM (its only child), if any."""
-    chained = delay_class.get("chained")
+    chained = delay_class.chained
     return [f"qdisc add dev {ifb} parent {netem.rstrip(':')}:1 handle {handle}: netem {' '.join(chained)}"] if chained else []
 
 

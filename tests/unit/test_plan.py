@@ -10,7 +10,7 @@ from flharness.analysis.flentlib import resultset_module
 from flharness.cells import expand
 from flharness.errors import ScenarioError
 from flharness.scenario import load_scenario
-from flharness.testbed.commands import delay_plan
+from flharness.testbed.commands import DelayClass, TosFilter, delay_plan
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import cell_vars, flent_argv, run_vars
 from flharness.testbed.render import render_cells
@@ -64,11 +64,11 @@ def test_per_flow_rtt_delay_classes(scenario_file):
                                    "rtt: [80ms, 20ms]\n")[0]
     plan = delay_plan(cell.config)
     for direction in ("up", "down"):
-        assert plan[direction]["classes"] == [{"netem": ["delay", "40ms", "limit", "100000"]},
-                                              {"netem": ["delay", "10ms", "limit", "100000"]}]
-    assert not plan["shared"]
-    assert plan["filters"] == [{"tos": "0x4c", "class": 0}, {"tos": "0x8c", "class": 1}]
-    assert plan["default"] == 0  # unmarked traffic (ping) follows flow 1
+        assert plan.classes(direction) == (DelayClass(("delay", "40ms", "limit", "100000")),
+                                           DelayClass(("delay", "10ms", "limit", "100000")))
+    assert not plan.shared
+    assert plan.filters == (TosFilter("0x4c", 0), TosFilter("0x8c", 1))
+    assert plan.default == 0  # unmarked traffic (ping) follows flow 1
 
 
 def test_rtt_split_puts_the_delay_on_one_way(scenario_file):
@@ -77,10 +77,10 @@ def test_rtt_split_puts_the_delay_on_one_way(scenario_file):
                                     "rtt: [80ms, 20ms]\nnetem: {up: jitter 30ms}\n"
                                     "matrix: {rtt_split: [up, down, even]}\n")
     up, down, even = (delay_plan(c.config) for c in cells)
-    assert [c["netem"][:3] for c in up["up"]["classes"]] == [["delay", "80ms", "30ms"], ["delay", "20ms", "30ms"]]
-    assert [c["netem"][:2] for c in up["down"]["classes"]] == [["delay", "0ms"], ["delay", "0ms"]]
-    assert [c["netem"][:2] for c in down["down"]["classes"]] == [["delay", "80ms"], ["delay", "20ms"]]
-    assert [c["netem"][:2] for c in even["down"]["classes"]] == [["delay", "40ms"], ["delay", "10ms"]]
+    assert [c.netem[:3] for c in up.up] == [("delay", "80ms", "30ms"), ("delay", "20ms", "30ms")]
+    assert [c.netem[:2] for c in up.down] == [("delay", "0ms"), ("delay", "0ms")]
+    assert [c.netem[:2] for c in down.down] == [("delay", "80ms"), ("delay", "20ms")]
+    assert [c.netem[:2] for c in even.down] == [("delay", "40ms"), ("delay", "10ms")]
     assert [c.name.split("-")[-1] for c in cells] == ["delay_up", "delay_down", "rtt_even"]
     assert cells[0].config.rtt_split == "up" and "rtt_split" not in cells[2].config.model_dump(mode="json")
 
