@@ -9,11 +9,12 @@ from typing import Any
 
 from ..cells import Cell
 from ..results.cell_record import CellConfig, FlowConfig
-from . import ecn_rules
+from . import ecn_rules, layout
 from .commands import RunSettings, ecn_commands, host_files, ports
 from .inventory import Inventory
 from .layout import TUNNEL_DEV
 
+UDP_PORT = 5001  # the iperf UDP server's port (competing unresponsive flows, scenario key udp)
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
 #: The shortest interval between samples of the middlebox's queues (fl-qdisc-sample):
@@ -35,9 +36,18 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
     return {"ifb": ifb and any(c.needs_path_netem for c in configs), "nft": nft,
             "udp": any(c.udp for c in configs), "tunnels": sorted({c.tunnel for c in configs if c.tunnel}),
             "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
-            "wait_timeout": int(15 * dilation), "dilation": dilation, "shared_fs": shared_fs,
+            "wait_timeout": int(15 * dilation), "dilation": dilation, "shared_fs": shared_fs, "stage_cells": vm,
             "xz_level": XZ_LEVEL, "queue_interval_min": QUEUE_INTERVAL_MIN["vm" if vm else "host"],
             "tunnel_dev": TUNNEL_DEV}
+
+
+def testbed_vars(inv: Inventory, run: dict[str, Any]) -> dict[str, Any]:
+    """What every playbook fl runs on a testbed gets besides fl_run and the cell: names,
+    addresses and ports decided here (playbooks/group_vars derives none of them). The
+    server listens on its address, or on every address in runs with tunnels (built per
+    cell, after the servers start); RUN: the run's fl_run ({} when only probing)."""
+    return {**layout.ANSIBLE_VARS, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT,
+            "fl_srv_bind": "0.0.0.0" if run.get("tunnels") else inv.srv_ip}
 
 
 def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> dict[str, Any] | None:

@@ -11,9 +11,9 @@ from typing import Any
 import yaml
 
 from ..errors import FlError
-from . import layout
 from .ansible import run_playbook
 from .inventory import Inventory, testbed_inventory
+from .plan import testbed_vars
 
 #: Per host, the templates of one cell's phases (roles/cell/templates/).
 SCRIPTS = {"cli": ["setup.sh.j2", "flent.sh.j2", "collect.sh.j2"],
@@ -33,7 +33,7 @@ def render_cells(inv: Inventory, run_vars: dict[str, Any], cells: list[dict[str,
         out = folder / "out"
         out.mkdir()
         result = run_playbook("render", inventory, {
-            "fl_testbed_id": DRY_RUN_ID, "fl_state_root": "/run/fl", "fl_run": run_vars, **layout.ANSIBLE_VARS,
+            "fl_testbed_id": DRY_RUN_ID, "fl_state_root": "/run/fl", "fl_run": run_vars, **testbed_vars(inv, run_vars),
             "fl_render_cells": cells, "fl_render_templates": templates or SCRIPTS,
             "fl_render_testbed": testbed or {}, "fl_render_dir": str(out)}, folder / "ansible.log")
         if not result.ok:

@@ -20,9 +20,10 @@ from typing import Any
 import yaml
 
 from ..errors import FlError
-from . import layout, netns, probe
+from . import netns, probe
 from .ansible import PlaybookResult, run_playbook
 from .inventory import Inventory, testbed_inventory
+from .plan import testbed_vars
 from .probe_reply import ProbeReply
 from .probing import probe_hosts
 from .session import Session
@@ -63,7 +64,7 @@ class Testbed:
 
     def extra_vars(self) -> dict[str, Any]:
         return {"fl_testbed_id": self.id, "fl_state_root": str(STATE_ROOT), "fl_run": self.run_vars,
-                **layout.ANSIBLE_VARS}
+                **testbed_vars(self.inv, self.run_vars)}
 
     # --- building ---------------------------------------------------------------------------
 
@@ -87,7 +88,7 @@ class Testbed:
             nsroot = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
         if self.vm:
             ssh = self.vm.ssh_settings()
-            host_settings = {**ssh, "ansible_connection": "fl_netns_ssh", "fl_stage_cells": True}
+            host_settings = {**ssh, "ansible_connection": "fl_netns_ssh"}
             nsroot = {**ssh, "ansible_connection": "ssh"}
         self.inventory.write_text(yaml.safe_dump(testbed_inventory(self.inv, host_settings, nsroot), sort_keys=False))
 
