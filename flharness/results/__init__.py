@@ -16,6 +16,6 @@ from .flags import MISMEASURED, Flag, FlagCode, FlagKind
 from .run_record import RUN_VERSION, Invocation, RunRecord
 from .store import CELL_FILE, ScenarioResults
 
-__all__ = ["CELL_FILE", "CELL_VERSION", "METRICS_VERSION", "RUN_VERSION", "Backend", "CellConfig", "CellMetrics",
-           "CellRecord", "Checks", "Endpoints", "Flag", "FlagCode", "FlagKind", "MISMEASURED", "Invocation", "RunRecord", "ScenarioResults", "VersionError",
-           "read", "write"]
+__all__ = ["CELL_FILE", "CELL_VERSION", "METRICS_VERSION", "MISMEASURED", "RUN_VERSION", "Backend", "CellConfig",
+           "CellMetrics", "CellRecord", "Checks", "Endpoints", "Flag", "FlagCode", "FlagKind", "Invocation", "RunRecord",
+           "ScenarioResults", "VersionError", "read", "write"]

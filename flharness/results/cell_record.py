@@ -5,17 +5,18 @@ Its `config` is the cell's fully resolved configuration exactly as it was hashed
 """
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, JsonValue, field_validator
+from pydantic import Field, JsonValue
 
 from ..flent_tests import FLENT_LEAD_S, FLENT_TESTS, FlentTest
 from ..units import Duration, Rate
 from .files import Contract, Sparse, Versioned
 from .flags import Flag, calibration_flag
 
-#: Bumped when cell.json's layout changes; files of another version are not read.
-CELL_VERSION = 1
+#: Bumped when cell.json's layout changes; older files are upgraded on read (UPGRADES).
+CELL_VERSION = 2
 Status = Literal["ok", "failed", "skipped", "interrupted"]
 Direction = Literal["up", "down"]
 
@@ -304,14 +305,6 @@ class Calibration(Contract):
     """Each way the path did not behave as declared (kind calibration)."""
     ok: bool
 
-    @field_validator("reasons", mode="before")
-    @classmethod
-    def _upgrade(cls, reasons: object) -> object:
-        """Files written before reasons were flags hold their texts alone."""
-        if not isinstance(reasons, list):
-            return reasons
-        return [calibration_flag("unclassified", r) if isinstance(r, str) else r for r in reasons]
-
 
 class Checks(Sparse):
     """The checks of a finished cell (run/evaluate.py); a cell that never finished has none."""
@@ -352,6 +345,7 @@ class CellRecord(Versioned):
     """cell.json: what ran, how it went, and everything needed to trust, analyse or redo it."""
 
     WHAT = "cell record"
+    UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {1: lambda data: _reasons_as_flags(data)}
 
     version: Literal[CELL_VERSION] = CELL_VERSION
     scenario: str
@@ -397,3 +391,13 @@ class CellRecord(Versioned):
         """The cell's label on AXIS; None when the scenario has no such axis."""
         coordinate = self.coordinates.get(axis)
         return coordinate.label if coordinate else None
+
+
+def _reasons_as_flags(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 → 2: the calibration's reasons were texts; they are flags (results/flags.py)."""
+    calibration = (data.get("checks") or {}).get("calibration")
+    if not calibration:
+        return data
+    reasons = [calibration_flag("unclassified", r).model_dump() if isinstance(r, str) else r
+               for r in calibration.get("reasons", [])]
+    return {**data, "checks": {**data["checks"], "calibration": {**calibration, "reasons": reasons}}}

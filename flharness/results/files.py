@@ -1,8 +1,11 @@
 """Results files through pydantic models: the base classes of their parts, reading that
-checks a file's version before anything else (so a file of another version gives one
-clear line, not a list of validation errors), and atomic writing."""
+checks a file's version before anything else (a file of an older version is upgraded
+step by step, as Flent upgrades its old data files; one of a newer or unknown version
+gives one clear line, not a list of validation errors), and atomic writing."""
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -34,6 +37,16 @@ class Versioned(Contract):
     WHAT: ClassVar[str]  # what the file holds, for errors: "cell record"
     #: What to do with a file of another version.
     ADVICE: ClassVar[str] = "run into another folder (--run LABEL), or read it with the fl that wrote it"
+    #: Version N's data → version N + 1's, for every older version this fl upgrades.
+    UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
+
+    @classmethod
+    def upgraded(cls, data: dict[str, Any]) -> dict[str, Any] | None:
+        """DATA brought to this version step by step, or None if no steps lead there."""
+        expected = cls.model_fields["version"].default
+        while isinstance(version := data.get("version"), int) and version < expected and version in cls.UPGRADES:
+            data = {**cls.UPGRADES[version](data), "version": version + 1}
+        return data if data.get("version") == expected else None
 
 
 class _VersionOnly(BaseModel):
@@ -57,10 +70,13 @@ def read(model: type[V], path: Path) -> V:
     text = path.read_text()
     try:
         found, expected = _VersionOnly.model_validate_json(text).version, model.model_fields["version"].default
-        if found != expected:
+        if found == expected:
+            return model.model_validate_json(text)
+        upgraded = model.upgraded(json.loads(text)) if found is not None and found < expected else None
+        if upgraded is None:
             which = "no version (written by an older fl)" if found is None else f"version {found}"
             raise VersionError(f"{path}: a {model.WHAT} with {which}; this fl reads version {expected}: {model.ADVICE}")
-        return model.model_validate_json(text)
+        return model.model_validate(upgraded)
     except ValidationError as e:
         raise InvalidFile(f"{path}: not a valid {model.WHAT}: {_first_error(e)}") from None
 

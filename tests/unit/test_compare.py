@@ -9,6 +9,7 @@ import pytest
 from flharness.report.collect import CellResult
 from flharness.report.compare import config_differences, flatten, trusted
 from flharness.report.stats import compare, t_half_width, welch_ci
+from flharness.results import files
 from flharness.results.cell_metrics import CellMetrics
 from flharness.results.cell_record import CellRecord
 from flharness.results.flags import Flag, FlagCode, FlagKind
@@ -74,7 +75,7 @@ def test_flatten_and_config_differences():
 def test_repetitions_whose_measurement_is_in_doubt_are_left_out():
     """A calibration flag or an impossible figure leaves the repetition out of the
     statistics; a result flag (a starved flow) does not."""
-    record = CellRecord.model_validate_json((GOLDEN / "cell.json").read_text())
+    record = files.read(CellRecord, GOLDEN / "cell.json")
 
     def cell(*flags: tuple[FlagKind, FlagCode]) -> CellResult:
         # texts that say nothing: the selection reads kinds, never words

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import get_args
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,15 +17,17 @@ from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.compare import trusted
 from flharness.report.dataset import rows
 from flharness.report.expect import judge
+from flharness.results import files
 from flharness.results.cell_metrics import CellMetrics
-from flharness.results.cell_record import CellRecord
+from flharness.results.cell_record import CELL_VERSION, CellRecord
+from flharness.results.files import VersionError
 from flharness.results.flags import MISMEASURED, Flag, FlagCode, FlagKind
 from flharness.results.run_record import RunRecord
 from flharness.scenario import load_scenario
 from flharness.scenario.schema import Scenario
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
-RECORD = CellRecord.model_validate_json((GOLDEN / "cell.json").read_text())
+RECORD = files.read(CellRecord, GOLDEN / "cell.json")
 #: Texts that name other kinds: a consumer reading words would be misled by them.
 MISLEADING = ["calibration: base RTT 99 ms", "up goodput is 200% of the payload capacity: impossible, a measurement error",
               "flow 1: starved", ""]
@@ -76,11 +79,21 @@ def test_the_dataset_gives_texts_and_codes():
     assert row["calibration"] == "the hypervisor took 9%"
 
 
-def test_calibration_reasons_written_as_texts_load_as_unclassified_flags():
+def test_a_version_1_cell_record_is_upgraded_on_read(tmp_path):
+    """The golden cell.json is version 1, whose calibration reasons were texts: read, it is
+    version 2 with each reason a calibration flag (unclassified); a version this fl does
+    not know (newer, or none) is still one clear error."""
     data = json.loads((GOLDEN / "cell.json").read_text())
+    assert data["version"] == 1
     data["checks"]["calibration"]["reasons"] = ["base RTT 30.00 ms, declared 20 ms"]
-    record = CellRecord.model_validate(data)
+    old = tmp_path / "cell.json"
+    old.write_text(json.dumps(data))
+    record = files.read(CellRecord, old)
+    assert record.version == CELL_VERSION == 2
     (reason,) = record.checks.calibration.reasons
     assert (reason.kind, reason.code, reason.text) == ("calibration", "unclassified", "base RTT 30.00 ms, declared 20 ms")
-    assert json.loads(record.model_dump_json())["checks"]["calibration"]["reasons"] == [
-        {"kind": "calibration", "code": "unclassified", "text": "base RTT 30.00 ms, declared 20 ms"}]
+    assert record.config == files.read(CellRecord, GOLDEN / "cell.json").config
+    for version, why in ((3, "version 3; this fl reads version 2"), (None, "no version")):
+        old.write_text(json.dumps({**data, "version": version}))
+        with pytest.raises(VersionError, match=why):
+            files.read(CellRecord, old)

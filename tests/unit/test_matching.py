@@ -14,12 +14,13 @@ from flharness.report import compare_page
 from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.compare import compare_sides, summary_lines
 from flharness.report.matching import axis_sides, check_axes, match, run_sides
+from flharness.results import files
 from flharness.results.cell_metrics import CellMetrics
 from flharness.results.cell_record import CellRecord, Coordinate
 from flharness.results.run_record import RunRecord
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
-RECORD = CellRecord.model_validate_json((GOLDEN / "cell.json").read_text())
+RECORD = files.read(CellRecord, GOLDEN / "cell.json")
 FIXED = {"qdisc": "pfifo_100", "rtt": "0ms", "test": "tcp_2up"}
 
 

@@ -18,7 +18,7 @@ from flharness.analysis.metrics import Settings
 from flharness.cells import expand
 from flharness.results import files
 from flharness.results.cell_metrics import METRICS_VERSION, CellMetrics
-from flharness.results.cell_record import Backend, CellRecord, Coordinate, Endpoints
+from flharness.results.cell_record import CELL_VERSION, Backend, CellRecord, Coordinate, Endpoints
 from flharness.results.cell_series import SERIES_FILE, CellSeries
 from flharness.results.run_record import Invocation, Outcome, RunRecord
 from flharness.results.store import ScenarioResults
@@ -109,7 +109,7 @@ def test_a_record_round_trips_with_checks_endpoints_and_a_vm_backend(tmp_path):
     assert again == rec and again.endpoints.netperf_port == 23456
     written = json.loads((tmp_path / "cell.json").read_text())
     assert written["checks"] == {"flent_exit": 0, "late_start_s": {"TCP upload::1": 3.5}}  # only what was checked
-    assert written["backend"]["testbed_label"] == "vm2" and written["version"] == 1
+    assert written["backend"]["testbed_label"] == "vm2" and written["version"] == CELL_VERSION
     assert "testbed_label" not in record("ok").backend.on_testbed("fl-1", "").model_dump()  # one testbed: no label
 
 
@@ -141,10 +141,11 @@ def test_a_cell_record_of_another_version_is_one_clear_error(tmp_path):
     with pytest.raises(files.VersionError) as e:
         store.is_done("c1", "h1")
     assert str(e.value) == (f"{path}: a cell record with no version (written by an older fl); this fl reads "
-                            "version 1: run into another folder (--run LABEL), or read it with the fl that "
+                            f"version {CELL_VERSION}: run into another folder (--run LABEL), or read it with the fl that "
                             "wrote it")
-    _old(path, {**current, "version": 2, "new_key": 1})
-    with pytest.raises(files.VersionError, match=r"cell.json: a cell record with version 2; this fl reads version 1"):
+    _old(path, {**current, "version": CELL_VERSION + 1, "new_key": 1})
+    with pytest.raises(files.VersionError, match=rf"cell.json: a cell record with version {CELL_VERSION + 1}; this fl reads "
+                                                 rf"version {CELL_VERSION}"):
         files.read(CellRecord, path)
 
 
