@@ -280,6 +280,10 @@ def test_utilisation_is_against_the_rate_in_force(run):
     assert arrived > 2 * PAYLOAD_SHARE * 1.2, arrived  # more than 2 Mbit/s could carry
     assert abs(m["utilisation"]["up"] - arrived / capacity) <= 0.02 * arrived / capacity, (m["utilisation"], arrived, capacity)
     assert m["utilisation"]["up"] <= 1.01 and not [f for f in m["flags"] if f["kind"] == "measurement_error"], m["flags"]
+    # the capacity metrics.json stores: its mean over the test (the step at the time fl
+    # planned, 7 s, where the middlebox's log says when it took effect), its peak at 6 Mbit/s
+    assert m["capacity"]["up"]["mean_mbit"] == pytest.approx(capacity, rel=0.01), (m["capacity"], capacity)
+    assert m["capacity"]["up"]["peak_mbit"] == pytest.approx(high * PAYLOAD_SHARE / 1e6), m["capacity"]
 
 
 def test_utilisation_with_start_delays_is_over_one_window(run):
@@ -398,15 +402,16 @@ def test_analysis_settings_set_the_window_and_the_fairness_figure(behaviours_rep
         per_rep.append((d1, d2, max(d1, d2) / min(d1, d2)))
     readme = (run / "README.md").read_text()
     section = readme.split(f"## {REPS}")[1].split("\n## ")[0]
-    assert "| Ratio | n |" in section and "Jain's" not in section, section
+    assert "| Ratio | capacity (Mbit/s) | utilisation (%) | n |" in section and "Jain's" not in section, section
     row = next(line for line in section.splitlines() if line.startswith("| [") and "| 2 |" in line)
     for i in range(2):
         mean, ci = _mean_ci([rep[i] for rep in per_rep])
         assert f"| {mean:.2f} ± {ci:.2f} |" in row, (row, mean, ci)
     mean, ci = _mean_ci([rep[2] for rep in per_rep])
-    assert f"| {mean:.1f} ± {ci:.1f}:1 | 2 |" in row, (row, mean, ci)
+    assert f"| {mean:.1f} ± {ci:.1f}:1 |" in row and row.endswith(" | 2 |"), (row, mean, ci)
+    assert f"| {8 * PAYLOAD_SHARE:.2f} ± 0.00 |" in row, row  # the payload capacity of 8 Mbit/s, both times
     paths = readme.split(f"## {PATHS}")[1].split("\n## ")[0]
-    assert "| Jain's | n |" in paths, paths
+    assert "| Jain's | capacity (Mbit/s) | utilisation (%) | n |" in paths, paths
     rec, _, d = find(run, PATHS, test="tcp_2up")
     assert json.loads((d / "metrics.json").read_text())["steady_window_s"] == round(rec["config"]["length"] * 2 / 3)
 

@@ -107,6 +107,9 @@ def test_tables_agree_with_the_flent_data(report):
     row = next(line for line in (run / "README.md").read_text().splitlines()
                if line.startswith("| [pfifo_206](") and f"/{d.name}/" in line)  # the fairness table
     assert f"| {d1:.2f} |" in row and f"| {d2:.2f} |" in row and f"| {jain:.3f} |" in row, row
+    # the link's payload capacity (the physics: 10 Mbit/s × 1448/1514) and the share of it used
+    assert f"| {10 * 1448 / 1514:.2f} | {100 * metrics['utilisation']['up']:.1f} | 1 |" in row, row
+    assert metrics["capacity"]["up"] == {"mean_mbit": pytest.approx(10 * 1448 / 1514), "peak_mbit": pytest.approx(10 * 1448 / 1514)}
 
 
 def test_second_plot_does_no_work(report):
