@@ -282,7 +282,7 @@ def test_utilisation_is_against_the_rate_in_force(run):
     assert m["utilisation"]["up"] <= 1.01 and not [f for f in m["flags"] if f["kind"] == "measurement_error"], m["flags"]
     # the capacity metrics.json stores: its mean over the test (the step at the time fl
     # planned, 7 s, where the middlebox's log says when it took effect), its peak at 6 Mbit/s
-    assert m["capacity"]["up"]["mean_mbit"] == pytest.approx(capacity, rel=0.01), (m["capacity"], capacity)
+    assert m["capacity"]["up"]["mean_mbit"] == pytest.approx(capacity, rel=0.03), (m["capacity"], capacity)
     assert m["capacity"]["up"]["peak_mbit"] == pytest.approx(high * PAYLOAD_SHARE / 1e6), m["capacity"]
 
 
