@@ -9,7 +9,7 @@ from .capabilities import Capabilities, probe_for, probe_request
 from .cells import Cell, expand
 from .errors import FlError
 from .results import ScenarioResults
-from .run.planning import estimate_total, select
+from .run.planning import estimate_total, require_some, select
 from .run.runner import CELL_OVERHEAD
 from .scenario import list_scenarios, load_scenario
 from .scenario.load import SCENARIO_DIR
@@ -35,8 +35,9 @@ def list_cells(paths: list[Path], run: str, only: list[str], results: Path, vm: 
     """The cells of one or more scenarios, with what this kernel (or the VM's, probed in
     one boot for all of them) can run."""
     scenarios = [(path, load_scenario(path)) for path in paths]
-    cells = {path: select(expand(scenario, path), only) for path, scenario in scenarios}
+    cells = {path: select(expand(scenario, path), only, require_match=len(paths) == 1) for path, scenario in scenarios}
     everything = [c for cs in cells.values() for c in cs]
+    require_some(everything, only)
     if vm is not None and inventory is not None:
         from .run.vm_probe import probe_in_vm
         caps = probe_in_vm(vm, inventory, probe_request(everything))

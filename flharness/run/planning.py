@@ -55,6 +55,12 @@ def select(cells: list[Cell], patterns: list[str], require_match: bool = True) -
     return chosen
 
 
+def require_some(cells: list[Cell], patterns: list[str]) -> None:
+    """--only over several scenarios: one of them without a matching cell is fine, all of them is not."""
+    if patterns and not cells:
+        raise FlError(f"--only {' '.join(patterns)}: no cell of these scenarios matches")
+
+
 def load_selected(path: Path, only: list[str], require_match: bool = True) -> tuple[Scenario, list[Cell]]:
     scenario = load_scenario(path)
     return scenario, select(expand(scenario, path), only, require_match)

@@ -33,7 +33,7 @@ from ..testbed.testbed import BATCH, Testbed
 from .context import Run, RunOptions
 from .dispatch import Dispatch, Slot
 from .finish import Attempt
-from .planning import Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan
+from .planning import Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan, require_some
 from .progress import Progress
 from .provenance_log import append_invocation, backend_record, on_testbed
 from .recovery import recover_stale
@@ -54,6 +54,7 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
         raise FlError(f"two scenarios of this run have the same name: {', '.join(names)}")
     inventories = _testbed_inventories(opts)
     cells = [c for _, cs in selected for c in cs]
+    require_some(cells, opts.only)
     if any(c.config.tunnel for c in cells):
         inventories[0].tunnel_ip("cli"), inventories[0].tunnel_ip("srv")
     recover_stale()

@@ -20,7 +20,7 @@ from flharness.cli import main
 from flharness.errors import FlError
 from flharness.image.recipe import recipe_names
 from flharness.image.store import CACHE_ENV
-from flharness.run.planning import select
+from flharness.run.planning import require_some, select
 from flharness.scenario import load_scenario
 from flharness.scenario.load import list_scenarios
 from flharness.testbed.inventory import load_testbeds, prefixed_settings
@@ -125,6 +125,17 @@ def test_only_patterns(pattern):
         assert str(e).startswith("--only ") and "\n" not in str(e), str(e)
         return
     assert chosen and {c.name for c in chosen} <= {c.name for c in cells}
+
+
+def test_only_over_several_scenarios_needs_a_match_in_one():
+    """`fl run A B --only P` and `fl list A B --only P`: a scenario without a match is
+    fine (it runs nothing), none of them matching is an error."""
+    demo, three = (REPO / p for p in ("scenarios/demo.yml", "tests/scenarios/three-short.yml"))
+    chosen = [c for path in (demo, three) for c in select(expand(load_scenario(path), path), ["reno-vs-reno"], False)]
+    assert [c.name for c in chosen] == ["reno-vs-reno-pfifo_200-20mbit-0ms"]
+    require_some(chosen, ["reno-vs-reno"])
+    with pytest.raises(FlError, match="--only zzz: no cell of these scenarios matches"):
+        require_some([], ["zzz"])
 
 
 INVENTORY = (REPO / "inventory.ini").read_text()
