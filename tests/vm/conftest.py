@@ -19,10 +19,8 @@ from flharness.image.store import load_image
 #: virtual clock (on a KVM host fl would pick KVM and the real clock).
 VM_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml")
                 for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-seed", "vm-tunnel", "vm-par")]
+VM_CELLS = 6 + 1 + 9 + 3 + 4 + 4
 VM_OPTIONS = ["--vm", "--vm-accel", "tcg", "--vm-clock", "virtual"]
-#: The interrupted run runs three of the shortest cells (3-5 s, no tunnel: a short probe),
-#: so that one is done and the other two under way soon after the boot.
-INTERRUPTED = ["--only", "5s-none-up_", "--only", "3s-none-delay_up"]
 
 
 #: test_e2e_vm_parallel's run of vm-par in one VM of its own, started in the background
@@ -34,13 +32,12 @@ SERIAL = str(REPO / "tests" / "scenarios" / "vm-par.yml")
 
 @pytest.fixture(scope="session")
 def vm_run(tmp_path_factory):
-    """The parallel VM run of three short cells, interrupted (SIGINT) after its first cell
-    completed while both VMs run cells, then resumed with every cell; then the serial run
-    of vm-par starts ("serial": its process, results folder and kernel image), ended at
-    the latest with the session."""
+    """The parallel VM run, interrupted (SIGINT) after its first cell completed while both
+    VMs run cells, then resumed; then the serial run of vm-par starts ("serial": its
+    process, results folder and kernel image), ended at the latest with the session."""
     results = tmp_path_factory.mktemp("vm-results")
-    fl = FlProcess("run", *VM_SCENARIOS, *VM_OPTIONS, "--parallel", "2", "--results", str(results), *INTERRUPTED)
-    fl.wait_for_line("/3] vm", timeout=900)  # a cell started
+    fl = FlProcess("run", *VM_SCENARIOS, *VM_OPTIONS, "--parallel", "2", "--results", str(results))
+    fl.wait_for_line(f"/{VM_CELLS}] vm", timeout=900)  # a cell started
     fl.wait_for_line(" ok ", timeout=900)  # the first cell is done
     fl.wait_for_line(" … (run ETA", timeout=300)  # the VM that ran it has its next cell: both run cells
     qemu_argv = [Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() for pid in qemus(results)]
