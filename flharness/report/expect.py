@@ -56,8 +56,8 @@ def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
     def verdict(ok: bool | None, detail: str) -> Judgement:
         return Judgement(scenario, c.name, e, ok, detail)
 
-    if c.status == "skipped":
-        return verdict(None, f"skipped: {c.record.reason}")
+    if c.status in ("skipped", "interrupted"):  # never measured: neither met nor missed
+        return verdict(None, f"{c.status}: {c.record.reason}")
     if c.damage:
         return verdict(False, f"{UNREADABLE}: {c.damage}")
     if not c.valid or c.metrics is None:

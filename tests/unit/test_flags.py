@@ -97,3 +97,16 @@ def test_a_version_1_cell_record_is_upgraded_on_read(tmp_path):
         old.write_text(json.dumps({**data, "version": version}))
         with pytest.raises(VersionError, match=why):
             files.read(CellRecord, old)
+
+
+def test_an_interrupted_cell_is_not_judged(scenario_file):
+    """A cell stopped before it finished measured nothing: its expectations are neither met
+    nor missed (a key finding it alone would judge reads "not run", not "does not hold")."""
+    path = scenario_file("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nexpect:\n  - {metric: jain, '>=': 0.5}\n")
+    scenario = load_scenario(path)
+    (cell,) = expand(scenario, path)
+    record = SimpleNamespace(label=lambda a: None, status="interrupted", reason="interrupted (SIGINT/SIGTERM)",
+                             cell=cell.name, config=cell.config)
+    s = ScenarioResult(scenario.name, Path("/nonexistent"), scenario, [CellResult(scenario.name, Path("/x"), record, None)])
+    (j,) = judge(s)
+    assert j.ok is None and j.detail == "interrupted: interrupted (SIGINT/SIGTERM)"
