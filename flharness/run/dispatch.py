@@ -13,13 +13,12 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import Enum
 
 from ..cells import Cell
 from ..errors import FlError
 from ..results import CellRecord
-from ..testbed.plan import cell_vars
 from ..testbed.testbed import Testbed, TestbedError
-from .context import Run
 from .finish import Attempt, finish, give_up
 from .planning import ScenarioPlan
 from .progress import Progress, progress_detail
@@ -31,37 +30,49 @@ RESTARTS = 2
 POLL = 0.005  # seconds
 
 
+class State(Enum):
+    """Where a testbed is. The loop moves a slot on by one transition per poll (`_step`)."""
+
+    BUILDING = "building"  # booting or building (again, after a restart): no cell yet
+    RUNNING = "running"  # its cell is under way until it asks for the next one
+    WAITING = "waiting"  # nothing queued, but a cell being finished may have to run again
+    RESTARTING = "restarting"  # it died mid-run: taken down and built again in a worker
+    REMOVING = "removing"  # no cell left: removing itself in a worker
+    DONE = "done"  # removed after its last cell
+    RETIRED = "retired"  # dead for good: takes no more cells
+
+
+#: States in which a slot still has something to do (a waiting one: at least removing itself).
+ACTIVE = {State.BUILDING, State.RUNNING, State.WAITING, State.RESTARTING, State.REMOVING}
+
+
 @dataclass
 class Slot:
-    """A testbed and what it is doing."""
+    """A testbed, its state, and what that state holds (a cell's attempt while RUNNING,
+    a worker's future while RESTARTING or REMOVING, the reason once RETIRED)."""
 
     testbed: Testbed
     limit: Callable[[Cell], float]  # wall seconds a cell may take on it
+    state: State = State.BUILDING
     attempt: Attempt | None = None
-    built: bool = False
-    stopped: bool = False  # told there are no more cells
+    future: Future | None = None
+    built: bool = False  # it was ready for a cell once (a failure later is a restart, not a build error)
     restarts: int = 0
-    restarting: Future | None = None
-    removing: Future | None = None  # the testbed removing itself after its last cell
-    retired: str = ""  # why it takes no more cells
-    waiting: bool = False  # built or its cell collected, it waits for the next one
+    retired: str = ""
 
     @property
-    def busy(self) -> bool:
-        return (self.attempt is not None or self.restarting is not None or (not self.built and not self.retired)
-                or (self.removing is not None and not self.removing.done()))
+    def name(self) -> str:
+        return self.testbed.label or self.testbed.id
 
 
 @dataclass
 class Dispatch:
-    run: Run
     slots: list[Slot]
     queue: deque[tuple[ScenarioPlan, Cell]]
-    new_attempt: Callable[[ScenarioPlan, Cell, Testbed], Attempt]
+    start_cell: Callable[[ScenarioPlan, Cell, Testbed], Attempt]  # records the cell and gives it to the testbed
     progress: Progress
     records: list[CellRecord] = field(default_factory=list)
     finishing: dict[Future, Attempt] = field(default_factory=dict)
-    plans: dict[int, ScenarioPlan] = field(default_factory=dict)  # id(attempt) → its scenario
     retried: set[tuple[str, str]] = field(default_factory=set)  # (scenario, cell) run again once
 
     def run_all(self) -> list[CellRecord]:
@@ -70,11 +81,11 @@ class Dispatch:
             try:
                 for slot in self.slots:
                     slot.testbed.start()
-                while self.queue or self.finishing or any(s.busy for s in self.slots):
+                while self.queue or self.finishing or any(s.state in ACTIVE for s in self.slots):
                     for slot in self.slots:
-                        self._poll(slot)
+                        self._step(slot)
                     self._reap()
-                    if self.queue and all(s.retired for s in self.slots):
+                    if self.queue and all(s.state is State.RETIRED for s in self.slots):
                         raise TestbedError("no testbed left to run the remaining cells: "
                                            + "; ".join(s.retired for s in self.slots))
                     time.sleep(POLL)
@@ -88,42 +99,43 @@ class Dispatch:
 
     # --- one testbed --------------------------------------------------------------------------
 
-    def _poll(self, slot: Slot) -> None:
-        if slot.retired:
-            return
-        if slot.restarting is not None:
-            self._restarted(slot)
-            return
+    def _step(self, slot: Slot) -> None:
+        """One transition of SLOT, if its testbed or its worker has news."""
         tb = slot.testbed
-        if slot.waiting or tb.want_cell():  # want_cell() says so once
-            slot.waiting = False
-            if slot.attempt is not None:
-                self._collected(slot)
-            slot.built = True
-            self._hand_next(slot)
-        elif (why := tb.dead()) is not None and not slot.stopped:
-            self._died(slot, why)
-        elif slot.attempt is not None and time.monotonic() > slot.attempt.deadline:
-            self._died(slot, f"the cell took longer than {slot.limit(slot.attempt.cell):.0f} s "
-                             "(the testbed was taken for hung and restarted)")
+        match slot.state:
+            case State.BUILDING | State.RUNNING:
+                if tb.want_cell():  # says so once: built, or its cell collected
+                    if slot.attempt is not None:
+                        self._collected(slot)
+                    slot.built = True
+                    self._hand_next(slot)
+                elif (why := tb.dead()) is not None:
+                    self._died(slot, why)
+                elif slot.attempt is not None and time.monotonic() > slot.attempt.deadline:
+                    self._died(slot, f"the cell took longer than {slot.limit(slot.attempt.cell):.0f} s "
+                                     "(the testbed was taken for hung and restarted)")
+            case State.WAITING:
+                self._hand_next(slot)
+            case State.RESTARTING if slot.future is not None and slot.future.done():
+                error, slot.future = slot.future.exception(), None
+                slot.state = State.BUILDING
+                if error is not None:
+                    self._retire(slot, f"restart failed: {error}")
+            case State.REMOVING if slot.future is not None and slot.future.done():
+                slot.state, slot.future = State.DONE, None
 
     def _hand_next(self, slot: Slot) -> None:
-        if not self.queue and self.finishing:
-            slot.waiting = True  # a cell still being checked may have to run again: the testbed waits
-            return
         if not self.queue:
-            slot.stopped = True
-            slot.removing = self.pool.submit(slot.testbed.finish)
+            if self.finishing:  # a cell still being checked may have to run again: the testbed waits
+                slot.state = State.WAITING
+            else:
+                slot.state, slot.future = State.REMOVING, self.pool.submit(slot.testbed.finish)
             return
         sp, cell = self.queue.popleft()
-        attempt = self.new_attempt(sp, cell, slot.testbed)
-        self.plans[id(attempt)] = sp
+        attempt = self.start_cell(sp, cell, slot.testbed)
         attempt.deadline = time.monotonic() + slot.limit(cell)
-        slot.attempt = attempt
+        slot.state, slot.attempt = State.RUNNING, attempt
         LOG.debug("cell %s/%s to testbed %s (%s)", sp.name, cell.name, slot.testbed.label or "-", slot.testbed.id)
-        slot.testbed.give(cell_vars(cell, slot.testbed.inv, slot.testbed.path_on_testbed(attempt.partial),
-                                    not self.run.virtual_clock, tcp_rewrite=self.run.caps.tcp_rewrite,
-                                    run=slot.testbed.run_vars))
         self.progress.start(f"{sp.name}/{cell.name}", slot.testbed.label)
 
     def _collected(self, slot: Slot) -> None:
@@ -137,7 +149,7 @@ class Dispatch:
     def _died(self, slot: Slot, why: str) -> None:
         tb = slot.testbed
         if not slot.built and not slot.restarts:
-            raise TestbedError(f"building testbed {tb.label or tb.id} failed: {why} (log: {tb.log})")
+            raise TestbedError(f"building testbed {slot.name} failed: {why} (log: {tb.log})")
         if slot.attempt is not None:
             attempt, slot.attempt = slot.attempt, None
             result = tb.cell_result()
@@ -147,20 +159,16 @@ class Dispatch:
             self.progress.finish(rec.cell, "failed", rec.duration or 0, reason.splitlines()[0][:200], tb.label)
         if slot.restarts >= RESTARTS or not self.queue or not slot.built:
             tb.down()
-            slot.retired = f"{tb.label or tb.id}: {why.splitlines()[0]}"
+            self._retire(slot, why.splitlines()[0])
             return
         slot.restarts += 1
-        LOG.warning("restarting testbed %s (%d/%d): %s", tb.label or tb.id, slot.restarts, RESTARTS, why.splitlines()[0])
+        LOG.warning("restarting testbed %s (%d/%d): %s", slot.name, slot.restarts, RESTARTS, why.splitlines()[0])
         slot.built = False
-        slot.restarting = self.pool.submit(_restart, tb)
+        slot.state, slot.future = State.RESTARTING, self.pool.submit(_restart, tb)
 
-    def _restarted(self, slot: Slot) -> None:
-        assert slot.restarting is not None
-        if not slot.restarting.done():
-            return
-        future, slot.restarting = slot.restarting, None
-        if (error := future.exception()) is not None:
-            slot.retired = f"{slot.testbed.label or slot.testbed.id}: restart failed: {error}"
+    @staticmethod
+    def _retire(slot: Slot, why: str) -> None:
+        slot.state, slot.retired = State.RETIRED, f"{slot.name}: {why}"
 
     # --- finishing ----------------------------------------------------------------------------
 
@@ -171,9 +179,9 @@ class Dispatch:
                 rec, verdict = future.result()
             except OSError as e:  # writing the cell's files: a full disk stops the run in one line
                 raise disk_full(e, attempt.partial) or e from None
-            sp = self.plans.pop(id(attempt))
+            sp = attempt.plan
             if verdict.retry and (sp.name, rec.cell) not in self.retried and not wait \
-                    and not all(s.retired for s in self.slots):
+                    and not all(s.state is State.RETIRED for s in self.slots):
                 self._again(sp, attempt, rec.reason)
                 continue
             self.records.append(rec)

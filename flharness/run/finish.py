@@ -19,20 +19,25 @@ from ..testbed.ansible import PlaybookResult
 from ..testbed.plan import XZ_LEVEL
 from .cell_logs import write_cell_logs
 from .evaluate import Verdict, evaluate
+from .planning import ScenarioPlan
 
 LOG = logging.getLogger(__name__)
 
 
 @dataclass
 class Attempt:
-    """A cell handed to a testbed: where it is written and what will be recorded."""
+    """A cell handed to a testbed: its scenario, where it is written and what will be recorded."""
 
-    store: ScenarioResults
+    plan: ScenarioPlan
     cell: Cell
     partial: Path
     record: CellRecord
     testbed: str  # label of the testbed running it
     deadline: float = 0.0  # wall clock (monotonic) after which the testbed is taken for hung
+
+    @property
+    def store(self) -> ScenarioResults:
+        return self.plan.store
 
 
 def compress_captures(cell_dir: Path) -> None:

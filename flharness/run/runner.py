@@ -27,7 +27,7 @@ from ..results import CellRecord, ScenarioResults, files
 from ..results.run_record import RunRecord
 from ..scenario.load import read_merged
 from ..testbed.inventory import Inventory, load_testbeds, moved
-from ..testbed.plan import estimated_seconds, run_vars
+from ..testbed.plan import cell_vars, estimated_seconds, run_vars
 from ..testbed.probing import merge_hosts
 from ..testbed.testbed import BATCH, Testbed
 from .context import Run, RunOptions
@@ -216,13 +216,16 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict,
     progress = Progress([estimated_seconds(c, CELL_OVERHEAD) for _, c in queue], len(testbeds))
     slots = [Slot(tb, _cell_limit(run)) for tb in testbeds]
 
-    def new_attempt(sp: ScenarioPlan, cell: Cell, tb: Testbed) -> Attempt:
+    def start_cell(sp: ScenarioPlan, cell: Cell, tb: Testbed) -> Attempt:
         rec = _record(run, cell)
         on_testbed(rec, cell, tb)
         rec.started = time.time()
-        return Attempt(sp.store, cell, sp.store.new_partial(cell.name), rec, tb.label)
+        attempt = Attempt(sp, cell, sp.store.new_partial(cell.name), rec, tb.label)
+        tb.give(cell_vars(cell, tb.inv, tb.path_on_testbed(attempt.partial), not run.virtual_clock,
+                          tcp_rewrite=run.caps.tcp_rewrite, run=tb.run_vars))
+        return attempt
 
-    return Dispatch(run, slots, queue, new_attempt, progress).run_all()
+    return Dispatch(slots, queue, start_cell, progress).run_all()
 
 
 def _cell_limit(run: Run):

@@ -50,8 +50,6 @@ class _Future:
         return self._result
 
 
-class _Plan:
-    name = "golden"
 
 
 def test_the_dispatcher_runs_such_a_cell_once_more_then_records_it(tmp_path):
@@ -70,13 +68,13 @@ def test_the_dispatcher_runs_such_a_cell_once_more_then_records_it(tmp_path):
     failed = SimpleNamespace(cell=cell.name, status="failed", reason="Flent started … early", duration=20.0)
     verdict = Verdict(status="failed", retry=True)
     out = io.StringIO()
-    d = Dispatch(run=None, slots=[SimpleNamespace(retired="")], queue=__import__("collections").deque(), new_attempt=None,
+    d = Dispatch(slots=[SimpleNamespace(state=None)], queue=__import__("collections").deque(), start_cell=None,
                  progress=Progress([30.0], out=out))
+    plan = SimpleNamespace(name="golden", store=store)
     for round_ in (1, 2):
         (store.root / cell.name).mkdir(parents=True)
-        attempt = Attempt(store=store, cell=cell, partial=tmp_path / "p", record=failed, testbed="")
-        future = _Future((failed, verdict))
-        d.finishing[future], d.plans[id(attempt)] = attempt, _Plan()
+        attempt = Attempt(plan=plan, cell=cell, partial=tmp_path / "p", record=failed, testbed="")
+        d.finishing[_Future((failed, verdict))] = attempt
         d._reap()
         if round_ == 1:
             assert list(d.queue) == [(d.queue[0][0], cell)] and d.records == [] and "again" in out.getvalue()
