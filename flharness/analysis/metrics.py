@@ -43,6 +43,7 @@ from . import delivery, flentlib, pcap, qdisc_stats, queue, ss_samples
 from .flent_data import delivered_mbit, first_data_s
 from .flows import FlowInfo, declared_flows, match_connections
 from .link import capacity, highest_rate, payload_capacity_bps, rate_at
+from .teardown_log import host_sections
 from .udp_flow import udp_flow
 
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
@@ -89,8 +90,10 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: Cell
     out.ping_ms = _ping(rs, lead, all_run, lead + length)
     out.t0 = rs.t0
     out.queue = _queues(cell_dir, record.config, rs.t0, (all_run, lead + length), {f.direction for f in flows})
-    out.qdisc_totals = {d: QdiscTotals.model_validate(q) for d, q in qdisc_stats.bottleneck_totals(
-        cell_dir / "teardown.log", cell_dir / queue.QUEUE_LOG).items()}
+    teardown = cell_dir / "teardown.log"
+    mid = host_sections(teardown.read_text(errors="replace")).get("mid", "") if teardown.is_file() else ""
+    out.qdisc_totals = {d: QdiscTotals.model_validate(q)
+                        for d, q in qdisc_stats.bottleneck_totals(mid, cell_dir / queue.QUEUE_LOG).items()}
     edges = rs.t0 + np.arange(all_run, lead + length + 1e-9, PEAK_INTERVAL)
     series = series if series is not None else CellSeries()
     out.peak_mbit, keys = _add_capture_figures(out.flows, flows, cell_dir, rs, record, (lead, length), edges, series)

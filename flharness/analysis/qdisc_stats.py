@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..testbed import layout
-from .teardown_log import device_blocks, host_sections
+from .teardown_log import device_blocks
 
 _QDISC_RE = re.compile(r"^qdisc (\S+) ([0-9a-f]+:) (?:root|parent \S+)")
 _SENT_RE = re.compile(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+) requeues (\d+)\)")
@@ -76,12 +76,10 @@ def ports(queue_log: Path) -> dict[str, str]:
     return {}
 
 
-def bottleneck_totals(teardown: Path, queue_log: Path) -> dict[str, dict[str, Any]]:
-    """direction → the declared qdisc's totals for the cell; {} when the logs lack them."""
-    try:
-        blocks = device_blocks(host_sections(teardown.read_text(errors="replace")).get("mid", ""))
-    except OSError:
-        return {}
+def bottleneck_totals(mid: str, queue_log: Path) -> dict[str, dict[str, Any]]:
+    """direction → the declared qdisc's totals for the cell, from the middlebox's part of
+    the teardown log (MID); {} when the logs lack them."""
+    blocks = device_blocks(mid)
     out = {}
     for direction, dev in ports(queue_log).items():
         by_handle = {q["handle"]: q for q in qdiscs(blocks.get(dev, ""))}

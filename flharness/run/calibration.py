@@ -21,17 +21,14 @@ from __future__ import annotations
 
 import re
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
-from ..analysis import flent_data
-from ..analysis.teardown_log import host_sections
-from ..cells import Cell
 from ..frames import FRAME_BYTES
 from ..hosts import HOSTS
 from ..results.cell_record import Calibration
 from ..results.flags import Flag, calibration_flag
 from ..testbed.commands import NETEM_LIMIT
+from .cell_files import CellFiles
 from .effects import effects
 
 BASE_RTT_TOLERANCE = (1.0, 0.02)  # ms, share of the declared RTT
@@ -43,38 +40,36 @@ _DROPS_RE = re.compile(r"^(\d+) packets dropped by kernel$", re.M)
 _OFFLOAD_RE = re.compile(r"^(\S+) (tcp-segmentation|generic-segmentation|generic-receive)-offload: (on|off)", re.M)
 
 
-def calibration(cell: Cell, cell_dir: Path, data: dict[str, Any], server: str) -> Calibration:
-    """The verdict on the cell in CELL_DIR (DATA: its Flent data; SERVER: the address
-    Flent talked to, which tells the captures' directions apart)."""
+def calibration(files: CellFiles) -> Calibration:
+    """The verdict on a finished cell (its Flent data read: FILES.flent)."""
+    assert files.flent is not None
     reasons: list[Flag] = []
-    config = cell.config
-    base, declared = _base_rtt(data), config.flows[0].rtt_ms
+    config = files.cell.config
+    base, declared = _base_rtt(files.flent, files.lead_s), config.flows[0].rtt_ms
     if config.netem is None and base is not None and abs(base - declared) > _rtt_tolerance(declared):
         reasons.append(calibration_flag("base_rtt", f"base RTT {base:.2f} ms, declared {declared:g} ms"))
-    drops = capture_drops(cell_dir / "teardown.log")
+    drops = capture_drops(files.sections)
     reasons += [calibration_flag("capture_drops", f"{host}'s capture dropped {n} packets")
                 for host, n in drops.items() if n]
-    origin, lead = flent_data.t0(data), flent_data.lead_in(data)
     saturated: dict[str, float] = {}
     stolen: dict[str, float] = {}
-    window = (origin + lead, origin + lead + config.length)
     for host in ("cli", "srv"):
-        log = cell_dir / f"{host}.ss.log"
-        if log.is_file():
-            saturated.update({f"{host} {core}": share for core, share in saturated_share(log, *window).items()})
-            stolen.update({f"{host} {core}": share for core, share in stolen_share(log, *window).items()})
+        if (log := files.text(f"{host}.ss.log")) is not None:
+            spans = cpu_intervals(log, *files.test_window)
+            saturated.update({f"{host} {core}": share for core, share in saturated_share(spans).items()})
+            stolen.update({f"{host} {core}": share for core, share in stolen_share(spans).items()})
     reasons += [calibration_flag("cpu_busy", f"CPU {core} more than {CPU_BUSY:.0%} busy for {share:.0%} of the test")
                 for core, share in saturated.items() if share > CPU_BUSY_SHARE]
     reasons += _stolen(stolen)
-    offloads = offloads_on(cell_dir / "teardown.log")
+    offloads = offloads_on(files.sections)
     reasons += [calibration_flag("offloads", f"offloads on: {', '.join(offloads)}")] if offloads else []
-    if unrecorded := unrecorded_hosts(cell_dir / "teardown.log"):
+    if unrecorded := unrecorded_hosts(files.sections):
         reasons.append(calibration_flag("unrecorded", f"no state recorded after the test on {', '.join(unrecorded)}"))
     in_flight = config.bottleneck.max_rate_bps * config.max_rtt_s / 8 / FRAME_BYTES
     if in_flight > NETEM_LIMIT:
         reasons.append(calibration_flag(
             "netem_limit", f"netem limit {NETEM_LIMIT} packets is below the delay line ({in_flight:.0f})"))
-    seen = effects(cell, cell_dir, server)
+    seen = effects(files)
     reasons += [calibration_flag("effect_missing", f"{e.feature}: {e.evidence}") for e in seen if not e.ok]
     return Calibration(base_rtt_ms=base, declared_rtt_ms=declared, capture_drops=drops, cpu_saturated=saturated,
                        cpu_stolen=stolen,
@@ -96,58 +91,53 @@ def _rtt_tolerance(declared_ms: float) -> float:
     return absolute + share * declared_ms
 
 
-def _base_rtt(data: dict[str, Any]) -> float | None:
-    """Median idle ping (ms) of the lead-in, before any flow starts."""
+def _base_rtt(data: dict[str, Any], lead: float) -> float | None:
+    """Median idle ping (ms) of the lead-in (LEAD s), before any flow starts."""
     values = data.get("results", {}).get("Ping (ms) ICMP") or []
-    lead = flent_data.lead_in(data)
     idle = sorted(v for t, v in zip(data.get("x_values", []), values) if v is not None and t < lead - 0.5)
     return idle[len(idle) // 2] if idle else None
 
 
-def capture_drops(teardown: Path) -> dict[str, int]:
-    """tcpdump's "packets dropped by kernel" per host, from the teardown log."""
-    if not teardown.is_file():
-        return {}
-    return {host: sum(int(n) for n in _DROPS_RE.findall(body))
-            for host, body in host_sections(teardown.read_text(errors="replace")).items() if _DROPS_RE.search(body)}
+def capture_drops(sections: dict[str, str]) -> dict[str, int]:
+    """tcpdump's "packets dropped by kernel" per host (SECTIONS: the teardown log's)."""
+    return {host: sum(int(n) for n in _DROPS_RE.findall(body)) for host, body in sections.items()
+            if _DROPS_RE.search(body)}
 
 
-def offloads_on(teardown: Path) -> list[str]:
+def offloads_on(sections: dict[str, str]) -> list[str]:
     """"host dev offload" for each offload read back as on in the teardown log."""
-    if not teardown.is_file():
-        return []
-    return [f"{host} {dev} {kind}-offload" for host, body in host_sections(teardown.read_text(errors="replace")).items()
+    return [f"{host} {dev} {kind}-offload" for host, body in sections.items()
             for dev, kind, state in _OFFLOAD_RE.findall(body) if state == "on"]
 
 
-def unrecorded_hosts(teardown: Path) -> list[str]:
+def unrecorded_hosts(sections: dict[str, str]) -> list[str]:
     """Hosts whose part of the teardown log has no command in it (their collection
     printed nothing, or failed): capture drops and offloads went unchecked there."""
-    sections = host_sections(teardown.read_text(errors="replace")) if teardown.is_file() else {}
     return [h for h in HOSTS if "$ " not in sections.get(h, "")]
 
 
-def saturated_share(ss_log: Path, start: float, end: float) -> dict[str, float]:
-    """Per core: the share of the sampling intervals within [START, END] (epoch s) in
-    which it was more than CPU_BUSY busy (/proc/stat counters, lines "% cpuN ...")."""
-    return {core: sum(1 - idle / total > CPU_BUSY for total, idle, _ in spans) / len(spans)
-            for core, spans in _cpu_intervals(ss_log, start, end).items()}
+#: Per core: (ticks, idle + iowait ticks, steal ticks) of each sampling interval.
+CpuSpans = dict[str, list[tuple[int, int, int]]]
 
 
-def stolen_share(ss_log: Path, start: float, end: float) -> dict[str, float]:
-    """Per core: the share of its time within [START, END] that the hypervisor gave to
-    another guest (/proc/stat's steal): the machine's own timers, the shaper's among them,
-    ran late by as much."""
-    return {core: sum(s for _, _, s in spans) / sum(t for t, _, _ in spans)
-            for core, spans in _cpu_intervals(ss_log, start, end).items()}
+def saturated_share(spans: CpuSpans) -> dict[str, float]:
+    """Per core: the share of the sampling intervals in which it was more than CPU_BUSY busy."""
+    return {core: sum(1 - idle / total > CPU_BUSY for total, idle, _ in s) / len(s) for core, s in spans.items()}
 
 
-def _cpu_intervals(ss_log: Path, start: float, end: float) -> dict[str, list[tuple[int, int, int]]]:
-    """Per core: (ticks, idle + iowait ticks, steal ticks) of each sampling interval within
-    [START, END], from the sampler's /proc/stat lines ("% cpuN user nice system idle
-    iowait irq softirq steal …")."""
+def stolen_share(spans: CpuSpans) -> dict[str, float]:
+    """Per core: the share of its time that the hypervisor gave to another guest
+    (/proc/stat's steal): the machine's own timers, the shaper's among them, ran late by
+    as much."""
+    return {core: sum(x for _, _, x in s) / sum(t for t, _, _ in s) for core, s in spans.items()}
+
+
+def cpu_intervals(ss_log: str, start: float, end: float) -> CpuSpans:
+    """Per core, each sampling interval within [START, END] (epoch s), from the ss
+    sampler's /proc/stat lines in SS_LOG ("% cpuN user nice system idle iowait irq
+    softirq steal …")."""
     samples: list[tuple[float, dict[str, tuple[int, int, int]]]] = []
-    for line in ss_log.read_text(errors="replace").splitlines():
+    for line in ss_log.splitlines():
         if line.startswith("# "):
             try:
                 samples.append((float(line[2:]), {}))
@@ -157,7 +147,7 @@ def _cpu_intervals(ss_log: Path, start: float, end: float) -> dict[str, list[tup
             name, *counters = line[2:].split()
             ticks = [int(c) for c in counters[:8]] + [0] * (8 - len(counters[:8]))
             samples[-1][1][name] = (sum(ticks), ticks[3] + ticks[4], ticks[7])
-    out: dict[str, list[tuple[int, int, int]]] = {}
+    out: CpuSpans = {}
     for (t0, a), (t1, b) in pairwise(samples):
         if t0 < start or t1 > end:
             continue

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import flent_data, sockets
-from ..analysis.teardown_log import command_output, host_sections
+from ..analysis.teardown_log import command_output
 from ..cells import Cell
 from ..hosts import ENDPOINTS
 from ..results.cell_record import CcCheck, Checks, Endpoints, FlowConfig
 from ..testbed.ansible import PlaybookResult
 from .calibration import calibration
+from .cell_files import CellFiles
 
 #: A flow whose data begins this much after its declared start is reported (connection delayed).
 LATE_START_S, LATE_START_SHARE = 2.0, 0.1
@@ -51,21 +52,19 @@ def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, ends: Endpoints
     missing = [f for f in REQUIRED_FILES if not (cell_dir / f).is_file() or (cell_dir / f).stat().st_size == 0]
     if missing:
         v.fail(f"missing or empty: {', '.join(missing)}")
-    _check_captures(cell_dir, v)
-    data = _check_flent_data(cell, cell_dir, v)
+    files = CellFiles(cell, cell_dir, ends.server)
+    _check_captures(files, v)
+    files.flent = _check_flent_data(cell, cell_dir, v)
     _check_ccs(cell, cell_dir, ends.netperf_port, v)
-    if data is not None:
-        v.checks.calibration = calibration(cell, cell_dir, data, ends.server)
+    if files.flent is not None:
+        v.checks.calibration = calibration(files)
     return v
 
 
-def _check_captures(cell_dir: Path, v: Verdict) -> None:
+def _check_captures(files: CellFiles, v: Verdict) -> None:
     """A tcpdump stopped by fl prints its counts (the teardown log); one that died during
     the test (killed, crashed, its disk full) does not, and its capture is incomplete."""
-    log = cell_dir / "teardown.log"
-    if not log.is_file():
-        return
-    for host, section in host_sections(log.read_text(errors="replace")).items():
+    for host, section in files.sections.items():
         if host in ENDPOINTS and "packets captured" not in (command_output(section, "tcpdump statistics") or ""):
             v.fail(f"the capture on {host} ended before the test did (its tcpdump died): its packets are incomplete")
 

@@ -3,7 +3,8 @@ tcpdump's kernel drops per host and offloads read back on from the teardown log,
 per-core CPU saturation from the /proc/stat counters the ss sampler records each second."""
 from __future__ import annotations
 
-from flharness.run.calibration import _stolen, capture_drops, offloads_on, saturated_share, stolen_share, unrecorded_hosts
+from flharness.analysis.teardown_log import host_sections
+from flharness.run.calibration import _stolen, capture_drops, cpu_intervals, offloads_on, saturated_share, stolen_share, unrecorded_hosts
 
 
 def test_capture_drops_per_host(tmp_path):
@@ -11,15 +12,16 @@ def test_capture_drops_per_host(tmp_path):
     log.write_text("# fl teardown log\n\n======== cli ========\n$ tcpdump statistics\n9 packets captured\n"
                    "9 packets received by filter\n0 packets dropped by kernel\n\n======== mid ========\n$ uname -r\n"
                    "6.1\n\n======== srv ========\n$ tcpdump statistics\n5 packets captured\n17 packets dropped by kernel\n")
-    assert capture_drops(log) == {"cli": 0, "srv": 17}
-    assert unrecorded_hosts(log) == []
+    sections = host_sections(log.read_text())
+    assert capture_drops(sections) == {"cli": 0, "srv": 17}
+    assert unrecorded_hosts(sections) == []
 
 
 def test_a_host_whose_state_was_not_recorded(tmp_path):
     log = tmp_path / "teardown.log"  # as cell_logs.py writes it when a host's collection printed nothing
     log.write_text("======== cli ========\n$ uname -r\n6.1\n\n======== mid ========\n\n\n"
                    "======== srv ========\n(not collected: host failed)\n")
-    assert unrecorded_hosts(log) == ["mid", "srv"]
+    assert unrecorded_hosts(host_sections(log.read_text())) == ["mid", "srv"]
 
 
 def test_offloads_read_back_on(tmp_path):
@@ -28,7 +30,7 @@ def test_offloads_read_back_on(tmp_path):
                    "cli.0 generic-segmentation-offload: off\ncli.0 generic-receive-offload: off\n\n"
                    "======== mid ========\nmid.l tcp-segmentation-offload: off\nmid.l generic-receive-offload: on\n"
                    "mid.r generic-segmentation-offload: on [fixed]\n")
-    assert offloads_on(log) == ["mid mid.l generic-receive-offload", "mid mid.r generic-segmentation-offload"]
+    assert offloads_on(host_sections(log.read_text())) == ["mid mid.l generic-receive-offload", "mid mid.r generic-segmentation-offload"]
 
 
 def test_a_core_busy_most_of_the_test_is_saturated(tmp_path):
@@ -43,7 +45,7 @@ def test_a_core_busy_most_of_the_test_is_saturated(tmp_path):
         idle1 += 100
     log = tmp_path / "cli.ss.log"
     log.write_text("\n".join(lines) + "\n")
-    assert saturated_share(log, 101, 105) == {"cpu0": 0.75, "cpu1": 0.0}
+    assert saturated_share(cpu_intervals(log.read_text(), 101, 105)) == {"cpu0": 0.75, "cpu1": 0.0}
 
 
 def test_cpu_time_the_hypervisor_took_is_stolen_and_flagged(tmp_path):
@@ -56,7 +58,7 @@ def test_cpu_time_the_hypervisor_took_is_stolen_and_flagged(tmp_path):
         idle += 80
     log = tmp_path / "cli.ss.log"
     log.write_text("\n".join(lines) + "\n")
-    shares = stolen_share(log, 100, 104)
+    shares = stolen_share(cpu_intervals(log.read_text(), 100, 104))
     assert shares["cpu1"] == 0 and abs(shares["cpu0"] - 0.2) < 1e-9, shares
     assert _stolen({"cli cpu0": 0.04}) == []
     (flag,) = _stolen({"cli cpu0": 0.2, "cli cpu1": 0.0})

@@ -17,15 +17,11 @@ nothing never passes unnoticed.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from ...cells import Cell
 from ...results.cell_record import Effect
+from ..cell_files import CellFiles
 from . import ecn, l4s, netem_loss, state
-from .cell_files import CellFiles
 
 
-def effects(cell: Cell, cell_dir: Path, server: str) -> list[Effect]:
-    """Every declared path feature's effect in the finished cell in CELL_DIR."""
-    files = CellFiles(cell, cell_dir, server)
+def effects(files: CellFiles) -> list[Effect]:
+    """Every declared path feature's effect in the finished cell."""
     return [*ecn.check(files), *netem_loss.check(files), *state.check(files), *l4s.check(files)]

@@ -19,7 +19,7 @@ from ...analysis.teardown_log import rule_counters
 from ...ecn import ACK, ACTIONS, CE, CODEPOINTS, CWR, ECE, ECT0, ECT1, NOT_ECT, SYN, Headers, replay
 from ...results.cell_record import Effect
 from ...testbed.ecn_rules import FlowRule, cell_rules, rule_comment
-from .cell_files import CellFiles
+from ..cell_files import CellFiles
 
 COUNT_TOLERANCE = (2, 0.01)  # packets, share: a counter beyond the replay's range by more is wrong
 ECN_MISMATCH = (2, 0.01)  # packets, share of the compared ones arriving with another ECN field

@@ -10,7 +10,7 @@ from ...analysis.capture import Packets
 from ...analysis.sockets import sockets
 from ...ecn import ACCECN_SYNACKS, ACK, CODEPOINTS, CWR, ECE, ECT1, NOT_ECT, SYN
 from ...results.cell_record import Effect
-from .cell_files import CellFiles
+from ..cell_files import CellFiles
 
 #: Congestion controls that identify their packets as L4S (ECT(1)) once AccECN is negotiated.
 L4S_CCS = ("prague",)

@@ -21,7 +21,7 @@ from ...analysis.capture import identity
 from ...analysis.qdisc_stats import bottleneck_totals, ports, qdiscs
 from ...analysis.teardown_log import device_blocks
 from ...results.cell_record import Effect
-from .cell_files import CellFiles
+from ..cell_files import CellFiles
 
 Z = 5.0  # standard deviations: "far outside" the binomial
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
@@ -74,7 +74,7 @@ def _judge(files: CellFiles, direction: str, p: float, feature: str) -> Effect:
     sent, came = np.flatnonzero(ways[0]), np.flatnonzero(ways[1])
     n = len(sent)
     lost = n - len(np.intersect1d(identity(sender, sent), identity(receiver, came)))
-    queue_drops = bottleneck_totals(files.dir / "teardown.log", files.dir / "mid.qdisc.log").get(direction, {}).get("drops", 0)
+    queue_drops = bottleneck_totals(files.sections.get("mid", ""), files.dir / "mid.qdisc.log").get(direction, {}).get("drops", 0)
     sd = math.sqrt(n * p * (1 - p))
     low, high = p * n - Z * sd - 1, p * n + Z * sd + 1
     ok = n > 0 and max(lost - queue_drops, 0) <= high and lost >= low

@@ -13,7 +13,7 @@ from ...results.cell_record import Effect
 from ...testbed import layout
 from ...testbed.layout import TUNNEL_DEV
 from ...units import Rate
-from .cell_files import CellFiles
+from ..cell_files import CellFiles
 
 UDP_RATE_TOLERANCE = 0.05  # the UDP flow's sending rate against the declared one
 STEP_LATE_S = 0.5  # a step logged this much after its planned time did not come at its time
