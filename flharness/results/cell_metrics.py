@@ -2,14 +2,14 @@
 cache: a file of another version, or whose inputs changed (`key`), is recomputed."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from .cell_record import Direction
 from .files import Contract, Sparse, Versioned
 from .flags import Flag
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION = 13
+METRICS_VERSION: Final = 13  # and the version field's Literal below (mypy holds them equal)
 
 
 class Percentiles(Contract):
@@ -186,7 +186,7 @@ class CellMetrics(Versioned):
     WHAT = "metrics file"
     ADVICE = "it is recomputed"
 
-    version: Literal[METRICS_VERSION] = METRICS_VERSION
+    version: Literal[13] = METRICS_VERSION
     key: str = ""
     """Fingerprint of the inputs and settings (analysis/cache.py)."""
     cell: str

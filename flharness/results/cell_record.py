@@ -6,7 +6,7 @@ Its `config` is the cell's fully resolved configuration exactly as it was hashed
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field, JsonValue
 
@@ -16,7 +16,7 @@ from .files import Contract, Sparse, Versioned
 from .flags import Flag, calibration_flag
 
 #: Bumped when cell.json's layout changes; older files are upgraded on read (UPGRADES).
-CELL_VERSION = 2
+CELL_VERSION: Final = 2  # and the version field's Literal below (mypy holds them equal)
 Status = Literal["ok", "failed", "skipped", "interrupted"]
 Direction = Literal["up", "down"]
 
@@ -347,7 +347,7 @@ class CellRecord(Versioned):
     WHAT = "cell record"
     UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {1: lambda data: _reasons_as_flags(data)}
 
-    version: Literal[CELL_VERSION] = CELL_VERSION
+    version: Literal[2] = CELL_VERSION
     scenario: str
     """The scenario's name (its folder in the run)."""
     cell: str

@@ -8,17 +8,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 SERIES_FILE = "series.npz"
+FloatArray = npt.NDArray[np.float64]
 _FIELDS = ("owd_t", "owd_ms", "goodput_t", "goodput_mbit")
 
 
 @dataclass
 class FlowSeries:
-    owd_t: np.ndarray  # departure of each matched data packet (s, Flent's axis), increasing
-    owd_ms: np.ndarray  # its one-way delay
-    goodput_t: np.ndarray  # start of each interval (s, Flent's axis)
-    goodput_mbit: np.ndarray  # payload first delivered to the receiver in it, Mbit/s
+    owd_t: FloatArray  # departure of each matched data packet (s, Flent's axis), increasing
+    owd_ms: FloatArray  # its one-way delay
+    goodput_t: FloatArray  # start of each interval (s, Flent's axis)
+    goodput_mbit: FloatArray  # payload first delivered to the receiver in it, Mbit/s
 
 
 @dataclass

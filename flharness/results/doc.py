@@ -83,7 +83,7 @@ def _default(prop: dict[str, Any]) -> str:
 
 def _type(prop: dict[str, Any]) -> str:
     if "$ref" in prop:
-        return prop["$ref"].rsplit("/", 1)[1]
+        return str(prop["$ref"]).rsplit("/", 1)[1]
     if "const" in prop:
         return f"`{json.dumps(prop['const'])}`"
     if "enum" in prop:
@@ -98,7 +98,7 @@ def _type(prop: dict[str, Any]) -> str:
         key = _type(keys) if keys else "string"
         return f"map of {key} → {_type(prop['additionalProperties'])}"
     return {"integer": "integer", "number": "number", "string": "string", "boolean": "boolean",
-            "null": "null", "object": "object"}.get(kind, kind)
+            "null": "null", "object": "object"}.get(kind, str(kind))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 """run.json: one entry per `fl run` invocation into a run folder (who, where, what, outcome)."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from .cell_record import Backend, FlSource
 from .files import Contract, Sparse, Versioned
 
 #: Bumped when run.json's layout changes; files of another version are not read.
-RUN_VERSION = 1
+RUN_VERSION: Final = 1  # and the version field's Literal below (mypy holds them equal)
 
 
 class Controller(Contract):
@@ -59,7 +59,7 @@ class RunRecord(Versioned):
 
     WHAT = "run record"
 
-    version: Literal[RUN_VERSION] = RUN_VERSION
+    version: Literal[1] = RUN_VERSION
     run: str
     invocations: list[Invocation] = []
 

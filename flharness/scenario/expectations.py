@@ -31,7 +31,8 @@ PHYSICS = {"capacity_mbit": "payload capacity of flow 1's direction (rate × 144
            "rtt_ms": "the largest declared flow RTT, ms", "flows": "number of flows"}
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
-_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_ARITH: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 RESERVED = {"metric", "flow", "finding", *OPERATORS}
 
 

@@ -120,7 +120,8 @@ def _read_parent(path: Path, i: int, parent: str, chain: tuple[Path, ...]) -> di
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """Deep-merge mappings; an axis set in ``over`` (fixed or swept) replaces it in ``base``."""
     out = dict(base)
-    over_matrix = over.get("matrix") if isinstance(over.get("matrix"), dict) else {}  # else the schema says what is wrong
+    matrix = over.get("matrix")
+    over_matrix: dict[str, Any] = matrix if isinstance(matrix, dict) else {}  # else the schema says what is wrong
     if isinstance(out.get("matrix"), dict):
         out["matrix"] = {k: v for k, v in out["matrix"].items() if k not in over}
     for axis in AXES:

@@ -8,7 +8,7 @@ Cells are pruned by ``include``/``exclude`` rules and repeated ``repetitions`` t
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
@@ -50,14 +50,21 @@ class _MatrixBase(BaseModel):
         return [a for a in AXES if getattr(self, a) is not None]
 
 
-#: Axes to sweep: each key lists the values one cell coordinate takes.
-Matrix = create_model(
-    "Matrix", __base__=_MatrixBase,
-    __validators__={"no_duplicates": field_validator(*AXES)(_no_duplicates)},
-    **{a: (Annotated[list[_point(a)] | None, Field(min_length=1)], None) for a in AXES})
+def _swept(axis: str) -> Any:
+    return Annotated[list[_point(axis)] | None, Field(min_length=1)]  # type: ignore[misc]
 
+
+_SWEPT: dict[str, Any] = {a: (_swept(a), None) for a in AXES}
+_FIXED: dict[str, Any] = {a: (_point(a) | None, None) for a in AXES}
+#: Axes to sweep: each key lists the values one cell coordinate takes.
+Matrix = create_model("Matrix", __base__=_MatrixBase,
+                      __validators__={"no_duplicates": field_validator(*AXES)(_no_duplicates)}, **_SWEPT)
 #: Every axis as a top-level key with one value.
-_Axes = create_model("_Axes", __config__=_STRICT, **{a: (_point(a) | None, None) for a in AXES})
+_Axes = create_model("_Axes", __config__=_STRICT, **_FIXED)
+if TYPE_CHECKING:
+    QdiscPoint = Point
+else:
+    QdiscPoint = _point("qdisc")
 
 
 def _matrices(raw: Any) -> Any:
@@ -87,7 +94,7 @@ class Scenario(_Axes):
     #: Flent's lead-in and lead-out (-d), whole seconds: its ping alone before and after the flows
     lead: int = Field(FLENT_LEAD_S, ge=1, le=60)
     repetitions: int = Field(1, ge=1, le=1000)
-    qdiscs: dict[Annotated[str, BeforeValidator(check_name)], _point("qdisc")] = {}
+    qdiscs: dict[Annotated[str, BeforeValidator(check_name)], QdiscPoint] = {}
     vars: Annotated[dict[str, Any], BeforeValidator(check_vars)] = {}
     matrix: Annotated[list[Matrix] | None, BeforeValidator(_matrices)] = None
     matrix_is_list: bool = False  # set by fl: the file wrote a list of matrices
