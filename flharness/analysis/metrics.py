@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..frames import FRAME_BYTES
-from ..results.cell_metrics import Capacity, CellMetrics, FlowMetrics, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary
+from ..results.cell_metrics import Capacity, CellMetrics, FlowMetrics, OneWayDelay, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary, UdpFlow
 from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..results.cell_series import CellSeries, FlowSeries
 from ..results.flags import Flag, FlagCode, calibration_flag
@@ -66,48 +66,92 @@ class Settings:
         return self.steady_window or min(60.0, round(length * 2 / 3))
 
 
+@dataclass(frozen=True)
+class Test:
+    """What every figure of a cell reads: its record, its folder, Flent's data and the
+    test's time axis (Flent's: t = 0 when its ping starts)."""
+
+    record: CellRecord
+    dir: Path
+    rs: Any  # Flent's ResultSet
+    lead: float  # Flent's lead-in, s
+    length: float  # the test's, s
+    flows: list[FlowInfo]
+
+    @property
+    def config(self) -> CellConfig:
+        return self.record.config
+
+    @property
+    def all_run(self) -> float:
+        """When the last flow starts (Flent's axis)."""
+        return self.lead + max((f.start_s for f in self.flows), default=0)
+
+    @property
+    def end(self) -> float:
+        return self.lead + self.length
+
+
+@dataclass
+class Captured:
+    """One flow's figures from the two captures."""
+
+    pcap: PcapCounts
+    mean_mbit: float | None = None  # goodput at the receiver, where its capture has the flow's data
+    source: str | None = None
+    owd: OneWayDelay | None = None
+    series: FlowSeries | None = None
+    delivered: np.ndarray | None = None  # bytes per peak interval (for the aggregate's peak)
+
+
+@dataclass
+class Sampled:
+    """One flow's figures from its sending socket's samples."""
+
+    source: str | None = None
+    samples: int = 0
+    tcp_rtt: Percentiles | None = None
+    steady_mbit: float | None = None
+    steady_excluded: int = 0
+    impossible: Flag | None = None  # a D_SS above the payload capacity over its samples
+
+
 def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: CellSeries | None = None) -> CellMetrics:
     """Everything fl reports about one cell that ran (status ok or failed); SERIES, if
-    given, receives each flow's per-packet one-way delays and goodput per interval."""
-    out = CellMetrics(cell=record.cell)
-    if record.status != "ok":
-        out.invalid.append(f"cell {record.status}: {record.reason}")
+    given, receives each flow's per-packet one-way delays and goodput per interval. Each
+    figure comes from a function of its own; they meet here, once."""
+    invalid = [f"cell {record.status}: {record.reason}"] if record.status != "ok" else []
     data_file = cell_dir / f"{record.cell}.flent.gz"
     if not data_file.is_file():
-        out.invalid.append("no Flent data file")
-        return out
+        return CellMetrics(cell=record.cell, invalid=[*invalid, "no Flent data file"])
     if record.endpoints is None:
-        out.invalid.append("cell.json does not record the testbed's endpoints")
-        return out
+        return CellMetrics(cell=record.cell, invalid=[*invalid, "cell.json does not record the testbed's endpoints"])
     rs = flentlib.load(data_file)
     length = float(rs.meta("LENGTH"))
-    lead = (float(rs.meta("TOTAL_LENGTH")) - length) / 2
-    flows = declared_flows(record.config, rs.series_names)
+    test = Test(record, cell_dir, rs, (float(rs.meta("TOTAL_LENGTH")) - length) / 2, length,
+                declared_flows(record.config, rs.series_names))
     window = settings.window(length)
-    out.steady_window_s = window
-    out.flows = [_flow(rs, f, lead, length) for f in flows]
-    all_run = lead + max((f.start_s for f in flows), default=0)
-    out.ping_ms = _ping(rs, lead, all_run, lead + length)
-    out.t0 = rs.t0
-    out.queue = _queues(cell_dir, record.config, rs.t0, (all_run, lead + length), {f.direction for f in flows})
-    teardown = cell_dir / "teardown.log"
-    mid = host_sections(teardown.read_text(errors="replace")).get("mid", "") if teardown.is_file() else ""
-    out.qdisc_totals = {d: QdiscTotals.model_validate(q)
-                        for d, q in qdisc_stats.bottleneck_totals(mid, cell_dir / queue.QUEUE_LOG).items()}
-    edges = rs.t0 + np.arange(all_run, lead + length + 1e-9, PEAK_INTERVAL)
-    series = series if series is not None else CellSeries()
-    out.peak_mbit, keys = _add_capture_figures(out.flows, flows, cell_dir, rs, record, (lead, length), edges, series)
-    impossible = _add_socket_stats(out.flows, rs, cell_dir, record.config, keys, lead, length, window)
-    _add_aggregates(out, record.config, lead, length)
-    out.invalid += _problems(out, rs, record.config)
-    out.flags = _flags(out, record, impossible)
-    if record.config.udp:
-        udp = udp_flow(cell_dir / "udp.log", Rate.parse(record.config.udp).bps)
-        if isinstance(udp, str):
-            out.flags.append(Flag(kind="incomplete", code="udp_unreported", text=f"udp flow: {udp}"))
-        else:
-            out.udp = udp
-    return out
+    edges = rs.t0 + np.arange(test.all_run, test.end + 1e-9, PEAK_INTERVAL)
+    captured, keys = captures(test, edges)
+    ss = _ss_samples(cell_dir)
+    sampled = {f.index: socket_figures(test, f, keys.get(f.index), window, ss) for f in test.flows}
+    flows = [flow_row(test, f, captured.get(f.index), sampled[f.index]) for f in test.flows]
+    if series is not None:
+        _fill_series(series, test, captured)
+    peaks = peak_mbit(captured, test, edges)
+    capacities = {d: capacity(test.config, d, test.lead + min(f.start_s for f in flows if f.direction == d), test.end)
+                  for d in ("up", "down") if any(f.direction == d for f in flows)}
+    queues = _queues(cell_dir, test.config, rs.t0, (test.all_run, test.end), {f.direction for f in test.flows})
+    utilisation = _utilisation(flows, capacities, test.lead, length)
+    jain, ratio = _fairness(flows)
+    flags = _flags(record, flows, utilisation, peaks, capacities, queues,
+                   [s.impossible for s in sampled.values() if s.impossible])
+    udp, udp_flag = _udp(cell_dir, record.config)
+    return CellMetrics(
+        cell=record.cell, invalid=invalid + _problems(flows, rs, record.config), flags=flags + udp_flag,
+        steady_window_s=window, flows=flows, ping_ms=_ping(rs, test.lead, test.all_run, test.end), t0=rs.t0,
+        queue=queues, qdisc_totals=_qdisc_totals(cell_dir), peak_mbit=peaks, jain=jain, ratio=ratio,
+        capacity=capacities, utilisation=utilisation, udp=udp)
 
 
 def cell_metrics(cell_dir: Path, record: CellRecord | dict[str, Any], settings: Settings) -> dict[str, Any]:
@@ -116,29 +160,50 @@ def cell_metrics(cell_dir: Path, record: CellRecord | dict[str, Any], settings: 
     return analyse(cell_dir, CellRecord.model_validate(record), settings).model_dump(mode="json")
 
 
-def _flow(rs: Any, f: FlowInfo, lead: float, length: float) -> FlowMetrics:
-    """A flow's figures from Flent's data: netperf's goodput (until the captures give the
-    receiver's) and when its data began."""
-    raw = rs.raw_values.get(f.series, [])
-    in_test = delivered_mbit(raw, rs.t0, lead + f.start_s, lead + length)
-    netperf = rs.series_meta(f.series, "MEAN_VALUE")
+def flow_row(test: Test, f: FlowInfo, captured: Captured | None, sampled: Sampled) -> FlowMetrics:
+    """A flow's row: its goodput from the receiver's capture where that has the flow's
+    data, else from Flent's samples of netperf (what the sender wrote)."""
+    raw = test.rs.raw_values.get(f.series, [])
+    netperf = test.rs.series_meta(f.series, "MEAN_VALUE")
+    in_test = delivered_mbit(raw, test.rs.t0, test.lead + f.start_s, test.end)
+    mean, source = (netperf if in_test is None else in_test), "netperf (sender side)"
+    if captured is not None and captured.mean_mbit is not None:
+        mean, source = captured.mean_mbit, captured.source or source
+    why = None if captured is not None and captured.owd is not None else (
+        _no_owd_reason(test.record) or "the flow's packets are not visible in both captures")
     return FlowMetrics(index=f.index, series=f.series, direction=f.direction, cc=f.cc, rtt_ms=f.rtt_ms,
-                       start_s=f.start_s, label=f.label, mean_mbit=netperf if in_test is None else in_test,
-                       goodput_source="netperf (sender side)", netperf_mbit=netperf,
-                       first_data_s=first_data_s(raw, rs.t0), steady_mbit=None, tcp_rtt_ms=None,
-                       socket_samples=0)
+                       start_s=f.start_s, label=f.label, mean_mbit=mean, goodput_source=source, netperf_mbit=netperf,
+                       first_data_s=first_data_s(raw, test.rs.t0), steady_mbit=sampled.steady_mbit,
+                       tcp_rtt_ms=sampled.tcp_rtt, socket_samples=sampled.samples, socket_source=sampled.source,
+                       steady_excluded=sampled.steady_excluded, pcap=captured.pcap if captured else None,
+                       owd_ms=captured.owd if captured else None, owd_unavailable=why)
 
 
-def _socket_series(rs: Any, row: FlowMetrics, key: pcap.Key | None, ss: dict[str, dict]) -> tuple[
+def _udp(cell_dir: Path, config: CellConfig) -> tuple[UdpFlow | None, list[Flag]]:
+    if not config.udp:
+        return None, []
+    udp = udp_flow(cell_dir / "udp.log", Rate.parse(config.udp).bps)
+    if isinstance(udp, str):
+        return None, [Flag(kind="incomplete", code="udp_unreported", text=f"udp flow: {udp}")]
+    return udp, []
+
+
+def _qdisc_totals(cell_dir: Path) -> dict[Direction, QdiscTotals]:
+    teardown = cell_dir / "teardown.log"
+    mid = host_sections(teardown.read_text(errors="replace")).get("mid", "") if teardown.is_file() else ""
+    return {d: QdiscTotals.model_validate(q) for d, q in qdisc_stats.bottleneck_totals(mid, cell_dir / queue.QUEUE_LOG).items()}
+
+
+def _socket_series(rs: Any, f: FlowInfo, key: pcap.Key | None, ss: dict[str, dict]) -> tuple[
         str | None, list[tuple[float, float]], list[tuple[float, float]]]:
     """The sending socket's samples of a flow on Flent's axis: (where they come from,
     [(t, delivery rate Mbit/s)], [(t, RTT ms)]). Flent's own where it has delivery rates
     (it samples the client's sockets: upload flows), else the sending host's ss samples
     of the flow's connection (KEY, from the captures; SS: host → its samples)."""
-    rates = [(t, v) for t, v in rs.raw_series(row.series, raw_key="tcp_delivery_rate") if v]
+    rates = [(t, v) for t, v in rs.raw_series(f.series, raw_key="tcp_delivery_rate") if v]
     if rates:
-        return "Flent (cli)", rates, [(t, v) for t, v in rs.raw_series(row.series, raw_key="tcp_rtt") if v]
-    sender = SIDES[row.direction][0]
+        return "Flent (cli)", rates, [(t, v) for t, v in rs.raw_series(f.series, raw_key="tcp_rtt") if v]
+    sender = SIDES[f.direction][0]
     samples = ss.get(sender, {}).get(key) if key is not None else None
     if not samples:
         return None, [], []
@@ -146,36 +211,36 @@ def _socket_series(rs: Any, row: FlowMetrics, key: pcap.Key | None, ss: dict[str
             [(t - rs.t0, v) for t, _, v in samples if v])
 
 
-def _add_socket_stats(rows: list[FlowMetrics], rs: Any, cell_dir: Path, config: CellConfig,
-                      keys: dict[int, pcap.Key], lead: float, length: float, window: float) -> list[Flag]:
-    """Per flow from its sending socket's samples: D_SS over WINDOW without the samples
-    above the link's rate, and the TCP RTT while it runs. Returns a flag for each D_SS
-    still above the link's payload capacity over its samples (a measurement error)."""
-    ss: dict[str, dict] = {}
-    for host in ("cli", "srv"):
-        if (log := cell_dir / f"{host}.ss.log").is_file():
-            ss[host] = ss_samples.samples(log)
-    flags: list[Flag] = []
-    for row in rows:
-        row.socket_source, rates, rtts = _socket_series(rs, row, keys.get(row.index), ss)
-        row.socket_samples = len(rates)
-        row.tcp_rtt_ms = _stats([v for t, v in rtts if lead + row.start_s <= t <= lead + length])
-        if not rates:
-            continue
-        end = rates[-1][0] - 1.0
-        inside = [(t, v) for t, v in rates if end - window < t < end]
-        t, v = np.array([t for t, _ in inside], dtype=float), np.array([v for _, v in inside], dtype=float)
-        possible = v * 1e6 <= highest_rate(t - RATE_SAMPLE_SPAN, t, config, row.direction)
-        row.steady_excluded = int(np.count_nonzero(~possible))
-        if not possible.any():
-            continue
-        row.steady_mbit = float(v[possible].mean())
-        capacity = float(payload_capacity_bps(rate_at(t[possible], config, row.direction)).mean()) / 1e6
-        if row.steady_mbit > OVER_CAPACITY * capacity:
-            flags.append(Flag(kind="measurement_error", code="steady_over_capacity",
-                              text=f"flow {row.index} ({row.label}): D_SS {row.steady_mbit:.3g} Mbit/s is "
-                                   f"{row.steady_mbit / capacity:.1%} of the payload capacity, impossible"))
-    return flags
+def _ss_samples(cell_dir: Path) -> dict[str, dict]:
+    """Host → its ss sampler's samples per connection."""
+    return {host: ss_samples.samples(log) for host in ("cli", "srv") if (log := cell_dir / f"{host}.ss.log").is_file()}
+
+
+def socket_figures(test: Test, f: FlowInfo, key: pcap.Key | None, window: float,
+                   ss: dict[str, dict] | None = None) -> Sampled:
+    """From a flow's sending socket's samples: D_SS over WINDOW without the samples above
+    the link's rate, and the TCP RTT while it runs; a D_SS still above the link's payload
+    capacity over its samples is a measurement error (SS: the hosts' samples, read from
+    the cell's folder when not given)."""
+    source, rates, rtts = _socket_series(test.rs, f, key, ss if ss is not None else _ss_samples(test.dir))
+    out = Sampled(source=source, samples=len(rates),
+                  tcp_rtt=_stats([v for t, v in rtts if test.lead + f.start_s <= t <= test.end]))
+    if not rates:
+        return out
+    end = rates[-1][0] - 1.0
+    inside = [(t, v) for t, v in rates if end - window < t < end]
+    t, v = np.array([t for t, _ in inside], dtype=float), np.array([v for _, v in inside], dtype=float)
+    possible = v * 1e6 <= highest_rate(t - RATE_SAMPLE_SPAN, t, test.config, f.direction)
+    out.steady_excluded = int(np.count_nonzero(~possible))
+    if not possible.any():
+        return out
+    out.steady_mbit = float(v[possible].mean())
+    cap = float(payload_capacity_bps(rate_at(t[possible], test.config, f.direction)).mean()) / 1e6
+    if out.steady_mbit > OVER_CAPACITY * cap:
+        out.impossible = Flag(kind="measurement_error", code="steady_over_capacity",
+                              text=f"flow {f.index} ({f.label}): D_SS {out.steady_mbit:.3g} Mbit/s is "
+                                   f"{out.steady_mbit / cap:.1%} of the payload capacity, impossible")
+    return out
 
 
 def _ping(rs: Any, lead: float, loaded_from: float, loaded_to: float) -> Ping | None:
@@ -203,52 +268,62 @@ def _stats(values: list[float]) -> Percentiles | None:
     return Percentiles(median=float(p50), p95=float(p95), p99=float(p99), n=len(values))
 
 
-def _add_capture_figures(rows: list[FlowMetrics], flows: list[FlowInfo], cell_dir: Path, rs: Any,
-                         record: CellRecord, test: tuple[float, float], edges: np.ndarray, series: CellSeries,
-                         ) -> tuple[dict[Direction, float], dict[int, pcap.Key]]:
-    """From the two captures: each flow's goodput at the receiver, one-way delay and loss,
-    retransmissions on the sender's side, ECN codepoints on the receiver's, and into
-    SERIES its per-packet delays and goodput per interval. TEST: Flent's lead-in and the
-    test's length. Returns the peak aggregate goodput per direction over the intervals
-    between EDGES (epoch s), and each flow's connection (flow index → its key in the
-    sender's capture)."""
-    lead, length = test
-    assert record.endpoints is not None
+def captures(test: Test, edges: np.ndarray) -> tuple[dict[int, Captured], dict[int, pcap.Key]]:
+    """From the two captures, per flow found in them: its packets sent and received,
+    goodput at the receiver, one-way delay and loss, its per-packet delays and goodput
+    per interval, and the bytes it delivered between EDGES (epoch s, for the peak); and
+    each flow's connection (flow index → its key in the sender's capture)."""
+    assert test.record.endpoints is not None
     loaded: dict[str, tuple] = {}
-    delivered: dict[Direction, list[np.ndarray]] = {}
+    out: dict[int, Captured] = {}
     keys: dict[int, pcap.Key] = {}
-    owd_why = _no_owd_reason(record)
+    owd_why = _no_owd_reason(test.record)
     for direction, (sender, receiver) in SIDES.items():
-        pcaps = {h: cell_dir / f"{h}.pcap.xz" for h in (sender, receiver)}
-        if not any(f.direction == direction for f in flows) or not all(p.is_file() for p in pcaps.values()):
+        pcaps = {h: test.dir / f"{h}.pcap.xz" for h in (sender, receiver)}
+        if not any(f.direction == direction for f in test.flows) or not all(p.is_file() for p in pcaps.values()):
             continue
         for h, p in pcaps.items():
             if h not in loaded:
                 loaded[h] = pcap.load(p)
         (s_pk, s_conns), (r_pk, r_conns) = loaded[sender], loaded[receiver]
-        match = match_connections(flows, direction, s_conns, record.endpoints, cell_dir / f"{sender}.ss.log")
+        match = match_connections(test.flows, direction, s_conns, test.record.endpoints, test.dir / f"{sender}.ss.log")
         keys |= match
-        for row in rows:
-            if (key := match.get(row.index)) is None:
+        for f in test.flows:
+            if (key := match.get(f.index)) is None:
                 continue
             sent, got = s_conns[key], r_conns.get(key)
-            row.pcap = _counts(sent, got)
+            out[f.index] = flow = Captured(pcap=_counts(sent, got))
             if got is None:
                 continue
-            window = (rs.t0 + lead + row.start_s, rs.t0 + lead + length)
+            window = (test.rs.t0 + test.lead + f.start_s, test.rs.t0 + test.end)
             if (mean := delivery.received_mbit(r_pk, got, *window)) is not None:
-                row.mean_mbit, row.goodput_source = mean, f"receiver ({receiver} capture)"
-                delivered.setdefault(direction, []).append(delivery.delivered_bytes(r_pk, got, edges))
+                flow.mean_mbit, flow.source = mean, f"receiver ({receiver} capture)"
+                flow.delivered = delivery.delivered_bytes(r_pk, got, edges)
             owd, departed, delays = (None, np.empty(0), np.empty(0)) if owd_why else delivery.one_way_samples(
                 s_pk, sent, r_pk, got, *window)
-            row.owd_ms = owd
-            series.interval_s = goodput_interval(record.config.bottleneck.of(direction).rate_bps)
-            series.flows[row.index] = _flow_series(r_pk, got, window, series.interval_s, rs.t0, departed, delays)
-    for row in rows:
-        if row.owd_ms is None:
-            row.owd_unavailable = owd_why or "the flow's packets are not visible in both captures"
-    peaks = {d: peak for d, per_flow in delivered.items() if (peak := delivery.peak_mbit(per_flow, edges)) is not None}
-    return peaks, keys
+            flow.owd = owd
+            interval = goodput_interval(test.config.bottleneck.of(direction).rate_bps)
+            flow.series = _flow_series(r_pk, got, window, interval, test.rs.t0, departed, delays)
+    return out, keys
+
+
+def peak_mbit(captured: dict[int, Captured], test: Test, edges: np.ndarray) -> dict[Direction, float]:
+    """Per direction, the aggregate goodput's best interval between EDGES."""
+    by_direction: dict[Direction, list[np.ndarray]] = {}
+    for f in test.flows:
+        if (c := captured.get(f.index)) is not None and c.delivered is not None:
+            by_direction.setdefault(f.direction, []).append(c.delivered)
+    return {d: peak for d in ("up", "down") if d in by_direction
+            and (peak := delivery.peak_mbit(by_direction[d], edges)) is not None}
+
+
+def _fill_series(series: CellSeries, test: Test, captured: dict[int, Captured]) -> None:
+    """SERIES receives each captured flow's per-packet delays and goodput per interval."""
+    for index, c in captured.items():
+        if c.series is not None:
+            direction = next(f.direction for f in test.flows if f.index == index)
+            series.interval_s = goodput_interval(test.config.bottleneck.of(direction).rate_bps)
+            series.flows[index] = c.series
 
 
 def goodput_interval(rate_bps: float) -> float:
@@ -282,36 +357,43 @@ def _counts(sent: pcap.Conn, received: pcap.Conn | None) -> PcapCounts:
                       ecn_received=dict(received.ecn) if received else {}, dscp=sent.dscp)
 
 
-def _add_aggregates(out: CellMetrics, config: CellConfig, lead: float, length: float) -> None:
-    """Jain's index and the ratio of the flows' D_SS; per direction the utilisation: the
-    data its flows delivered (each flow's goodput over its own time in the test) over
-    the window from the first flow's start to the end of the test, against the payload
-    the link could carry in that window (LEAD: Flent's lead-in, LENGTH: the test's)."""
-    steady = [f.steady_mbit for f in out.flows]
-    if len(steady) > 1 and all(s is not None for s in steady) and sum(steady) > 0:
-        out.jain = sum(steady) ** 2 / (len(steady) * sum(s * s for s in steady))
-        out.ratio = max(steady) / min(steady) if min(steady) > 0 else None
-    out.utilisation, out.capacity = {}, {}
-    for direction in ("up", "down"):
-        group = [f for f in out.flows if f.direction == direction]
-        if not group:
-            continue
+def _fairness(flows: list[FlowMetrics]) -> tuple[float | None, float | None]:
+    """Jain's index and the ratio of the flows' D_SS (None with one flow or one unmeasured)."""
+    steady = [f.steady_mbit for f in flows]
+    if len(steady) < 2 or any(s is None for s in steady):
+        return None, None
+    values = [s for s in steady if s is not None]
+    if sum(values) <= 0:
+        return None, None
+    jain = sum(values) ** 2 / (len(values) * sum(s * s for s in values))
+    return jain, (max(values) / min(values) if min(values) > 0 else None)
+
+
+def _utilisation(flows: list[FlowMetrics], capacities: dict[Direction, Capacity], lead: float,
+                 length: float) -> dict[Direction, float]:
+    """Per direction: the data its flows delivered (each flow's goodput over its own time
+    in the test) over the window from the first flow's start to the end of the test,
+    against the payload the link could carry in that window (CAPACITIES; LEAD: Flent's
+    lead-in, LENGTH: the test's)."""
+    out: dict[Direction, float] = {}
+    for direction, cap in capacities.items():
+        group = [f for f in flows if f.direction == direction]
         start = lead + min(f.start_s for f in group)
-        cap = out.capacity[direction] = capacity(config, direction, start, lead + length)
         if any(f.mean_mbit is None for f in group) or start >= lead + length or cap.mean_mbit <= 0:
             continue
-        bits = sum(f.mean_mbit * 1e6 * max(length - f.start_s, 0.0) for f in group)
-        out.utilisation[direction] = bits / (cap.mean_mbit * 1e6 * (lead + length - start))
+        bits = sum((f.mean_mbit or 0.0) * 1e6 * max(length - f.start_s, 0.0) for f in group)
+        out[direction] = bits / (cap.mean_mbit * 1e6 * (lead + length - start))
+    return out
 
 
-def _problems(out: CellMetrics, rs: Any, config: CellConfig) -> list[str]:
+def _problems(flows: list[FlowMetrics], rs: Any, config: CellConfig) -> list[str]:
     """What makes a cell's numbers untrustworthy: it is left out of the tables."""
     problems = []
     if rs.meta("FAILED_RUNNERS"):
         problems.append(f"Flent runners failed: {rs.meta('FAILED_RUNNERS')}")
-    if not out.flows:
+    if not flows:
         problems.append("no TCP flow series in the Flent data")
-    for f in out.flows:
+    for f in flows:
         if f.mean_mbit is None:
             problems.append(f"flow {f.index}: no goodput measured")
         elif not f.socket_samples and not _starved(f, config):  # a starved flow may have none
@@ -353,7 +435,9 @@ def _unfilled(peaks: dict[Direction, float], capacities: dict[Direction, Capacit
     return out
 
 
-def _flags(out: CellMetrics, record: CellRecord, impossible: list[Flag] | None = None) -> list[Flag]:
+def _flags(record: CellRecord, flows: list[FlowMetrics], utilisation: dict[Direction, float],
+           peaks: dict[Direction, float], capacities: dict[Direction, Capacity],
+           queues: dict[Direction, QueueSummary | None], impossible: list[Flag]) -> list[Flag]:
     """What a reader must know: goodput above the payload capacity and the other
     impossible figures found (IMPOSSIBLE: D_SS), each a measurement error; a path that did
     not behave as declared (cell.json's checks.calibration, and bulk flows that never
@@ -361,12 +445,12 @@ def _flags(out: CellMetrics, record: CellRecord, impossible: list[Flag] | None =
     whose data began late (its connection could not start in time; checks.late_start_s)."""
     flags = [Flag(kind="measurement_error", code="goodput_over_capacity",
                   text=f"{direction} goodput is {u:.1%} of the payload capacity, impossible")
-             for direction, u in out.utilisation.items() if u > OVER_CAPACITY]
-    flags += impossible or []
+             for direction, u in utilisation.items() if u > OVER_CAPACITY]
+    flags += impossible
     checks = record.checks
     flags += checks.calibration.reasons if checks.calibration else []
-    flags += _unfilled(out.peak_mbit, out.capacity, record.config, out.queue)
-    for f in out.flows:
+    flags += _unfilled(peaks, capacities, record.config, queues)
+    for f in flows:
         if _starved(f, record.config):
             flags.append(Flag(kind="finding", code="starved",
                               text=f"flow {f.index} ({f.label}): starved, {f.mean_mbit:.3g} Mbit/s in the test"))

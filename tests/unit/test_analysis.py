@@ -144,15 +144,23 @@ def test_utilisation_is_over_one_window_at_the_rate_in_force():
     stepped = _config(bottleneck={"up": {**LINK, "rate": "2mbit", "rate_bps": 2e6}, "down": LINK}, length=5,
                       flows=[{"direction": "up", "cc": "cubic", "rtt": "0ms", "tos": None}],
                       rate_schedule=[{"at": "7s", "up": six, "down": six}])
-    out = CellMetrics(cell="a", flows=[_flow(1, 4.189)])
-    metrics._add_aggregates(out, stepped, 5.0, 5)
-    assert np.isclose(out.utilisation["up"], 4.189 * 5 / (22 * payload)) and out.utilisation["up"] < 1
+    caps = {"up": link.capacity(stepped, "up", 5.0, 10.0)}
+    u = metrics._utilisation([_flow(1, 4.189)], caps, 5.0, 5)
+    assert np.isclose(u["up"], 4.189 * 5 / (22 * payload)) and u["up"] < 1
     eight = {**LINK, "rate": "8mbit", "rate_bps": 8e6}
     delayed = _config(bottleneck={"up": eight, "down": eight}, length=4)
-    out = CellMetrics(cell="b", flows=[_flow(1, 7.345), _flow(2, 0.51, start_s=2.0)])
-    metrics._add_aggregates(out, delayed, 5.0, 4)
-    assert np.isclose(out.utilisation["up"], (7.345 * 4 + 0.51 * 2) / (4 * 8 * payload)) and out.utilisation["up"] < 1
-    assert metrics._flags(out, _record(config=delayed)) == []
+    flows = [_flow(1, 7.345), _flow(2, 0.51, start_s=2.0)]
+    caps = {"up": link.capacity(delayed, "up", 5.0, 9.0)}
+    u = metrics._utilisation(flows, caps, 5.0, 4)
+    assert np.isclose(u["up"], (7.345 * 4 + 0.51 * 2) / (4 * 8 * payload)) and u["up"] < 1
+    assert metrics._flags(_record(config=delayed), flows, u, {}, caps, {}, []) == []
+
+
+def socket_figures(rs: _Samples, config: CellConfig, length: float, index: int, window: float) -> metrics.Sampled:
+    """metrics.socket_figures for upload flow INDEX of a cell of CONFIG (lead-in 5 s)."""
+    flow = FlowInfo(index, f"TCP upload::{index}", "up", "cubic", 20.0, None, 0.0)
+    test = metrics.Test(_record(config=config), Path("/nonexistent"), rs, 5.0, length, [flow])
+    return metrics.socket_figures(test, flow, None, window, ss={})
 
 
 class _Samples:
@@ -176,20 +184,18 @@ def test_delivery_rate_samples_above_the_link_rate_are_left_out(tmp_path):
     t = [5.2, 5.5, 6.0, 6.5, 7.0, 7.5, 8.0]
     rs = _Samples(1000.0, {"TCP upload::1": [(5.2, 156.5, 3.0), *((x, 4.0, 50.0) for x in t[1:])],
                            "TCP upload::2": [(x, 9.9, 50.0) for x in t]})
-    rows = [_flow(1, 4.0, steady_mbit=None), _flow(2, 4.0, steady_mbit=None)]
-    flags = metrics._add_socket_stats(rows, rs, tmp_path, _config(), {}, 5.0, 3, 2.0)
-    assert (rows[0].steady_mbit, rows[0].steady_excluded, rows[0].socket_samples) == (4.0, 1, 7)
-    assert rows[0].socket_source == "Flent (cli)" and rows[0].tcp_rtt_ms.median == 50.0
-    assert np.isclose(rows[1].steady_mbit, 9.9) and rows[1].steady_excluded == 0
-    assert [(f.kind, f.code) for f in flags] == [("measurement_error", "steady_over_capacity")]
-    assert flags[0].text == "flow 2 (cubic (20 ms)): D_SS 9.9 Mbit/s is 103.5% of the payload capacity, impossible"
+    one, two = (socket_figures(rs, _config(), 3, i, 2.0) for i in (1, 2))
+    assert (one.steady_mbit, one.steady_excluded, one.samples) == (4.0, 1, 7)
+    assert one.source == "Flent (cli)" and one.tcp_rtt.median == 50.0 and one.impossible is None
+    assert np.isclose(two.steady_mbit, 9.9) and two.steady_excluded == 0
+    assert (two.impossible.kind, two.impossible.code) == ("measurement_error", "steady_over_capacity")
+    assert two.impossible.text == "flow 2 (cubic (20 ms)): D_SS 9.9 Mbit/s is 103.5% of the payload capacity, impossible"
     five = {**LINK, "rate": "5mbit", "rate_bps": 5e6}
     stepped = _config(rate_schedule=[{"at": "6.5s", "up": five, "down": five}])
     rs = _Samples(1000.0, {"TCP upload::1": [(5.5, 4.0, 50.0), (6.6, 7.5, 50.0), (7.0, 4.5, 50.0), (7.9, 7.5, 50.0),
                                              (9.0, 4.0, 50.0)]})
-    rows = [_flow(1, 4.0, steady_mbit=None)]
-    metrics._add_socket_stats(rows, rs, tmp_path, stepped, {}, 5.0, 4, 3.0)
-    assert rows[0].steady_excluded == 1 and np.isclose(rows[0].steady_mbit, (4.0 + 7.5 + 4.5) / 3)
+    one = socket_figures(rs, stepped, 4, 1, 3.0)
+    assert one.steady_excluded == 1 and np.isclose(one.steady_mbit, (4.0 + 7.5 + 4.5) / 3)
 
 
 #: The server's samples of a tcp_bidirectional cell (srv.ss.log, as fl-ss-sample writes
@@ -224,14 +230,14 @@ def test_a_download_flows_socket_statistics_are_its_senders(tmp_path):
     assert samples[(SRV, 40147, CLI, 32863)][2] == (1795498784.963835, 6.561032, 83.271)
     assert samples[(SRV, 39987, CLI, 38089)] == [(1795498782.955156, None, 33.817)]
     rs = _Samples(1795498777.46266, {})
-    down = _flow(1, 5.9, steady_mbit=None, series="TCP download", direction="down")
-    metrics._add_socket_stats([down], rs, tmp_path, _config(), {1: (SRV, 40147, CLI, 32863)}, 5.0, 3, 2.0)
-    assert down.socket_source == "srv.ss.log" and down.socket_samples == 3
+    flow = FlowInfo(1, "TCP download", "down", "cubic", 20.0, None, 0.0)
+    test = metrics.Test(_record(), tmp_path, rs, 5.0, 3, [flow])
+    down = metrics.socket_figures(test, flow, (SRV, 40147, CLI, 32863), 2.0)
+    assert down.source == "srv.ss.log" and down.samples == 3
     assert np.isclose(down.steady_mbit, (4.192896 + 5.556096) / 2) and down.steady_excluded == 0
-    assert down.tcp_rtt_ms.median == 83.271 and down.tcp_rtt_ms.n == 3
-    unmatched = _flow(1, 5.9, steady_mbit=None, series="TCP download", direction="down")
-    metrics._add_socket_stats([unmatched], rs, tmp_path, _config(), {}, 5.0, 3, 2.0)
-    assert unmatched.steady_mbit is None and unmatched.socket_samples == 0
+    assert down.tcp_rtt.median == 83.271 and down.tcp_rtt.n == 3
+    unmatched = metrics.socket_figures(test, flow, None, 2.0)
+    assert unmatched.steady_mbit is None and unmatched.samples == 0
 
 
 def test_one_way_delay_and_loss_match_segments_by_sequence_and_ip_id(tmp_path):
@@ -352,21 +358,22 @@ class _Flent:
 
 def test_a_starved_flow_is_a_flagged_result_and_missing_data_makes_a_cell_invalid():
     record = _record(checks={"late_start_s": {"TCP upload::2": 14.1}})
-    out = CellMetrics(cell="a", flows=[_flow(1, 9.5, 9.6), _flow(2, 0.04, 0.0)])
-    metrics._add_aggregates(out, record.config, 5.0, 20)
-    assert out.jain == 0.5 and out.ratio is None  # one flow has it all
-    assert abs(out.utilisation["up"] - 9.54 / (10 * 1448 / 1514)) < 1e-9  # of the payload capacity
-    assert metrics._problems(out, _Flent(), record.config) == []
-    flags = metrics._flags(out, record)
+    flows = [_flow(1, 9.5, 9.6), _flow(2, 0.04, 0.0)]
+    assert metrics._fairness(flows) == (0.5, None)  # one flow has it all
+    caps = {"up": link.capacity(record.config, "up", 5.0, 25.0)}
+    u = metrics._utilisation(flows, caps, 5.0, 20)
+    assert abs(u["up"] - 9.54 / (10 * 1448 / 1514)) < 1e-9  # of the payload capacity
+    assert metrics._problems(flows, _Flent(), record.config) == []
+    flags = metrics._flags(record, flows, u, {}, caps, {}, [])
     assert [(f.kind, f.code) for f in flags] == [("finding", "starved"), ("finding", "late_start")]
     assert [str(f) for f in flags] == ["flow 2 (cubic (20 ms)): starved, 0.04 Mbit/s in the test",
                                        "flow 2 (cubic (20 ms)): data began 14.1 s late"]
-    out.flows[1].socket_samples = 0  # a flow that never ran in the test has none
-    assert metrics._problems(out, _Flent(), record.config) == []
-    out.flows[0].socket_samples = 0  # but a flow that did: the sampler failed
-    out.flows[1].mean_mbit = None
-    assert metrics._problems(out, _Flent(), record.config) == ["flow 1: no socket statistics (tcp_delivery_rate)",
-                                                               "flow 2: no goodput measured"]
+    flows[1].socket_samples = 0  # a flow that never ran in the test has none
+    assert metrics._problems(flows, _Flent(), record.config) == []
+    flows[0].socket_samples = 0  # but a flow that did: the sampler failed
+    flows[1].mean_mbit = None
+    assert metrics._problems(flows, _Flent(), record.config) == ["flow 1: no socket statistics (tcp_delivery_rate)",
+                                                                 "flow 2: no goodput measured"]
     starved = _cell("a", "pfifo", 1, [9.6, 0.0])
     starved.metrics.flags = [Flag(kind="finding", code="starved", text="flow 2: starved")]
     starved.metrics.capacity, starved.metrics.utilisation = CAP10, {"up": 0.96}
