@@ -7,8 +7,7 @@ checks.calibration, shown in the index with ⚑): each check that failed is a re
 * the captures: tcpdump's "dropped by kernel" on each host (a capture that lost
   packets undercounts everything measured from it);
 * CPU: the per-core counters the ss sampler recorded each second; a core more than
-  95 % busy for over 10 % of the test caps what namespaces can carry (work niced below
-  fl's priority does not count: it gives way to fl's processes); a machine whose
+  95 % busy for over 10 % of the test caps what namespaces can carry; a machine whose
   hypervisor took over 5 % of a core's time (steal) ran the shaper's timers late;
 * netem's limit holds the delay line (rate × the longest one-way delay, in packets);
 * offloads: TSO, GSO and GRO read back as off on every fl interface after the test
@@ -136,24 +135,18 @@ def stolen_share(spans: CpuSpans) -> dict[str, float]:
 def cpu_intervals(ss_log: str, start: float, end: float) -> CpuSpans:
     """Per core, each sampling interval within [START, END] (epoch s), from the ss
     sampler's /proc/stat lines in SS_LOG ("% cpuN user nice system idle iowait irq
-    softirq steal …"). Time the kernel counts as nice is idle for fl's processes when the
-    sampler ran at niceness 0 ("% nice 0", as fl did): it was work of a lower priority
-    (captures compressed between cells, anything run with `nice`), which gives way to
-    them. Where fl ran niced, or the log does not say, nice time is busy."""
+    softirq steal …")."""
     samples: list[tuple[float, dict[str, tuple[int, int, int]]]] = []
-    yields = False  # nice time gives way to fl's processes
     for line in ss_log.splitlines():
         if line.startswith("# "):
             try:
                 samples.append((float(line[2:]), {}))
             except ValueError:
                 continue
-        elif line.startswith("% nice "):
-            yields = line.split()[2:] == ["0"]
         elif line.startswith("% cpu") and samples:
             name, *counters = line[2:].split()
             ticks = [int(c) for c in counters[:8]] + [0] * (8 - len(counters[:8]))
-            samples[-1][1][name] = (sum(ticks), ticks[3] + ticks[4] + (ticks[1] if yields else 0), ticks[7])
+            samples[-1][1][name] = (sum(ticks), ticks[3] + ticks[4], ticks[7])
     out: CpuSpans = {}
     for (t0, a), (t1, b) in pairwise(samples):
         if t0 < start or t1 > end:

@@ -48,19 +48,6 @@ def test_a_core_busy_most_of_the_test_is_saturated(tmp_path):
     assert saturated_share(cpu_intervals(log.read_text(), 101, 105)) == {"cpu0": 0.75, "cpu1": 0.0}
 
 
-def test_nice_time_is_busy_unless_fl_ran_at_normal_priority(tmp_path):
-    """A core pegged by niced work (nice ticks, the 2nd counter) is busy for a sampler that
-    ran niced or did not say, and free for one that ran at niceness 0: that work gave way."""
-    lines, nice0, idle0 = [], 0, 0
-    for k in range(5):
-        lines += [f"# {100 + k}.000000", f"% cpu0 1 {nice0} 0 {idle0} 0 0 0 0 0 0"]
-        nice0 += 99
-    body = "\n".join(lines) + "\n"
-    assert saturated_share(cpu_intervals(body, 100, 104)) == {"cpu0": 1.0}
-    assert saturated_share(cpu_intervals("% nice 5\n" + body, 100, 104)) == {"cpu0": 1.0}
-    assert saturated_share(cpu_intervals("% nice 0\n" + body, 100, 104)) == {"cpu0": 0.0}
-
-
 def test_cpu_time_the_hypervisor_took_is_stolen_and_flagged(tmp_path):
     """/proc/stat's steal (8th counter) over the window: cpu0 loses 20 of 100 ticks in each
     interval, cpu1 none; over 5 % of a core's time flags the cell."""
