@@ -154,6 +154,11 @@ ETHERNET = 14  # header bytes before the IP packet: a frame on a veth is 14 + th
 SYN, ACK, ECE, CWR = 0x02, 0x10, 0x40, 0x80
 
 
+#: pcap link type → (bytes before the IP header, offset of the EtherType or None): Ethernet,
+#: raw IP (a tunnel device's capture), Linux cooked.
+LINK_LAYERS = {1: (ETHERNET, 12), 101: (0, None), 12: (0, None), 113: (16, 14)}
+
+
 def read_pcap(path: Path) -> tuple[Pkt, ...]:
     """Every IPv4 TCP, UDP and ICMP packet of an (xz-compressed) capture (read once per
     version of the file: a cell that ran again has a new capture)."""
@@ -166,17 +171,21 @@ def _read_pcap(path: Path, size: int, mtime_ns: int) -> tuple[Pkt, ...]:
     out = []
     opener = lzma.open if path.suffix == ".xz" else open
     with opener(path, "rb") as f:
-        for ts, buf in dpkt.pcap.Reader(f):
-            eth = dpkt.ethernet.Ethernet(buf)
-            ip = eth.data
-            if not isinstance(ip, dpkt.ip.IP):
+        reader = dpkt.pcap.Reader(f)
+        at, ethertype = LINK_LAYERS[reader.datalink()]
+        for ts, buf in reader:
+            if len(buf) <= at or buf[at] >> 4 != 4 or (ethertype is not None and buf[ethertype:ethertype + 2] != b"\x08\x00"):
+                continue  # not IPv4
+            try:
+                ip = dpkt.ip.IP(buf[at:])
+            except dpkt.UnpackError:
                 continue
             src, dst = socket.inet_ntoa(ip.src), socket.inet_ntoa(ip.dst)
             l4 = ip.data
             if isinstance(l4, dpkt.tcp.TCP):
                 out.append(Pkt(ts, src, dst, 6, l4.sport, l4.dport, l4.seq, l4.ack, l4.flags,
                                ip.len - ip.hl * 4 - l4.off * 4, ip.tos, ip.id, ETHERNET + ip.len,
-                               bytes(buf[ETHERNET + ip.hl * 4:ETHERNET + ip.hl * 4 + l4.off * 4])))
+                               bytes(buf[at + ip.hl * 4:at + ip.hl * 4 + l4.off * 4])))
             elif isinstance(l4, dpkt.udp.UDP):
                 out.append(Pkt(ts, src, dst, 17, l4.sport, l4.dport, 0, 0, 0, l4.ulen - 8, ip.tos, ip.id, ETHERNET + ip.len))
             elif isinstance(l4, dpkt.icmp.ICMP) and isinstance(l4.data, dpkt.icmp.ICMP.Echo):
