@@ -13,9 +13,12 @@ from pathlib import Path
 from .charts import draw_if_changed
 from .collect import CellResult, ScenarioResult
 
-#: Flent plot per test; tcp_delivery_with_rtt (delivery rate, ping, TCP RTT) otherwise.
-PLOT_FOR_TEST = {"rrul": "all_scaled", "rrul_be": "all_scaled"}
+#: Flent plot per test; tcp_delivery_with_rtt (delivery rate, ping, TCP RTT) for upload
+#: tests. Flent has that plot for no download test nor tcp_bidirectional (it samples the
+#: client's sockets only): those get its bandwidth-and-ping plot.
+PLOT_FOR_TEST = {"rrul": "all_scaled", "rrul_be": "all_scaled", "tcp_bidirectional": "totals"}
 DEFAULT_PLOT = "tcp_delivery_with_rtt"
+DOWNLOAD_PLOT = "totals"
 NOTE_INDENT = " " * 16
 
 
@@ -27,7 +30,8 @@ class Bounds:
 
 
 def plot_name(cell: CellResult) -> str:
-    return PLOT_FOR_TEST.get(cell.record.config.test, DEFAULT_PLOT)
+    test = cell.record.config.test
+    return PLOT_FOR_TEST.get(test, DOWNLOAD_PLOT if test.endswith("down") else DEFAULT_PLOT)
 
 
 def plot_path(cell: CellResult) -> Path:
@@ -110,6 +114,8 @@ def draw_cell_plots(scenarios: list[ScenarioResult], workers: int | None = None)
 def _run(argv: list[str], cell: CellResult) -> None:
     env = {**os.environ, "MPLCONFIGDIR": os.environ.get("MPLCONFIGDIR", "/tmp/fl-mpl")}
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
-    if p.returncode != 0:
+    out = Path(argv[argv.index("-o") + 1])
+    if p.returncode != 0 or not out.is_file() or out.stat().st_size == 0:  # Flent exits 0 on a plot it lacks
+        out.unlink(missing_ok=True)
         (cell.dir / "plot.log").write_text(p.stdout + p.stderr)
         raise RuntimeError(f"flent plot failed for {cell.name}")

@@ -7,6 +7,7 @@ import gzip
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib.colors as mcolors
 import numpy as np
@@ -16,7 +17,7 @@ from test_golden import GOLDEN, data_segments, delivered, flow, flows_window, t0
 
 from flharness.analysis import cache
 from flharness.analysis.metrics import Settings
-from flharness.report import boxes, owd_plot
+from flharness.report import boxes, owd_plot, plots
 from flharness.report.collect import CellResult
 from flharness.results import files
 from flharness.results.cell_metrics import CellMetrics
@@ -116,3 +117,24 @@ def test_the_box_plot_has_a_box_per_flow_from_its_goodput(cell, result, tmp_path
     assert medians == pytest.approx([float(np.median(v)) for _, v in flows])
     boxes.draw(data, capacity, interval, "golden", tmp_path / "box.svg")
     assert (tmp_path / "box.svg").stat().st_size > 1000
+
+
+@pytest.mark.parametrize(("cell_name", "plot"), [("download-rate-schedule", "totals"), ("bidirectional", "totals"),
+                                                  ("ecn-rewrites", "tcp_delivery_with_rtt")])
+def test_each_cells_flent_plot_is_one_flent_draws_for_its_test(tmp_path, cell_name, plot):
+    """Flent has its socket-statistics plot for upload tests only; asked for it on a
+    download it writes an empty file and exits 0: fl picks its bandwidth-and-ping plot
+    there, and takes an empty figure for a failure (removed, never linked)."""
+    source = Path(__file__).parents[1] / "fixtures" / "corpus" / cell_name
+    d = tmp_path / cell_name
+    shutil.copytree(source, d)
+    record = files.read(CellRecord, d / "cell.json")
+    cell = CellResult("s", d, record, cache.compute(d, Settings()))
+    assert plots.plot_name(cell) == plot
+    assert plots.draw_cell_plots([SimpleNamespace(cells=[cell])]) == {"drawn": 1, "current": 0, "failed": 0}
+    assert plots.plot_path(cell).stat().st_size > 10_000
+    argv = plots.flent_argv(cell, plots.Bounds(20, 10, 100), d / "asked.svg")
+    argv[argv.index("-p") + 1] = "tcp_delivery_with_rtt" if plot == "totals" else "no_such_plot"
+    with pytest.raises(RuntimeError):
+        plots._run(argv, cell)
+    assert not (d / "asked.svg").exists() and (d / "plot.log").is_file()
