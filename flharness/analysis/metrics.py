@@ -67,9 +67,9 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class Test:
-    """What every figure of a cell reads: its record, its folder, Flent's data and the
-    test's time axis (Flent's: t = 0 when its ping starts)."""
+class Recorded:
+    """What was recorded of a cell, which every figure reads: its record, its folder,
+    Flent's data and the test's time axis (Flent's: t = 0 when its ping starts)."""
 
     record: CellRecord
     dir: Path
@@ -128,7 +128,7 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: Cell
         return CellMetrics(cell=record.cell, invalid=[*invalid, "cell.json does not record the testbed's endpoints"])
     rs = flentlib.load(data_file)
     length = float(rs.meta("LENGTH"))
-    test = Test(record, cell_dir, rs, (float(rs.meta("TOTAL_LENGTH")) - length) / 2, length,
+    test = Recorded(record, cell_dir, rs, (float(rs.meta("TOTAL_LENGTH")) - length) / 2, length,
                 declared_flows(record.config, rs.series_names))
     window = settings.window(length)
     edges = rs.t0 + np.arange(test.all_run, test.end + 1e-9, PEAK_INTERVAL)
@@ -160,7 +160,7 @@ def cell_metrics(cell_dir: Path, record: CellRecord | dict[str, Any], settings: 
     return analyse(cell_dir, CellRecord.model_validate(record), settings).model_dump(mode="json")
 
 
-def flow_row(test: Test, f: FlowInfo, captured: Captured | None, sampled: Sampled) -> FlowMetrics:
+def flow_row(test: Recorded, f: FlowInfo, captured: Captured | None, sampled: Sampled) -> FlowMetrics:
     """A flow's row: its goodput from the receiver's capture where that has the flow's
     data, else from Flent's samples of netperf (what the sender wrote)."""
     raw = test.rs.raw_values.get(f.series, [])
@@ -216,7 +216,7 @@ def _ss_samples(cell_dir: Path) -> dict[str, dict]:
     return {host: ss_samples.samples(log) for host in ("cli", "srv") if (log := cell_dir / f"{host}.ss.log").is_file()}
 
 
-def socket_figures(test: Test, f: FlowInfo, key: pcap.Key | None, window: float,
+def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: float,
                    ss: dict[str, dict] | None = None) -> Sampled:
     """From a flow's sending socket's samples: D_SS over WINDOW without the samples above
     the link's rate, and the TCP RTT while it runs; a D_SS still above the link's payload
@@ -268,7 +268,7 @@ def _stats(values: list[float]) -> Percentiles | None:
     return Percentiles(median=float(p50), p95=float(p95), p99=float(p99), n=len(values))
 
 
-def captures(test: Test, edges: np.ndarray) -> tuple[dict[int, Captured], dict[int, pcap.Key]]:
+def captures(test: Recorded, edges: np.ndarray) -> tuple[dict[int, Captured], dict[int, pcap.Key]]:
     """From the two captures, per flow found in them: its packets sent and received,
     goodput at the receiver, one-way delay and loss, its per-packet delays and goodput
     per interval, and the bytes it delivered between EDGES (epoch s, for the peak); and
@@ -307,7 +307,7 @@ def captures(test: Test, edges: np.ndarray) -> tuple[dict[int, Captured], dict[i
     return out, keys
 
 
-def peak_mbit(captured: dict[int, Captured], test: Test, edges: np.ndarray) -> dict[Direction, float]:
+def peak_mbit(captured: dict[int, Captured], test: Recorded, edges: np.ndarray) -> dict[Direction, float]:
     """Per direction, the aggregate goodput's best interval between EDGES."""
     by_direction: dict[Direction, list[np.ndarray]] = {}
     for f in test.flows:
@@ -317,7 +317,7 @@ def peak_mbit(captured: dict[int, Captured], test: Test, edges: np.ndarray) -> d
             and (peak := delivery.peak_mbit(by_direction[d], edges)) is not None}
 
 
-def _fill_series(series: CellSeries, test: Test, captured: dict[int, Captured]) -> None:
+def _fill_series(series: CellSeries, test: Recorded, captured: dict[int, Captured]) -> None:
     """SERIES receives each captured flow's per-packet delays and goodput per interval."""
     for index, c in captured.items():
         if c.series is not None:
