@@ -24,6 +24,9 @@ _EXPR_CHARS_RE = re.compile(r"^[A-Za-z0-9_.'\"(), *+/<>=!-]*$")
 
 #: Qdiscs that shape by themselves (given a rate/bandwidth) and so sit at the root.
 SELF_SHAPING_KINDS = {"tbf", "htb", "hfsc", "cbs", "taprio"}
+#: Qdiscs that shape when given `bandwidth` (RED's, choke's and gred's `bandwidth` only
+#: sizes their idle-time estimate: they still need a shaper above them).
+BANDWIDTH_SHAPERS = {"cake"}
 
 _env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 
@@ -126,7 +129,7 @@ def is_self_shaping(tokens: list[str], shaper: str | None) -> bool:
     """True if the qdisc goes at the root and shapes itself instead of under an htb class."""
     if shaper is not None:
         return shaper == "self"
-    return tokens[0] in SELF_SHAPING_KINDS or "bandwidth" in tokens[1:]
+    return tokens[0] in SELF_SHAPING_KINDS or (tokens[0] in BANDWIDTH_SHAPERS and "bandwidth" in tokens[1:])
 
 
 def kernel_module(kind: str) -> str:

@@ -7,7 +7,11 @@ schedule steps, in order. Two differences are intended: a cell's sysctls go in t
 the scenario writes them (the recording's render had sorted them: yaml.dump sorts keys);
 and s2's and s3's bursty cells have the seed's second netem chained after the path
 delay's (`then delay 200us slot 800us 5ms packets 16 limit 10000`) where the slot words
-were merged into the delay netem (their recorded lines and config hashes were edited so).
+were merged into the delay netem (their recorded lines and config hashes were edited so);
+and s6's and s8's RED cells have their RED under the htb class at the cell's rate, where
+the recording put it at the root, unshaped, taking its `bandwidth` (RED's idle-time
+estimate) for a shaper's (edited so too: a real run of those cells moved 270 Mbit/s a
+flow through the 50 Mbit/s "bottleneck").
 """
 from __future__ import annotations
 
