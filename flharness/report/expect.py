@@ -63,7 +63,7 @@ def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
     if not c.valid or c.metrics is None:
         return verdict(False, f"no valid result ({c.status}{': ' + '; '.join(c.invalid) if c.invalid else ''})")
     if c.mismeasured:  # neither a pass nor a miss of what was declared
-        return verdict(None, f"measurement in doubt: {c.mismeasured[0].text}")
+        return verdict(None, f"measurement in doubt: {c.mismeasured[0]}")
     try:
         limit = e.limit(physics(c))
     except ValueError as err:  # the bound, with this cell's physics, is no finite number
