@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 
 from .run.recovery import recover_stale
 from .testbed import netns
@@ -19,8 +20,8 @@ def clean() -> int:
             netns.remove(ns)
             removed += 1
     for scratch in [*STATE_ROOT.glob("fl-*"), *(STATE_ROOT / "ctl").glob("fl-*")]:  # leftovers of old testbeds
-        if scratch.is_dir() and scratch.name not in live_ids:
-            import shutil
+        # (a testbed born since live_ids was read has its state file by now: boot() writes it first)
+        if scratch.is_dir() and scratch.name not in live_ids and not (STATE_DIR / f"{scratch.name}.json").exists():
             shutil.rmtree(scratch, ignore_errors=True)
     if live_ids:
         LOG.info("left alone (their fl process is still running): %s", ", ".join(sorted(live_ids)))

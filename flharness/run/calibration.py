@@ -7,8 +7,10 @@ checks.calibration, shown in the index with ⚑): each check that failed is a re
 * the captures: tcpdump's "dropped by kernel" on each host (a capture that lost
   packets undercounts everything measured from it);
 * CPU: the per-core counters the ss sampler recorded each second; a core more than
-  95 % busy for over 10 % of the test caps what namespaces can carry; a machine whose
-  hypervisor took over 5 % of a core's time (steal) ran the shaper's timers late;
+  95 % busy for over 10 % of the test caps what namespaces can carry (niced time that
+  cgroups with cpu.idle used counts as idle: the kernel runs them only on cores nothing
+  else wants); a machine whose hypervisor took over 5 % of a core's time (steal) ran the
+  shaper's timers late;
 * netem's limit holds the delay line (rate × the longest one-way delay, in packets);
 * offloads: TSO, GSO and GRO read back as off on every fl interface after the test
   (the teardown log), so the bottleneck and the captures saw wire-size packets;
@@ -19,7 +21,10 @@ checks.calibration, shown in the index with ⚑): each check that failed is a re
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -36,6 +41,7 @@ CPU_BUSY, CPU_BUSY_SHARE = 0.95, 0.10
 #: Steal above this share of the test costs HTB's rate (CI measured: 10 % of the CPU
 #: stolen, 95 % of a 20 Mbit/s link's capacity delivered; 35 %, 72 %; under 3 %, 99 %).
 STOLEN_SHARE = 0.05
+USER_HZ = os.sysconf("SC_CLK_TCK")  # /proc/stat's tick
 _DROPS_RE = re.compile(r"^(\d+) packets dropped by kernel$", re.M)
 _OFFLOAD_RE = re.compile(r"^(\S+) (tcp-segmentation|generic-segmentation|generic-receive)-offload: (on|off)", re.M)
 
@@ -116,43 +122,66 @@ def unrecorded_hosts(sections: dict[str, str]) -> list[str]:
     return [h for h in HOSTS if "$ " not in sections.get(h, "")]
 
 
-#: Per core: (ticks, idle + iowait ticks, steal ticks) of each sampling interval.
-CpuSpans = dict[str, list[tuple[int, int, int]]]
+#: Per core: (ticks, idle + iowait ticks, steal ticks, ticks of idle-class work) of each
+#: sampling interval.
+CpuSpans = dict[str, list[tuple[int, int, int, float]]]
 
 
 def saturated_share(spans: CpuSpans) -> dict[str, float]:
-    """Per core: the share of the sampling intervals in which it was more than CPU_BUSY busy."""
-    return {core: sum(1 - idle / total > CPU_BUSY for total, idle, _ in s) / len(s) for core, s in spans.items()}
+    """Per core: the share of the sampling intervals in which it was more than CPU_BUSY
+    busy (idle-class work's time counted as idle)."""
+    return {core: sum(1 - (idle + free) / total > CPU_BUSY for total, idle, _, free in s) / len(s)
+            for core, s in spans.items()}
 
 
 def stolen_share(spans: CpuSpans) -> dict[str, float]:
     """Per core: the share of its time that the hypervisor gave to another guest
     (/proc/stat's steal): the machine's own timers, the shaper's among them, ran late by
     as much."""
-    return {core: sum(x for _, _, x in s) / sum(t for t, _, _ in s) for core, s in spans.items()}
+    return {core: sum(x[2] for x in s) / sum(x[0] for x in s) for core, s in spans.items()}
+
+
+@dataclass
+class _Sample:
+    t: float
+    cores: dict[str, list[int]] = field(default_factory=dict)  # cpuN → /proc/stat's counters
+    idle_ns: dict[str, int] = field(default_factory=dict)  # idle cgroup → its CPU time so far
+
+
+def _samples(ss_log: str, start: float, end: float) -> list[_Sample]:
+    """The ss sampler's samples within [START, END] (epoch s): "# TIME", then "% cpuN
+    user nice system idle iowait irq softirq steal …" and "% idle CGROUP NS" lines."""
+    samples: list[_Sample] = []
+    for line in ss_log.splitlines():
+        if line.startswith("# "):
+            with contextlib.suppress(ValueError):
+                samples.append(_Sample(float(line[2:])))
+        elif line.startswith("% ") and samples:
+            with contextlib.suppress(ValueError, IndexError):
+                name, *numbers = line[2:].split()
+                if name == "idle":
+                    samples[-1].idle_ns[numbers[0]] = int(numbers[1])
+                elif name.startswith("cpu"):
+                    samples[-1].cores[name] = [int(n) for n in numbers]
+    return [s for s in samples if start <= s.t <= end]
 
 
 def cpu_intervals(ss_log: str, start: float, end: float) -> CpuSpans:
     """Per core, each sampling interval within [START, END] (epoch s), from the ss
-    sampler's /proc/stat lines in SS_LOG ("% cpuN user nice system idle iowait irq
-    softirq steal …")."""
-    samples: list[tuple[float, dict[str, tuple[int, int, int]]]] = []
-    for line in ss_log.splitlines():
-        if line.startswith("# "):
-            try:
-                samples.append((float(line[2:]), {}))
-            except ValueError:
-                continue
-        elif line.startswith("% cpu") and samples:
-            name, *counters = line[2:].split()
-            ticks = [int(c) for c in counters[:8]] + [0] * (8 - len(counters[:8]))
-            samples[-1][1][name] = (sum(ticks), ticks[3] + ticks[4], ticks[7])
+    sampler's lines in SS_LOG. Idle-class work (cgroups with cpu.idle: the sampler's
+    "% idle" lines) is run niced (.ci/in-idle-cgroup): its CPU time in the interval is
+    shared among the cores in proportion to their niced time, up to all of it."""
     out: CpuSpans = {}
-    for (t0, a), (t1, b) in pairwise(samples):
-        if t0 < start or t1 > end:
-            continue
-        for core in a.keys() & b.keys():
-            total, idle, steal = (y - x for x, y in zip(a[core], b[core]))
+    def fields(ticks: list[int]) -> tuple[int, int, int, int]:
+        ticks = ticks[:8] + [0] * (8 - len(ticks[:8]))
+        return sum(ticks), ticks[3] + ticks[4], ticks[7], ticks[1]
+    for a, b in pairwise(_samples(ss_log, start, end)):
+        deltas = {core: [y - x for x, y in zip(fields(a.cores[core]), fields(b.cores[core]))]
+                  for core in a.cores.keys() & b.cores.keys()}
+        idle_class = sum(b.idle_ns[g] - a.idle_ns[g] for g in a.idle_ns.keys() & b.idle_ns.keys()) / 1e9 * USER_HZ
+        niced = sum(d[3] for d in deltas.values())
+        credit = min(1.0, idle_class / niced) if niced > 0 else 0.0
+        for core, (total, idle, steal, nice) in deltas.items():
             if total > 0:
-                out.setdefault(core, []).append((total, idle, steal))
+                out.setdefault(core, []).append((total, idle, steal, nice * credit))
     return out

@@ -46,13 +46,20 @@ class State(Enum):
 ACTIVE = {State.BUILDING, State.RUNNING, State.WAITING, State.RESTARTING, State.REMOVING}
 
 
+def wall_stopwatch() -> Callable[[], float]:
+    """From now: wall seconds."""
+    t0 = time.monotonic()
+    return lambda: time.monotonic() - t0
+
+
 @dataclass
 class Slot:
     """A testbed, its state, and what that state holds (a cell's attempt while RUNNING,
     a worker's future while RESTARTING or REMOVING, the reason once RETIRED)."""
 
     testbed: Testbed
-    limit: Callable[[Cell], float]  # wall seconds a cell may take on it
+    limit: Callable[[Cell], float]  # seconds a cell may take on it, as STOPWATCH counts them
+    stopwatch: Callable[[], Callable[[], float]] = lambda: wall_stopwatch()  # a cell's, started
     state: State = State.BUILDING
     attempt: Attempt | None = None
     future: Future | None = None
@@ -111,7 +118,7 @@ class Dispatch:
                     self._hand_next(slot)
                 elif (why := tb.dead()) is not None:
                     self._died(slot, why)
-                elif slot.attempt is not None and time.monotonic() > slot.attempt.deadline:
+                elif slot.attempt is not None and slot.attempt.elapsed() > slot.limit(slot.attempt.cell):
                     self._died(slot, f"the cell took longer than {slot.limit(slot.attempt.cell):.0f} s "
                                      "(the testbed was taken for hung and restarted)")
             case State.WAITING:
@@ -133,7 +140,7 @@ class Dispatch:
             return
         sp, cell = self.queue.popleft()
         attempt = self.start_cell(sp, cell, slot.testbed)
-        attempt.deadline = time.monotonic() + slot.limit(cell)
+        attempt.elapsed = slot.stopwatch()
         slot.state, slot.attempt = State.RUNNING, attempt
         LOG.debug("cell %s/%s to testbed %s (%s)", sp.name, cell.name, slot.testbed.label or "-", slot.testbed.id)
         self.progress.start(f"{sp.name}/{cell.name}", slot.testbed.label)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,7 @@ class Attempt:
     partial: Path
     record: CellRecord
     testbed: str  # label of the testbed running it
-    deadline: float = 0.0  # wall clock (monotonic) after which the testbed is taken for hung
+    elapsed: Callable[[], float] = lambda: 0.0  # seconds it has run (the slot's stopwatch)
 
     @property
     def store(self) -> ScenarioResults:

@@ -12,7 +12,7 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from ..testbed.plan import cell_vars, estimated_seconds, run_vars
 from ..testbed.probing import merge_hosts
 from ..testbed.testbed import BATCH, Testbed
 from .context import Run, RunOptions
-from .dispatch import Dispatch, Slot
+from .dispatch import Dispatch, Slot, wall_stopwatch
 from .finish import Attempt
 from .planning import Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan, require_some
 from .progress import Progress
@@ -214,7 +214,7 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict,
     for tb in testbeds:
         tb.run_vars = rv
     progress = Progress([estimated_seconds(c, CELL_OVERHEAD) for _, c in queue], len(testbeds))
-    slots = [Slot(tb, _cell_limit(run)) for tb in testbeds]
+    slots = [Slot(tb, _cell_limit(run), _stopwatch(tb)) for tb in testbeds]
 
     def start_cell(sp: ScenarioPlan, cell: Cell, tb: Testbed) -> Attempt:
         rec = _record(run, cell)
@@ -228,8 +228,17 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict,
     return Dispatch(slots, queue, start_cell, progress).run_all()
 
 
+def _stopwatch(tb: Testbed) -> Callable[[], Callable[[], float]]:
+    """How a cell's time on TB is counted: on a VM's virtual clock in the CPU time its QEMU
+    got (vm.py: a busy machine slows a guest without hanging it), else in wall seconds."""
+    vm = tb.vm
+    if vm is not None and vm.cfg.clock == "virtual":
+        return vm.stopwatch
+    return wall_stopwatch
+
+
 def _cell_limit(run: Run):
-    """Wall seconds a cell may take before its testbed is taken for hung."""
+    """Seconds a cell may take before its testbed is taken for hung (_stopwatch's)."""
     vm = run.opts.vm
 
     def limit(cell: Cell) -> float:

@@ -3,6 +3,8 @@ on the VM backend, its VM. Built once, fed cells one at a time, removed whatever
 
 A state file under /run/fl/testbeds/ records each live testbed (its id, inventory, the
 fl process, its playbook and VM) so that a later fl can remove what a killed run left.
+FL_STATE_ROOT moves /run/fl: fl processes with different ones never see (or remove) each
+other's testbeds (CI runs its two suites at once that way).
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from .session import Session
 from .vm import Vm, VmConfig
 
 LOG = logging.getLogger(__name__)
-STATE_ROOT = Path("/run/fl")
+STATE_ROOT = Path(os.environ.get("FL_STATE_ROOT") or "/run/fl")
 STATE_DIR = STATE_ROOT / "testbeds"
 #: Cells per included batch of the session playbook (playbooks/tasks/cells.yml).
 BATCH = 16
@@ -69,11 +71,12 @@ class Testbed:
     # --- building ---------------------------------------------------------------------------
 
     def boot(self) -> None:
-        """Start the VM (if any) without waiting for it; writes the state file first."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.folder.chmod(0o700)
+        """Start the VM (if any) without waiting for it; writes the state file first (before
+        the testbed's folder: `fl clean` removes folders without one)."""
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self._save_state()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.chmod(0o700)
         if self.vm:
             self.touched = True
             self.vm.boot()

@@ -10,6 +10,7 @@ process group.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,11 @@ from .ansible import kill_group
 
 LOG = logging.getLogger(__name__)
 BOOT_ALLOWANCE = 300.0  # seconds from starting QEMU to the guest's sshd, under TCG
+#: Under TCG a guest advances only while QEMU runs: a VM's boot, and its cells on the
+#: virtual clock, are timed in the CPU seconds its QEMU used (a machine busy with other
+#: work slows them without hanging them), but at least this share of wall time (a guest
+#: stopped dead uses none, and is still taken for hung).
+WALL_SHARE = 0.25
 #: Wall seconds per second of a cell's Flent run (length + lead-in/out) and per cell for
 #: the rest, allowed before a cell is taken for hung (the VM is then restarted). Measured
 #: on the virtual clock, two VMs sharing two cores: 8-11 s per second of two 50 Mbit/s
@@ -209,6 +216,7 @@ class Vm:
         self.console = folder / "console.log"
         self.booted = 0.0
         self._log_from = 0  # the kernel log's size at boot: what the guest writes comes after
+        self._qemu: int | None = None  # QEMU's PID, once seen
 
     @property
     def pid(self) -> int | None:
@@ -238,15 +246,15 @@ class Vm:
     def wait_ready(self, timeout: float = BOOT_ALLOWANCE) -> None:
         """Until the guest's sshd listens (its script says so on the console, and in the
         kernel log: without udev in the guest's root it has no console fl reads)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        elapsed = self.stopwatch()
+        while elapsed() < timeout:
             text = self._guest_said()
             if READY in text:
                 return
             if self.proc is None or self.proc.poll() is not None:
                 raise FlError(f"the VM ({self.cfg.release}) stopped while booting: {_last_lines(text)}")
             time.sleep(0.2)
-        raise FlError(f"the VM ({self.cfg.release}) was not ready after {timeout:.0f} s: "
+        raise FlError(f"the VM ({self.cfg.release}) was not ready after {timeout:.0f} s of its CPU time: "
                       f"{_last_lines(self._guest_said())}")
 
     def _guest_said(self) -> str:
@@ -258,6 +266,28 @@ class Vm:
                 said += "".join(line for line in f.read().decode(errors="replace").splitlines(keepends=True)
                                 if line.startswith("fl-guest: "))
         return said
+
+    def stopwatch(self, cpu: bool = True) -> Callable[[], float]:
+        """From now: the seconds the VM has run (CPU: max(QEMU's CPU time, WALL_SHARE of
+        the wall time); else wall time)."""
+        t0, c0 = time.monotonic(), self._qemu_cpu_s() if cpu else 0.0
+        if not cpu:
+            return lambda: time.monotonic() - t0
+        return lambda: max(self._qemu_cpu_s() - c0, (time.monotonic() - t0) * WALL_SHARE)
+
+    def _qemu_cpu_s(self) -> float:
+        """CPU seconds used so far by the QEMU in this VM's process group (0 before it starts)."""
+        if self.proc is None:
+            return 0.0
+        if self._qemu is None or not Path(f"/proc/{self._qemu}").exists():
+            self._qemu = next((pid for pid, comm in _group(self.proc.pid) if comm.startswith("qemu")), None)
+        if self._qemu is None:
+            return 0.0
+        try:
+            fields = Path(f"/proc/{self._qemu}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
     def guest_path(self, path: Path) -> Path:
         """Where the guest sees PATH, a path in the run's results folder."""
@@ -281,7 +311,10 @@ class Vm:
                 "ansible_control_path_dir": str(self.folder / "cp"),
                 # A connection that fails anyway (CI saw 'Connection closed by 127.0.0.1'
                 # right after a boot, on the virtual clock: vm_guest.sh) is tried again.
-                "ansible_ssh_retries": 3}
+                "ansible_ssh_retries": 3,
+                # QEMU's own user-mode network answers the connection: a host whose cores are
+                # busy with other work delays it (ssh's 10 s would take the guest for gone).
+                "ansible_ssh_timeout": 120}
 
     def stop(self) -> None:
         """Kill QEMU and virtme-ng (the process group, and any QEMU that left it)."""
@@ -336,14 +369,23 @@ def _last_lines(text: str, n: int = 5) -> str:
     return " | ".join(lines[-n:]) or "(no output)"
 
 
-def kill_strays(group: int) -> None:
-    """Any QEMU left in a VM's process group (vng may fork) is killed by PID."""
+def _group(group: int) -> list[tuple[int, str]]:
+    """(PID, command name) of each process in process group GROUP."""
+    out = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
         try:
             if os.getpgid(int(d.name)) == group:
-                os.kill(int(d.name), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+                out.append((int(d.name), (d / "comm").read_text().strip()))
+        except (ProcessLookupError, PermissionError, OSError):
             continue
+    return out
+
+
+def kill_strays(group: int) -> None:
+    """Any QEMU left in a VM's process group (vng may fork) is killed by PID."""
+    for pid, _ in _group(group):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 

@@ -8,9 +8,11 @@ path's median is the declared 0 ms (±1 ms), the bulk flow's p95 is that plus a 
 against the same physics, the captures and tc's counters. Then the verdict flags what a reader must know: a cell whose server capture lost packets
 (the test stops that tcpdump for 6 s of a 50 Mbit/s flow, so its ring buffer
 overflows; tcpdump's own count is the oracle) and a cell run while every core was kept
-busy by the test's own busy loops."""
+busy by niced busy loops that still took the cores (sessions of their own), but not one
+run beside loops that give way (a cgroup with cpu.idle, as CI runs the VM suite)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,6 +25,8 @@ import pytest
 from flrun import REPO, FlProcess, needs_root_tools
 from resultlib import beyond_steal, codes, packets
 from test_e2e_interrupt import flows_running, partial_capture
+
+from flharness.run.calibration import cpu_intervals, saturated_share
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 SCENARIO = str(REPO / "tests" / "scenarios" / "calibration.yml")
@@ -138,11 +142,13 @@ def test_a_capture_that_lost_packets_is_flagged(tmp_path):
     assert "⚑ srv's capture dropped" in out
 
 
-def test_a_cell_run_on_pegged_cores_is_flagged(tmp_path):
-    """Busy loops on every core while Flent runs (stopped once Flent has written its log,
-    so that the cell's compression, at the lowest priority, is not starved)."""
-    spin = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass\n"
-    loops = [subprocess.Popen([sys.executable, "-c", spin, str(core)]) for core in sorted(os.sched_getaffinity(0))]
+SPIN = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass\n"
+CORES = sorted(os.sched_getaffinity(0))
+
+
+def beside(tmp_path: Path, loops: list[subprocess.Popen]) -> dict:
+    """The bulk cell's verdict, run while LOOPS spin (stopped once Flent has written its
+    log, so that the cell's compression, at the lowest priority, is not starved)."""
     partial = partial_capture(tmp_path, "calibration", BULK).parent
     try:
         fl = start(tmp_path, BULK)
@@ -154,5 +160,43 @@ def test_a_cell_run_on_pegged_cores_is_flagged(tmp_path):
             p.kill()
             p.wait(timeout=30)
     finish(fl)
-    v = verdict(tmp_path)
+    return verdict(tmp_path)
+
+
+def busy_cores(v: dict, group: str) -> dict[str, float]:
+    """Per core of the client's: the share of the test it was busy, idle cgroups' work
+    included (their lines left out: the sampler recorded GROUP's, which is checked)."""
+    lines = (v["dir"] / "cli.ss.log").read_text().splitlines()
+    assert any(line.startswith(f"% idle {group} ") for line in lines), lines[:20]
+    log = "\n".join(line for line in lines if not line.startswith("% idle "))
+    times = [float(line[2:]) for line in lines if line.startswith("# ")]
+    return saturated_share(cpu_intervals(log, times[0], times[-1]))
+
+
+def test_niced_busy_loops_in_sessions_of_their_own_take_the_cores_and_are_flagged(tmp_path):
+    """A busy loop per core at niceness 19 in a session of its own: Linux's autogroups
+    schedule each session as a peer of fl's (measured: such a loop takes half a core from
+    a loop at niceness 0), so niced time outside idle cgroups is busy time."""
+    def niced(core: int) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", SPIN, str(core)], start_new_session=True,
+                                preexec_fn=lambda: os.nice(19))
+    v = beside(tmp_path, [niced(core) for core in CORES])
     assert "cpu_busy" in codes(v["calibration"]["reasons"]) and "cpu_busy" in codes(v["flags"]), v["calibration"]
+
+
+def test_busy_loops_in_an_idle_cgroup_leave_the_cell_unflagged(tmp_path):
+    """The same loops in a CPU cgroup with cpu.idle (.ci/in-idle-cgroup, as CI runs the VM
+    suite beside this one): the cores are busy (niced) most of the test, but with work that
+    runs only when fl's does not want the core, so the cell is not flagged, and what it
+    measured is the physics of the undisturbed run (its p95 one-way delay the FIFO's drain)."""
+    helper, group = REPO / ".ci" / "in-idle-cgroup", f"fl-test-idle-{os.getpid()}"
+    try:
+        v = beside(tmp_path, [subprocess.Popen([helper, group, sys.executable, "-c", SPIN, str(core)])
+                              for core in CORES])
+    finally:
+        for root in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup"):
+            with contextlib.suppress(OSError):
+                os.rmdir(f"{root}/{group}")
+    assert min(busy_cores(v, group).values()) > 0.5, busy_cores(v, group)
+    assert not beyond_steal(v["calibration"]["reasons"]) and not beyond_steal(v["flags"]), v["calibration"]
+    assert abs(v["owd"]["p95"] - FIFO_DRAIN_MS) < 0.1 * FIFO_DRAIN_MS, v["owd"]

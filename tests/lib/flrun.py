@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from flharness.testbed.testbed import STATE_DIR
+
 REPO = Path(__file__).resolve().parents[2]
 FL = REPO / "fl"
 
 
-#: Where fl records its live testbeds (one state file each, naming the fl process), and
-#: where `ip netns` keeps named namespaces.
-STATE_DIR = Path("/run/fl/testbeds")
+#: Where `ip netns` keeps named namespaces (fl's state files: STATE_DIR).
 NETNS_DIR = Path("/run/netns")
 
 

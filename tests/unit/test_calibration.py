@@ -64,3 +64,25 @@ def test_cpu_time_the_hypervisor_took_is_stolen_and_flagged(tmp_path):
     (flag,) = _stolen({"cli cpu0": 0.2, "cli cpu1": 0.0})
     assert (flag.kind, flag.code) == ("calibration", "cpu_stolen")
     assert flag.text.startswith("the hypervisor took 20% of CPU cli cpu0's time")
+
+
+def test_niced_time_of_idle_class_cgroups_counts_as_idle(tmp_path):
+    """Both cores busy with niced work in each interval of the window (99 of 100 ticks).
+    The idle cgroups' CPU time ("% idle NAME NS") covers all of it in one log: the cores
+    count as idle; 1 % of it in another: each core is credited 1 % of its niced
+    time, busy still; without those lines (niced work outside such cgroups, or an older sampler) the niced
+    time is busy time."""
+    def log(idle_ns_per_s: int | None) -> str:
+        lines = []
+        for k in range(6):
+            lines += [f"# {100 + k}.000000", f"% cpu0 {k} {99 * k} 0 0 0 0 0 0 0 0", f"% cpu1 {k} {99 * k} 0 0 0 0 0 0 0 0"]
+            if idle_ns_per_s is not None:  # two cgroups, one of them new in the window
+                lines += [f"% idle ci {k * idle_ns_per_s // 2}"] + ([f"% idle late {(k - 2) * idle_ns_per_s // 2}"] if k >= 2 else [])
+        return "\n".join(lines) + "\n"
+    everything = log(2 * 99 * 10**7)  # 2 cores × 99 ticks of 10 ms each
+    spans = cpu_intervals(everything, 101, 105)
+    assert [free for *_, free in spans["cpu0"]] == [49.5, 99, 99, 99]  # 101-102: "late" not yet seen
+    assert saturated_share(cpu_intervals(everything, 102, 105)) == {"cpu0": 0.0, "cpu1": 0.0}
+    assert [round(free, 6) for *_, free in cpu_intervals(log(2 * 99 * 10**5), 102, 105)["cpu1"]] == [0.99] * 3
+    assert saturated_share(cpu_intervals(log(2 * 99 * 10**5), 102, 105)) == {"cpu0": 1.0, "cpu1": 1.0}
+    assert saturated_share(cpu_intervals(log(None), 102, 105)) == {"cpu0": 1.0, "cpu1": 1.0}

@@ -18,7 +18,8 @@ from flharness.testbed.render import render_cells
 REPO = Path(__file__).resolve().parents[2]
 SHELLCHECK = shutil.which("shellcheck")
 SCRIPTS = [*sorted((REPO / "roles" / "testbed" / "files").iterdir()), REPO / "flharness" / "testbed" / "vm_guest.sh",
-           REPO / "install.sh", REPO / ".ci" / "run"]
+           REPO / "install.sh", REPO / ".ci" / "run",
+           REPO / ".ci" / "in-idle-cgroup"]
 CELL_TEMPLATES = {"cli": ["setup.sh.j2", "flent.sh.j2", "collect.sh.j2"], "mid": ["setup.sh.j2", "collect.sh.j2"],
                   "srv": ["setup.sh.j2", "collect.sh.j2"]}
 TESTBED_TEMPLATES = ["testbed_up.sh.j2", "testbed_down.sh.j2"]  # install_helpers only copies the files above
