@@ -9,7 +9,7 @@ against the same physics, the captures and tc's counters. Then the verdict flags
 (the test stops that tcpdump for 6 s of a 50 Mbit/s flow, so its ring buffer
 overflows; tcpdump's own count is the oracle) and a cell run while every core was kept
 busy by niced busy loops that still took the cores (sessions of their own), but not one
-run beside loops that give way (a cgroup with cpu.idle, as CI runs the VM suite)."""
+run beside loops that give way (a cgroup with cpu.idle)."""
 from __future__ import annotations
 
 import contextlib
@@ -185,8 +185,8 @@ def test_niced_busy_loops_in_sessions_of_their_own_take_the_cores_and_are_flagge
 
 
 def test_busy_loops_in_an_idle_cgroup_leave_the_cell_unflagged(tmp_path):
-    """The same loops in a CPU cgroup with cpu.idle (.ci/in-idle-cgroup, as CI runs the VM
-    suite beside this one): the cores are busy (niced) most of the test, but with work that
+    """The same loops in a CPU cgroup with cpu.idle (.ci/in-idle-cgroup, with which the VM
+    suite can run beside this one): the cores are busy (niced) most of the test, but with work that
     runs only when fl's does not want the core, so the cell is not flagged, and what it
     measured is the physics of the undisturbed run (its p95 one-way delay the FIFO's drain)."""
     helper, group = REPO / ".ci" / "in-idle-cgroup", f"fl-test-idle-{os.getpid()}"
