@@ -1,7 +1,7 @@
 """Parallel VMs give the results one VM gives: the session's run (two VMs sharing the
-host's two cores, conftest.vm_run) and a run of the same four single-flow cells in one
-VM of their own (in the background, beside the next modules' VMs and image builds) agree,
-each figure computed by fl's analysis from the cell's own files.
+host's two cores, conftest.vm_run) and a run of two of its four single-flow cells (those at
+20 ms) in one VM of their own (in the background, beside the next modules' VMs and image
+builds) agree, each figure computed by fl's analysis from the cell's own files.
 
 Not within 1 %: the virtual clock makes a guest's timing independent of the host's load
 (the same cell repeated in one VM agrees to 1 %: test_e2e_vm), but not of the guest's
@@ -14,9 +14,11 @@ first losses hang on such details. How far apart, measured over CI runs of these
   7.91 Mbit/s alone, 8.95 in parallel; after its first CoDel drop cubic needs ~4 s to
   regain its window, so when that drop comes decides the mean) and the steady-state
   rate D_SS by up to 7 %. Each cell's must agree within 25 % (a wrong rate or RTT is a
-  factor of 2 or 4), and their geometric mean over the four cells within 8 % (over eight, seen:
+  factor of 2 or 4), and their geometric mean over the cells within 8 % (over eight, seen:
   2.7 %): chance moves single cells either way, a guest slowed or starved by the other
-  VM moves them all one way.
+  VM moves them all one way. The serial run repeats the two 20 ms cells only (the 80 ms
+  fq_codel cell is the one that varied 13 %: it alone would move a mean of two by 6.5 %),
+  which keeps it to half the CPU it took beside the next modules.
 Not the RTT p99: of the 50 samples of a 10 s flow it is the largest, one slow-start
 overshoot (seen once: 35.6 ms alone, 28.6 ms in parallel, fq_codel at 10 Mbit/s).
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+from fnmatch import fnmatch
 
 import pytest
 from flrun import kernel_release, needs_vm
@@ -33,7 +36,7 @@ from flharness.analysis.metrics import Settings, cell_metrics
 pytestmark = [pytest.mark.vm, needs_vm()]
 #: Per cell: how far each figure may differ; over the cells: the geometric mean's bound.
 PER_CELL = {"goodput": 0.25, "D_SS": 0.25, "tcp_rtt median": 0.10, "tcp_rtt p95": 0.10}
-MEAN_OVER_CELLS = {"goodput": 0.08, "D_SS": 0.08}  # four cells: one at 13 % moves the mean 3 %
+MEAN_OVER_CELLS = {"goodput": 0.08, "D_SS": 0.08}  # over the serial run's cells
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +83,8 @@ def test_an_explicit_kernel_path_boots_that_kernel(vm_run, serial):
 def test_parallel_vms_give_the_serial_results(vm_run, serial):
     parallel = metrics(vm_run["root"] / "vm-par")
     alone = metrics(serial[0])
-    assert sorted(parallel) == sorted(alone) and len(alone) == 4
+    assert len(parallel) == 4 and sorted(alone) == sorted(n for n in parallel if fnmatch(n, vm_run["serial_only"])), alone
+    assert len(alone) == 2, alone
     ran_on = {json.loads((vm_run["root"] / "vm-par" / name / "cell.json").read_text())["backend"]["testbed_label"]
               for name in parallel}
     assert ran_on == {"vm1", "vm2"}, ran_on
