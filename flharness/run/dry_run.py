@@ -8,6 +8,7 @@ from typing import Any
 
 from ..hosts import HOSTS
 from ..testbed.plan import cell_vars
+from ..testbed.tunnel import MTU
 from .context import Run
 from .planning import ScenarioPlan
 
@@ -34,5 +35,6 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: dict[str, Any]) -> None:
                 for line in text.splitlines():
                     print(f"         {line}")
             if host in ("cli", "srv") and cv["tunnel"]:
-                print(f"      a {cv['tunnel']['kind']} tunnel to the other end (roles/cell/templates/tunnel_up.sh.j2)")
+                print(f"      (tunnel.ip: {MTU} is the underlay's MTU less {cv['tunnel']['overhead']} bytes, read on "
+                      "the host" + (", and the keys are made per cell" if "keys" in cv["tunnel"] else "") + ")")
         print(f"   cli: {shlex.join(cv['flent'])}")

@@ -164,7 +164,8 @@ DESCRIPTIONS: dict[str, str] = {
         "table, beside the TCP flows' total"
     ),
     "tunnel": (
-        'a tunnel between client and server, built per cell (role `cell`, `tunnel_up.sh.j2`): `wireguard` '
+        "a tunnel between client and server, built per cell (each end's commands: `tunnel.ip` in `fl run --dry-run`, "
+        'from `flharness/testbed/tunnel.py`): `wireguard` '
         '(keys made on each host for the cell; needs `wg` from wireguard-tools), `fou` (IP in UDP, '
         '`encap-sport auto`, outer TOS inherited), `ipsec` (ESP in tunnel mode on an xfrm interface, '
         '`cbc(aes)` + `hmac(sha256)` with fresh random keys per cell, anti-replay window `replay_window`, '

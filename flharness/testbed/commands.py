@@ -9,6 +9,7 @@ mid:  reset.tc (fl's qdiscs removed), bottleneck.tc (both directions' bottleneck
       rules and fresh counters), schedule.steps with schedule-N.tc (the rate schedule);
 cli:  client.tc (the client's own root qdisc), ecn-tunnel.nft / ecn-tunnel.tc (ECN
       rewrites at a tunnel's entrance);
+cli, srv: tunnel.ip (the cell's tunnel: tunnel.py);
 all:  sysctl.conf (the cell's sysctls for the host, key=value, in order).
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..units import Duration
 from . import ecn_rules, layout
 from .inventory import Inventory
 from .layout import TUNNEL_DEV
+from .tunnel import ENDS, TunnelEnd, tunnel_ip
 
 HostFiles = dict[str, str]  # file name → its text
 NETEM_LIMIT = 100000  # packets: netem delay lines never drop
@@ -35,14 +37,18 @@ class Ports:
     mid_srv: str  # facing the server (upload queue)
     cli: str  # the client's interface
     tunnel: str  # the tunnel device on cli and srv
+    ends: tuple[TunnelEnd, TunnelEnd] | None = None  # cli's and srv's, where both have a tunnel address
 
     def ifb(self, dev: str) -> str:
         return layout.IFB_PREFIX + dev
 
 
 def ports(inv: Inventory) -> Ports:
-    return Ports(mid_cli=inv.hostvars["mid"]["fl_if_cli"], mid_srv=inv.hostvars["mid"]["fl_if_srv"],
-                 cli=inv.hostvars["cli"]["fl_if"], tunnel=TUNNEL_DEV)
+    hv = inv.hostvars
+    ends = [TunnelEnd(h, hv[h]["fl_if"], hv[h]["fl_addr"].split("/")[0], hv[h]["fl_tunnel_addr"])
+            for h in ENDS if "fl_tunnel_addr" in hv[h]]
+    return Ports(mid_cli=hv["mid"]["fl_if_cli"], mid_srv=hv["mid"]["fl_if_srv"], cli=hv["cli"]["fl_if"],
+                 tunnel=TUNNEL_DEV, ends=(ends[0], ends[1]) if len(ends) == 2 else None)
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,10 @@ def host_files(config: CellConfig, ports: Ports, run: RunSettings, tcp_rewrite: 
         files["cli"]["client.tc"] = _lines([f"qdisc add dev {ports.cli} root {config.client_qdisc}"])
     if ecn is not None and config.tunnel is not None:
         files["cli"] |= tunnel_ecn(ecn)
+    if config.tunnel is not None and ports.ends is not None:  # without, cell_vars has said which address is missing
+        cli, srv = ports.ends
+        for me, peer in ((cli, srv), (srv, cli)):
+            files[me.host]["tunnel.ip"] = _lines(tunnel_ip(config.tunnel, me, peer, config.replay_window or 0))
     return {h: f for h, f in files.items() if f}
 
 

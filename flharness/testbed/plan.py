@@ -9,10 +9,9 @@ from typing import Any
 
 from ..cells import Cell
 from ..results.cell_record import CellConfig, FlowConfig
-from . import ecn_rules, layout
+from . import ecn_rules, layout, tunnel
 from .commands import RunSettings, ecn_commands, host_files, ports
 from .inventory import Inventory
-from .layout import TUNNEL_DEV
 
 UDP_PORT = 5001  # the iperf UDP server's port (competing unresponsive flows, scenario key udp)
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
@@ -37,8 +36,7 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
             "udp": any(c.udp for c in configs), "tunnels": sorted({c.tunnel for c in configs if c.tunnel}),
             "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
             "wait_timeout": int(15 * dilation), "dilation": dilation, "shared_fs": shared_fs, "stage_cells": vm,
-            "xz_level": XZ_LEVEL, "queue_interval_min": QUEUE_INTERVAL_MIN["vm" if vm else "host"],
-            "tunnel_dev": TUNNEL_DEV}
+            "xz_level": XZ_LEVEL, "queue_interval_min": QUEUE_INTERVAL_MIN["vm" if vm else "host"]}
 
 
 def testbed_vars(inv: Inventory, run: dict[str, Any]) -> dict[str, Any]:
@@ -46,7 +44,7 @@ def testbed_vars(inv: Inventory, run: dict[str, Any]) -> dict[str, Any]:
     addresses and ports decided here (playbooks/group_vars derives none of them). The
     server listens on its address, or on every address in runs with tunnels (built per
     cell, after the servers start); RUN: the run's fl_run ({} when only probing)."""
-    return {**layout.ANSIBLE_VARS, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT,
+    return {**layout.ANSIBLE_VARS, **tunnel.ANSIBLE_VARS, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT,
             "fl_srv_bind": "0.0.0.0" if run.get("tunnels") else inv.srv_ip}
 
 
@@ -63,14 +61,15 @@ def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | Non
 
 
 def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
-    """The cli-srv tunnel of a cell. IPsec keys are made here, per cell, and reach the
-    hosts only as (temporary) extra vars; WireGuard keys are made on the hosts."""
+    """The cli-srv tunnel of a cell (its commands: each end's tunnel.ip, tunnel.py). IPsec
+    keys are made here, per cell, and reach the hosts only as (temporary) extra vars, which
+    fill the file's placeholders; WireGuard keys are made on the hosts."""
     kind = cell.config.tunnel
     if kind is None:
         return None
     for host in ("cli", "srv"):
         inv.tunnel_ip(host)  # both ends have an inner address
-    out: dict[str, Any] = {"kind": kind}
+    out: dict[str, Any] = {"kind": kind, "overhead": tunnel.OVERHEAD[kind]}
     if kind == "ipsec":
         out["replay_window"] = cell.config.replay_window
         out["keys"] = {h: {"auth": "0x" + secrets.token_hex(32), "enc": "0x" + secrets.token_hex(16)}

@@ -23,10 +23,13 @@ import pytest
 from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.testbed.commands import Ports, RunSettings, host_files
+from flharness.testbed.tunnel import IPSEC_SPI, TunnelEnd
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "fixtures" / "commands" / "dryrun"
-PORTS = Ports(mid_cli="mid.l", mid_srv="mid.r", cli="cli.r", tunnel="fl-tun")  # inventory.ini
+PORTS = Ports(mid_cli="mid.l", mid_srv="mid.r", cli="cli.r", tunnel="fl-tun",  # inventory.ini
+              ends=(TunnelEnd("cli", "cli.r", "10.71.1.1", "10.71.9.1/24"),
+                    TunnelEnd("srv", "srv.l", "10.71.2.1", "10.71.9.2/24")))
 RUN = RunSettings(ifb=True, nft=True)
 TC = ("qdisc ", "class ", "filter ")
 NFT = ("flush chain ", "add rule inet fl ecn_rewrite ", "reset counters ")
@@ -81,7 +84,31 @@ def expected(sections: dict[str, list[str]]) -> dict[str, dict[str, str]]:
     if tc:
         files["cli"]["ecn-tunnel.tc"] = text(tc)
     files["mid"] |= _schedule(sections.get("mid schedule", []))
+    for host in ("cli", "srv"):
+        tunnel = [y for x in sections[host] if (y := _tunnel_ip(x))]
+        if tunnel:
+            files[host]["tunnel.ip"] = text(tunnel)
     return {h: f for h, f in files.items() if f}
+
+
+SENDER = {spi: host for host, spi in IPSEC_SPI.items()}
+
+
+def _tunnel_ip(line: str) -> str | None:
+    """A recorded tunnel command as tunnel.ip has it (ip's words; the MTU and the keys, which
+    the recording had, as placeholders)."""
+    if line == 'run ip link set dev fl-tun mtu "$mtu"':
+        return "link set dev fl-tun mtu @MTU@"
+    if line.startswith("ip xfrm state add "):
+        words = shlex.split(line)[1:]
+        sender = SENDER[words[words.index("spi") + 1]]
+        words[words.index("auth-trunc") + 2] = f"@AUTH_{sender}@"
+        words[words.index("enc") + 2] = f"@ENC_{sender}@"
+        return " ".join(words)
+    ip = ("run ip fou add ", "run ip link add dev fl-tun ", "run ip xfrm policy add ", "run ip addr add ")
+    if line.startswith(ip) or line == "run ip link set dev fl-tun up":
+        return line.removeprefix("run ip ")
+    return None
 
 
 def _schedule(lines: list[str]) -> dict[str, str]:

@@ -226,8 +226,10 @@ def test_a_receiver_of_its_own_cc(scenario_file, inv, tmp_path):
 
 
 def test_ipsec_tunnel(scenario_file, inv, tmp_path):
-    """Flent targets the server's inner address; the replay window reaches both SAs; keys
-    are fresh per cell and never echoed; ECN rewrites move to the tunnel entrance."""
+    """Flent targets the server's inner address; the replay window reaches both SAs; the
+    SAs and policies are each end's tunnel.ip, with placeholders for the keys, which are
+    fresh per cell, reach the setup script once and are never echoed; ECN rewrites move to
+    the tunnel entrance."""
     cells = one_cell(scenario_file, """
         test: tcp_2up
         rate: 10mbit
@@ -244,17 +246,31 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     assert len(set(keys)) == 3 and all(len(k) == 66 for k in keys)
     rv = run_vars(cells, True, True)
     assert "ecn set" not in files(cv, "mid")
+    tunnel_ip = cv["files"]["cli"]["tunnel.ip"].splitlines()
+    assert tunnel_ip == [
+        "link add dev fl-tun type xfrm dev cli.r if_id 113",
+        "xfrm state add src 10.71.1.1 dst 10.71.2.1 proto esp spi 0x0f170001 reqid 113 mode tunnel if_id 113 "
+        "auth-trunc hmac(sha256) @AUTH_cli@ 128 enc cbc(aes) @ENC_cli@ replay-window 256",
+        "xfrm state add src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002 reqid 113 mode tunnel if_id 113 "
+        "auth-trunc hmac(sha256) @AUTH_srv@ 128 enc cbc(aes) @ENC_srv@ replay-window 256",
+        "xfrm policy add src 0.0.0.0/0 dst 0.0.0.0/0 dir out if_id 113 tmpl src 10.71.1.1 dst 10.71.2.1 proto esp "
+        "reqid 113 mode tunnel",
+        "xfrm policy add src 0.0.0.0/0 dst 0.0.0.0/0 dir in if_id 113 tmpl src 10.71.2.1 dst 10.71.1.1 proto esp "
+        "reqid 113 mode tunnel",
+        "link set dev fl-tun mtu @MTU@", "addr add 10.71.9.1/24 dev fl-tun", "link set dev fl-tun up"]
     cli, = setup_scripts([cv], rv, inv, "cli")
-    assert "/wg.key\nmtu=$((" in cli  # the included clean-up ends on its own line
-    assert cli.count("replay-window 256") == 4  # two SAs: each echoed (without keys) and run
-    assert "ip xfrm state add src 10.71.1.1 dst 10.71.2.1 proto esp spi 0x0f170001 reqid 113 mode tunnel if_id 113" in cli
-    assert "ip xfrm state add src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002" in cli
-    for key in cv["tunnel"]["keys"]["cli"].values():
-        assert cli.count(key) == 1 and f"echo {key}" not in cli
+    assert "/wg.key\nmtu=$(( $(cat /sys/class/net/cli.r/mtu) - 77 ))\n" in cli  # the included clean-up ends on its own line
+    assert "ip xfrm state delete src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002 " in cli  # a leftover's
+    for sender in ("cli", "srv"):  # each key once, in the command that fills its placeholder
+        for part, key in cv["tunnel"]["keys"][sender].items():
+            assert cli.count(key) == 1 and f" -e s/@{part.upper()}_{sender}@/{key}/ " in cli and f"echo {key}" not in cli
+    assert '"$cmd/tunnel.ip" | ip -batch - >/dev/null' in cli
     assert 'add rule inet fl_tunnel ecn_rewrite oifname "fl-tun" ip dscp 19 ip ecn set not-ect counter comment ' \
            '"flow 1: bleach"\n' in cv["files"]["cli"]["ecn-tunnel.nft"]
     srv, = setup_scripts([cv], rv, inv, "srv")
-    assert "ecn set" not in srv + files(cv, "srv") and "ip addr add 10.71.9.2/24 dev fl-tun" in srv
+    assert "ecn set" not in srv + files(cv, "srv") and "addr add 10.71.9.2/24 dev fl-tun\n" in files(cv, "srv")
+    assert "xfrm state add src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002" in files(cv, "srv")
+    assert "type xfrm dev srv.l if_id 113" in files(cv, "srv")
 
 
 def test_tunnel_needs_inner_addresses(scenario_file, tmp_path):

@@ -1,0 +1,72 @@
+"""A cell's tunnel between cli and srv, rendered here: each end's ip commands (tunnel.ip,
+run with `ip -batch`) and the tunnel's constants (ports, overheads, IPsec ids), which the
+roles receive as variables (ANSIBLE_VARS) and never define.
+
+Two values are known only on the host and stand in the file as placeholders the setup
+script fills as it pipes the file into ip (roles/cell/templates/tunnel_up.sh.j2): the
+tunnel's MTU (the underlay's, read there, minus OVERHEAD) and IPsec's keys, made per cell
+by fl (testbed/plan.py) and handed over as extra variables, so that no file, log or dry
+run holds them. WireGuard's keys are made on the hosts (wg genkey) and its peers set once
+both ends have one (wireguard_peer.sh.j2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .layout import TUNNEL_DEV
+
+End = Literal["cli", "srv"]
+ENDS: tuple[End, End] = ("cli", "srv")
+#: The UDP port WireGuard listens on and the FOU receiver's.
+PORT = {"wireguard": 51821, "fou": 5556}
+#: Bytes each kind adds to a packet (IPv4 outer header): the tunnel's MTU is the
+#: underlay's minus this, so outer packets are never fragmented. ESP: 20 IP + 8 SPI and
+#: sequence + 16 IV + up to 17 padding and trailer + 16 ICV.
+OVERHEAD = {"wireguard": 60, "fou": 28, "ipsec": 77}
+#: IPsec: the xfrm interface id and request id that mark fl's policies and states, and the
+#: SPI of the SA each end sends with.
+IPSEC_ID = 113
+IPSEC_SPI: dict[End, str] = {"cli": "0x0f170001", "srv": "0x0f170002"}
+MTU = "@MTU@"
+#: What the roles read (the setup's filter for the tunnel's outer packets, the teardown).
+ANSIBLE_VARS = {"fl_tunnel": {"dev": TUNNEL_DEV, "port": PORT, "ipsec_id": IPSEC_ID, "spi": IPSEC_SPI}}
+
+
+def key(sender: End, part: Literal["auth", "enc"]) -> str:
+    """The placeholder of the key of SENDER's SA (its authentication or encryption key)."""
+    return f"@{part.upper()}_{sender}@"
+
+
+@dataclass(frozen=True)
+class TunnelEnd:
+    """One end of the tunnel as its commands name it."""
+
+    host: End
+    dev: str  # its testbed interface, the underlay
+    addr: str  # its address there (outer packets)
+    inner: str  # its address in the tunnel, with the prefix length
+
+
+def tunnel_ip(kind: str, me: TunnelEnd, peer: TunnelEnd, replay_window: int) -> list[str]:
+    """ME's tunnel to PEER as `ip -batch` lines (with the MTU's and keys' placeholders);
+    KIND: wireguard, fou or ipsec (the scenario's tunnel key)."""
+    return [*_device(kind, me, peer, replay_window), f"link set dev {TUNNEL_DEV} mtu {MTU}",
+            f"addr add {me.inner} dev {TUNNEL_DEV}", f"link set dev {TUNNEL_DEV} up"]
+
+
+def _device(kind: str, me: TunnelEnd, peer: TunnelEnd, replay_window: int) -> list[str]:
+    if kind == "wireguard":
+        return [f"link add dev {TUNNEL_DEV} type wireguard"]
+    if kind == "fou":
+        port = PORT["fou"]
+        return [f"fou add port {port} ipproto 4",
+                f"link add dev {TUNNEL_DEV} type ipip local {me.addr} remote {peer.addr} ttl 64 tos inherit "
+                f"encap fou encap-sport auto encap-dport {port}"]
+    i = IPSEC_ID
+    sa = [f"xfrm state add src {src.addr} dst {dst.addr} proto esp spi {IPSEC_SPI[src.host]} reqid {i} mode tunnel "
+          f"if_id {i} auth-trunc hmac(sha256) {key(src.host, 'auth')} 128 enc cbc(aes) {key(src.host, 'enc')} "
+          f"replay-window {replay_window}" for src, dst in ((me, peer), (peer, me))]
+    policy = [f"xfrm policy add src 0.0.0.0/0 dst 0.0.0.0/0 dir {way} if_id {i} tmpl src {src.addr} dst {dst.addr} "
+              f"proto esp reqid {i} mode tunnel" for way, src, dst in (("out", me, peer), ("in", peer, me))]
+    return [f"link add dev {TUNNEL_DEV} type xfrm dev {me.dev} if_id {i}", *sa, *policy]
