@@ -30,7 +30,7 @@ def list_all() -> int:
     return 0
 
 
-def list_cells(paths: list[Path], run: str, only: list[str], results: Path, vm: VmConfig | None = None,
+def list_cells(paths: list[Path], label: str, only: list[str], results: Path, vm: VmConfig | None = None,
                inventory: Path | None = None) -> int:
     """The cells of one or more scenarios, with what this kernel (or the VM's, probed in
     one boot for all of them) can run."""
@@ -46,13 +46,13 @@ def list_cells(paths: list[Path], run: str, only: list[str], results: Path, vm: 
     for i, (path, scenario) in enumerate(scenarios):
         if len(scenarios) > 1:
             print(f"{'' if i == 0 else chr(10)}== {scenario.name or path.stem}")
-        _print_cells(scenario.name or path.stem, sorted(set(scenario.repetitions_list())), cells[path], run, results, caps, vm)
+        _print_cells(scenario.name or path.stem, sorted(set(scenario.repetitions_list())), cells[path], label, results, caps, vm)
     return 0
 
 
-def _print_cells(name: str, repetitions: list[int], cells: list[Cell], run: str, results: Path,
+def _print_cells(name: str, repetitions: list[int], cells: list[Cell], label: str, results: Path,
                  caps: Capabilities | None, vm: VmConfig | None) -> None:
-    store = ScenarioResults(results / run / name)
+    store = ScenarioResults(results / label / name)
     pending = []
     width = max((len(c.name) for c in cells), default=10)
     for cell in cells:

@@ -181,15 +181,15 @@ def config_differences(pairs: list[tuple[list[CellResult], list[CellResult]]]) -
 PROVENANCE_EXCLUDE = {"testbed_id", "testbed_label", "inventory"}
 
 
-def provenance(run: RunResult) -> dict[str, str]:
-    ran = [c.record for c in run.cells() if c.status != "skipped"]
+def provenance(result: RunResult) -> dict[str, str]:
+    ran = [c.record for c in result.cells() if c.status != "skipped"]
     if not ran:
         return {}
     r = ran[-1]
     out = {"kernel": r.kernel, **flatten(r.fl.model_dump(mode="json"), "fl"),
            **flatten(r.backend.model_dump(mode="json", exclude=PROVENANCE_EXCLUDE), "backend"),
            **flatten(r.tools, "tools")}
-    last = run.provenance.invocations[-1] if run.provenance.invocations else None
+    last = result.provenance.invocations[-1] if result.provenance.invocations else None
     if last is not None:
         out |= flatten(last.controller.model_dump(mode="json"), "controller")
     return out

@@ -17,28 +17,28 @@ ECN = ("not_ect", "ect0", "ect1", "ce")
 UDP = ("declared_mbit", "sent_mbit", "received_mbit", "sent", "lost", "loss_pct", "jitter_ms")
 
 
-def rows(run: RunResult) -> list[dict[str, Any]]:
-    axes = sorted({a for c in run.cells() for a in c.record.coordinates})
+def rows(result: RunResult) -> list[dict[str, Any]]:
+    axes = sorted({a for c in result.cells() for a in c.record.coordinates})
     out = []
-    for c in run.cells():
-        base = _cell_columns(run, c, axes)
+    for c in result.cells():
+        base = _cell_columns(result, c, axes)
         flows: list[FlowMetrics | None] = list(c.metrics.flows) if c.metrics and c.metrics.flows else [None]
         queues = c.metrics.queue if c.metrics else {}
         totals = c.metrics.qdisc_totals if c.metrics else {}
         out += [{**base, **_flow_columns(f), **_queue_columns(queues.get(f.direction) if f else None),
                  **_totals_columns(totals.get(f.direction) if f else None)} for f in flows]
-    out += [{"run": run.name, "scenario": s.name, "cell": name, "status": UNREADABLE, "reason": why}
-            for s in run.scenarios for name, why in s.unreadable.items()]
-    out += [{"run": run.name, "scenario": name, "status": UNREADABLE, "reason": why} for name, why in run.unreadable.items()]
+    out += [{"run": result.name, "scenario": s.name, "cell": name, "status": UNREADABLE, "reason": why}
+            for s in result.scenarios for name, why in s.unreadable.items()]
+    out += [{"run": result.name, "scenario": name, "status": UNREADABLE, "reason": why} for name, why in result.unreadable.items()]
     return out
 
 
-def _cell_columns(run: RunResult, c: CellResult, axes: list[str]) -> dict[str, Any]:
+def _cell_columns(result: RunResult, c: CellResult, axes: list[str]) -> dict[str, Any]:
     m = c.metrics or CellMetrics(cell=c.name)
     loaded = m.ping_ms.loaded if m.ping_ms and m.ping_ms.loaded else None
     rec = c.record
     cols: dict[str, Any] = {
-        "run": run.name, "scenario": c.scenario, "cell": c.name, "config_hash": rec.config_hash,
+        "run": result.name, "scenario": c.scenario, "cell": c.name, "config_hash": rec.config_hash,
         "status": c.status, "reason": c.damage or rec.reason, "valid": c.valid, "invalid": "; ".join(c.invalid),
         "flags": "; ".join(map(str, c.flags)), "flag_codes": " ".join(f.code for f in c.flags),
         "backend": rec.backend.kind, "clock": rec.backend.clock,
@@ -130,15 +130,15 @@ def write_csv(data: list[dict[str, Any]], path: Path) -> None:
         w.writerows(data)
 
 
-def summary(run: RunResult) -> dict[str, Any]:
+def summary(result: RunResult) -> dict[str, Any]:
     per = {s.name: {"cells": len(s.cells) + len(s.unreadable), "by_status": s.status_counts(), **s.findings()}
-           for s in run.scenarios}
-    return {"run": run.name, "provenance": run.provenance.model_dump(mode="json"), "scenarios": per,
-            "unreadable_scenarios": run.unreadable}
+           for s in result.scenarios}
+    return {"run": result.name, "provenance": result.provenance.model_dump(mode="json"), "scenarios": per,
+            "unreadable_scenarios": result.unreadable}
 
 
-def write_summary(run: RunResult, path: Path) -> None:
-    path.write_text(json.dumps(summary(run), indent=1, default=_jsonable))
+def write_summary(result: RunResult, path: Path) -> None:
+    path.write_text(json.dumps(summary(result), indent=1, default=_jsonable))
 
 
 def _jsonable(o: object) -> object:

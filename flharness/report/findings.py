@@ -23,15 +23,15 @@ class FindingRow:
     detail: str  # the first miss, or why not run
 
 
-def key_findings(run: RunResult, judged: list[Judgement]) -> list[tuple[Findings, list[FindingRow]]]:
+def key_findings(result: RunResult, judged: list[Judgement]) -> list[tuple[Findings, list[FindingRow]]]:
     """Per findings file named by the run's scenarios: a row per finding and scenario that
     studies it (the file's `scenarios:` and any of the run's that state it)."""
-    names = list(dict.fromkeys(s.scenario.findings for s in run.scenarios if s.scenario.findings))
-    return [(known, _rows(known, run, judged)) for known in (load_findings(n) for n in names)]
+    names = list(dict.fromkeys(s.scenario.findings for s in result.scenarios if s.scenario.findings))
+    return [(known, _rows(known, result, judged)) for known in (load_findings(n) for n in names)]
 
 
-def _rows(known: Findings, run: RunResult, judged: list[Judgement]) -> list[FindingRow]:
-    in_run = {s.name: s for s in run.scenarios}
+def _rows(known: Findings, result: RunResult, judged: list[Judgement]) -> list[FindingRow]:
+    in_run = {s.name: s for s in result.scenarios}
     rows = []
     for f in known.findings:
         stating = [n for n, s in in_run.items() if any(e.finding == f.id for e in s.scenario.expect)]

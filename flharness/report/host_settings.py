@@ -15,12 +15,12 @@ from .collect import RunResult
 _ROOT_QDISC_RE = re.compile(r"^qdisc (\S+) \S+ root\b", re.M)
 
 
-def host_settings(run: RunResult) -> dict[str, Any]:
+def host_settings(result: RunResult) -> dict[str, Any]:
     """{'hosts': [...], 'rows': [{'setting', 'values': {host: value}}]}: a value with its
     cell count where the cells differ, '' where a host has no such setting."""
     seen: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     cells = 0
-    for c in run.cells():
+    for c in result.cells():
         log = c.dir / "teardown.log"
         if c.status == "skipped" or not log.is_file():
             continue

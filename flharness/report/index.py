@@ -44,12 +44,12 @@ def table_safe(value: Any) -> str:
     return str(escape(str(value))).replace("|", "\\|").replace("\n", " ")
 
 
-def render(run: RunResult, charts: dict[str, list[dict[str, str]]], template_dir: Path = REPO,
+def render(result: RunResult, charts: dict[str, list[dict[str, str]]], template_dir: Path = REPO,
            judgements: list[Judgement] | None = None, reproductions: dict[str, Any] | None = None) -> str:
-    judged = judgements if judgements is not None else [j for s in run.scenarios for j in judge(s)]
-    context = {"run": run, "host_settings": host_settings(run), "key_findings": key_findings(run, judged), "scenarios": [
+    judged = judgements if judgements is not None else [j for s in result.scenarios for j in judge(s)]
+    context = {"run": result, "host_settings": host_settings(result), "key_findings": key_findings(result, judged), "scenarios": [
         {**_scenario(s, charts.get(s.name, []), [j for j in judged if j.scenario == s.name]),
-         "reproduction": (reproductions or {}).get(s.name)} for s in run.scenarios]}
+         "reproduction": (reproductions or {}).get(s.name)} for s in result.scenarios]}
     return environment(template_dir).get_template("README.md.j2").render(context)
 
 

@@ -73,25 +73,25 @@ def run_sides(runs: list[RunResult]) -> list[Side]:
     return [Side(r.name, r, r.cells()) for r in runs]
 
 
-def axis_sides(run: RunResult, axis: str, baseline: str | None) -> list[Side]:
-    """The cells of RUN per value of AXIS, in the order the cells list them (BASELINE, one
+def axis_sides(result: RunResult, axis: str, baseline: str | None) -> list[Side]:
+    """The cells of RESULT per value of AXIS, in the order the cells list them (BASELINE, one
     of a value's labels, first). A value is the one written in the scenario: a qdisc
     whose label is rendered per cell (pfifo_206 at 10 Mbit/s, pfifo_1032 at 50) is one."""
     values: dict[str, list[CellResult]] = defaultdict(list)
-    for c in run.cells():
+    for c in result.cells():
         if axis in c.record.swept and (coordinate := c.record.coordinates.get(axis)) is not None:
             values[json.dumps(coordinate.value, sort_keys=True)].append(c)
     if len(values) < 2:
-        swept = sorted({a for c in run.cells() for a in c.record.swept})
-        raise FlError(f"--by {axis}: {run.name} does not sweep {axis} (it sweeps: {', '.join(swept) or 'nothing'})")
+        swept = sorted({a for c in result.cells() for a in c.record.swept})
+        raise FlError(f"--by {axis}: {result.name} does not sweep {axis} (it sweeps: {', '.join(swept) or 'nothing'})")
     sides = []
     for cells in values.values():
         labels = tuple(dict.fromkeys(c.label(axis) or "–" for c in cells))
-        sides.append(Side(f"{axis}={'/'.join(labels)}", run, cells, labels))
+        sides.append(Side(f"{axis}={'/'.join(labels)}", result, cells, labels))
     if baseline is not None:
         chosen = [s for s in sides if baseline in s.labels]
         if not chosen:
-            raise FlError(f"--baseline {baseline!r}: {run.name}'s {axis} takes {', '.join(s.value for s in sides)}")
+            raise FlError(f"--baseline {baseline!r}: {result.name}'s {axis} takes {', '.join(s.value for s in sides)}")
         sides.remove(chosen[0])
         sides.insert(0, chosen[0])
     return sides

@@ -26,7 +26,7 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: dict[str, Any]) -> None:
             print(f"   {'skip' if p.action == 'skip' else 'done'}: {p.reason}")
             continue
         cv = cell_vars(p.cell, inv, sp.store.root / p.cell.name, not run.virtual_clock,
-                       tcp_rewrite=run.caps.tcp_rewrite, run=run_vars)
+                       tcp_rewrite=run.caps.tcp_rewrite, run_vars=run_vars)
         for host in HOSTS:
             files = cv["files"].get(host, {})
             print(f"   {host}:" + ("" if files else " nothing of its own"))

@@ -222,7 +222,7 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict,
         rec.started = time.time()
         attempt = Attempt(sp, cell, sp.store.new_partial(cell.name), rec, tb.label)
         tb.give(cell_vars(cell, tb.inv, tb.path_on_testbed(attempt.partial), not run.virtual_clock,
-                          tcp_rewrite=run.caps.tcp_rewrite, run=tb.run_vars))
+                          tcp_rewrite=run.caps.tcp_rewrite, run_vars=tb.run_vars))
         return attempt
 
     return Dispatch(slots, queue, start_cell, progress).run_all()

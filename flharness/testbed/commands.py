@@ -60,20 +60,20 @@ class RunSettings:
     htb_args: tuple[str, ...] = ()  # extra htb class arguments (e.g. burst for real-time VMs)
 
 
-def host_files(config: CellConfig, ports: Ports, run: RunSettings, tcp_rewrite: ecn_rules.TcpRewrite | None,
+def host_files(config: CellConfig, ports: Ports, settings: RunSettings, tcp_rewrite: ecn_rules.TcpRewrite | None,
                ) -> dict[str, HostFiles]:
     """Every host's command files for CELL."""
     files: dict[str, HostFiles] = {h: {} for h in HOSTS}
-    for host, settings in config.sysctls.items():
-        files[host]["sysctl.conf"] = _lines(f"{k}={v}" for k, v in settings.items())
+    for host, sysctls in config.sysctls.items():
+        files[host]["sysctl.conf"] = _lines(f"{k}={v}" for k, v in sysctls.items())
     ecn = ecn_commands(config, ports, tcp_rewrite)
     at_mid = ecn if config.tunnel is None else None
-    files["mid"] |= {"reset.tc": _lines(reset(ports, run)), "bottleneck.tc": _lines(bottleneck(config, ports, run, at_mid))}
-    if run.nft:
+    files["mid"] |= {"reset.tc": _lines(reset(ports, settings)), "bottleneck.tc": _lines(bottleneck(config, ports, settings, at_mid))}
+    if settings.nft:
         files["mid"]["ecn.nft"] = _lines(["flush chain inet fl ecn_rewrite",
                                           *(f"add rule inet fl ecn_rewrite {r}" for r in (at_mid.nft if at_mid else [])),
                                           "reset counters table inet fl"])
-    files["mid"] |= schedule_files(config, ports, run)
+    files["mid"] |= schedule_files(config, ports, settings)
     if config.client_qdisc:
         files["cli"]["client.tc"] = _lines([f"qdisc add dev {ports.cli} root {config.client_qdisc}"])
     if ecn is not None and config.tunnel is not None:
@@ -89,31 +89,31 @@ def _lines(lines: object) -> str:
     return "".join(f"{line}\n" for line in lines)  # type: ignore[attr-defined]
 
 
-def reset(ports: Ports, run: RunSettings) -> list[str]:
+def reset(ports: Ports, settings: RunSettings) -> list[str]:
     """Remove fl's qdiscs from the middlebox's ports (what is not there is no error: -force)."""
     out = []
     for dev in (ports.mid_cli, ports.mid_srv):
         out += [f"qdisc del dev {dev} root", f"qdisc del dev {dev} ingress"]
-        if run.ifb:
+        if settings.ifb:
             out.append(f"qdisc del dev {ports.ifb(dev)} root")
     return out
 
 
-def bottleneck(config: CellConfig, ports: Ports, run: RunSettings, ecn: ecn_rules.EcnCommands | None) -> list[str]:
+def bottleneck(config: CellConfig, ports: Ports, settings: RunSettings, ecn: ecn_rules.EcnCommands | None) -> list[str]:
     """Upload's bottleneck on the port towards srv, download's towards cli, then the path
     delay of each way on the IFB of the port it enters by, then tc's ECN rewrites."""
     links = config.bottleneck
-    out = shape(ports.mid_srv, links.up, run, header_hash_queues(config, links.up))
-    out += shape(ports.mid_cli, links.down, run, header_hash_queues(config, links.down))
+    out = shape(ports.mid_srv, links.up, settings, header_hash_queues(config, links.up))
+    out += shape(ports.mid_cli, links.down, settings, header_hash_queues(config, links.down))
     if (plan := delay_plan(config)) is not None:
         out += path_delay(ports.mid_cli, ports.ifb(ports.mid_cli), plan, "up")
         out += path_delay(ports.mid_srv, ports.ifb(ports.mid_srv), plan, "down")
     return out + (ecn.tc if ecn else [])
 
 
-def shape(dev: str, link: LinkConfig, run: RunSettings, hash_queues: int | None = None) -> list[str]:
+def shape(dev: str, link: LinkConfig, settings: RunSettings, hash_queues: int | None = None) -> list[str]:
     """A port's bottleneck (layout.py); in tunnel cells an FQ qdisc hashes outer headers."""
-    out = [] if link.self_shaping else layout.shaper(dev, link.rate, run.htb_args)
+    out = [] if link.self_shaping else layout.shaper(dev, link.rate, settings.htb_args)
     out.append(layout.declared(dev, link.qdisc, link.self_shaping))
     if hash_queues:
         out.append(f"filter add dev {dev} parent {layout.declared_handle(link.self_shaping)} handle 1 protocol all "
@@ -245,12 +245,12 @@ def tunnel_ecn(ecn: ecn_rules.EcnCommands) -> HostFiles:
     return out
 
 
-def schedule_files(config: CellConfig, ports: Ports, run: RunSettings) -> HostFiles:
+def schedule_files(config: CellConfig, ports: Ports, settings: RunSettings) -> HostFiles:
     """The rate schedule: schedule-N.tc, the N-th step's batch, and schedule.steps, one line
     per step: microseconds after Flent's start, its batch file, what it sets."""
     out, steps = {}, []
     for i, step in enumerate(config.steps, 1):
-        out[f"schedule-{i}.tc"] = _lines(change(ports.mid_srv, step.up, run) + change(ports.mid_cli, step.down, run))
+        out[f"schedule-{i}.tc"] = _lines(change(ports.mid_srv, step.up, settings) + change(ports.mid_cli, step.down, settings))
         what = f"up {step.up.rate} {step.up.qdisc}, down {step.down.rate} {step.down.qdisc}"
         steps.append(f"{round(step.at_s * 1e6)} schedule-{i}.tc {what} (planned t={float(step.at_s)!r})")
     if steps:
@@ -258,8 +258,8 @@ def schedule_files(config: CellConfig, ports: Ports, run: RunSettings) -> HostFi
     return out
 
 
-def change(dev: str, link: LinkConfig, run: RunSettings) -> list[str]:
+def change(dev: str, link: LinkConfig, settings: RunSettings) -> list[str]:
     """A port's bottleneck changed in place: its htb class's rate and its qdisc, or the
     self-shaping qdisc (the kind must stay)."""
-    out = [] if link.self_shaping else [layout.htb_class(dev, link.rate, run.htb_args, verb="change")]
+    out = [] if link.self_shaping else [layout.htb_class(dev, link.rate, settings.htb_args, verb="change")]
     return out + [layout.declared(dev, link.qdisc, link.self_shaping, verb="change")]

@@ -39,13 +39,13 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
             "xz_level": XZ_LEVEL, "queue_interval_min": QUEUE_INTERVAL_MIN["vm" if vm else "host"]}
 
 
-def testbed_vars(inv: Inventory, run: dict[str, Any]) -> dict[str, Any]:
+def testbed_vars(inv: Inventory, run_vars: dict[str, Any]) -> dict[str, Any]:
     """What every playbook fl runs on a testbed gets besides fl_run and the cell: names,
     addresses and ports decided here (playbooks/group_vars derives none of them). The
     server listens on its address, or on every address in runs with tunnels (built per
-    cell, after the servers start); RUN: the run's fl_run ({} when only probing)."""
+    cell, after the servers start); RUN_VARS: the run's fl_run ({} when only probing)."""
     return {**layout.ANSIBLE_VARS, **tunnel.ANSIBLE_VARS, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT,
-            "fl_srv_bind": "0.0.0.0" if run.get("tunnels") else inv.srv_ip}
+            "fl_srv_bind": "0.0.0.0" if run_vars.get("tunnels") else inv.srv_ip}
 
 
 def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> dict[str, Any] | None:
@@ -128,12 +128,12 @@ def test_parameter(key: str, value: str) -> str:
 
 
 def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = True, *,
-              tcp_rewrite: ecn_rules.TcpRewrite | None, run: dict[str, Any]) -> dict[str, Any]:
+              tcp_rewrite: ecn_rules.TcpRewrite | None, run_vars: dict[str, Any]) -> dict[str, Any]:
     """fl_cell: everything the roles need for one cell (passed as Ansible extra vars), its
     commands as each host's files (commands.py). TCP_REWRITE: how the testbed clears a
-    SYN's ECN flags (Capabilities.tcp_rewrite); RUN: the run's fl_run (run_vars)."""
+    SYN's ECN flags (Capabilities.tcp_rewrite); RUN_VARS: the run's fl_run."""
     tunnel = tunnel_vars(cell, inv)
-    settings = RunSettings(ifb=run["ifb"], nft=run["nft"], htb_args=tuple(run["htb_args"]))
+    settings = RunSettings(ifb=run_vars["ifb"], nft=run_vars["nft"], htb_args=tuple(run_vars["htb_args"]))
     config, udp = cell.config, cell.config.udp_rate
     return {
         "name": cell.name, "scenario": cell.scenario, "config_hash": cell.config_hash,

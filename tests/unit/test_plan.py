@@ -105,7 +105,7 @@ def test_bottleneck_script_shapes(scenario_file, inv):
           rate: [{up: 5mbit, down: 100mbit}]
           qdisc: ["pfifo limit {{ packets('250ms') }}", cake bandwidth 50mbit]
     """)
-    fifo, cake = (cell_vars(c, inv, Path("/tmp/x"), tcp_rewrite="tc", run=RV)["files"]["mid"]["bottleneck.tc"]
+    fifo, cake = (cell_vars(c, inv, Path("/tmp/x"), tcp_rewrite="tc", run_vars=RV)["files"]["mid"]["bottleneck.tc"]
                   for c in cells)
     assert "class add dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n" in fifo
     assert "qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 103\n" in fifo
@@ -133,7 +133,7 @@ def test_path_features_render(scenario_file, inv, tmp_path):
         udp: 5mbit
         rate_schedule: [{at: 10s, rate: 5mbit}]
     """)
-    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run=RV)
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV)
     mid = cv["files"]["mid"]
     assert "root handle 1: netem delay 50ms 75ms distribution normal loss 5% limit 100000\n" in mid["bottleneck.tc"]
     assert "root handle 1: netem delay 50ms duplicate 1% limit 100000\n" in mid["bottleneck.tc"]
@@ -153,7 +153,7 @@ def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
     command file is written whole from one quoted word: no shell sees its words)."""
     cell = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\ncc: reno\n"
                                    "qdisc: {value: 'pfifo limit 10', label: \"x y (z)\"}\n")[0]
-    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run=RV)
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV)
     batch = cv["files"]["mid"]["bottleneck.tc"]
     cv["files"]["mid"]["bottleneck.tc"] = batch.replace("rate 5mbit", "rate 5mbit; reboot $(reboot)")  # as if validation were bypassed
     script, = setup_scripts([cv], run_vars([cell], False, False), inv)
@@ -217,7 +217,7 @@ def test_a_receiver_of_its_own_cc(scenario_file, inv, tmp_path):
     assert flent_lists(flent_argv(down, inv, tmp_path))["cc_algos"] == ["reno,dctcp", "reno,bbr"]
     with pytest.raises(ScenarioError, match="tcp_bidirectional sets one congestion control for flows both ways"):
         one_cell(scenario_file, "test: tcp_bidirectional\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nreceiver_cc: reno\n")
-    assert cell_vars(up, inv, tmp_path, tcp_rewrite="tc", run=RV)["samplers"] == ["cli", "srv"]
+    assert cell_vars(up, inv, tmp_path, tcp_rewrite="tc", run_vars=RV)["samplers"] == ["cli", "srv"]
     same, = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: prague\n")
     assert "receiver_cc" not in same.config.model_dump(exclude_none=True)["flows"][0]  # the hash of older cells kept
     assert "cc_algos=prague" in flent_argv(same, inv, tmp_path)
@@ -239,7 +239,7 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
         tunnel: ipsec
         matrix: {replay_window: [0, 256]}
     """)
-    cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc", run=RV) for c in cells)
+    cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc", run_vars=RV) for c in cells)
     assert cv["target"] == "10.71.9.2" and cv["flent"][cv["flent"].index("-H") + 1] == "10.71.9.2"
     assert cv["tunnel"]["replay_window"] == 256 and cv["ecn"]["at"] == "cli"
     keys = [cv0["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["srv"]["auth"]]
@@ -279,7 +279,7 @@ def test_tunnel_needs_inner_addresses(scenario_file, tmp_path):
     ini.write_text((REPO / "inventory.ini").read_text().replace(" fl_tunnel_addr=10.71.9.2/24", ""))
     cell, = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\nqdisc: pfifo\ncc: reno\ntunnel: fou\n")
     with pytest.raises(FlError, match="srv: fl_tunnel_addr is missing"):
-        cell_vars(cell, load_inventory(ini), tmp_path, tcp_rewrite="tc", run=RV)
+        cell_vars(cell, load_inventory(ini), tmp_path, tcp_rewrite="tc", run_vars=RV)
 
 
 def test_tunnel_capabilities(scenario_file):
@@ -317,7 +317,7 @@ def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
           - {tunnel: [fou], qdisc: [fq_codel flows 256, {value: fq_pie, shaper: self}, cake bandwidth 10mbit]}
           - {tunnel: [none], qdisc: [fq_codel]}
     """)
-    scripts = [files(cell_vars(c, inv, tmp_path / c.name, tcp_rewrite="tc", run=RV)) for c in cells]
+    scripts = [files(cell_vars(c, inv, tmp_path / c.name, tcp_rewrite="tc", run_vars=RV)) for c in cells]
     flt = "handle 1 protocol all prio 1 flow hash keys src,dst,proto,proto-src,proto-dst divisor"
     assert f"filter add dev mid.r parent 10: {flt} 256\n" in scripts[0]
     assert f"filter add dev mid.l parent 10: {flt} 256\n" in scripts[0]

@@ -48,7 +48,7 @@ def test_the_roles_templates_render_scripts_that_pass_shellcheck():
     cells = expand(load_scenario(path), path)
     inv = load_inventory(REPO / "inventory.ini")
     rv = run_vars(cells, ifb=True, nft=True)
-    made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run=rv) for c in cells]
+    made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv) for c in cells]
     rendered = render_cells(inv, rv, made, CELL_TEMPLATES, {h: TESTBED_TEMPLATES for h in CELL_TEMPLATES})
     problems = [shellcheck(text, f"{cell} {host} {name}", dialect="sh")
                 for cell, hosts in rendered.items() for host, scripts in hosts.items() for name, text in scripts.items()]
