@@ -290,9 +290,10 @@ class Probe:
     def _fou(self) -> bool:
         ip = ("ip", "-n", self.ns)
         sh("modprobe", "-q", "fou")  # its netlink family does not load the module on demand
-        return sh(*ip, "fou", "add", "port", "5556", "ipproto", "4")[0] == 0 and sh(
+        port = "7000"  # any: the trial's namespace is its own (a cell's port: testbed/tunnel.py)
+        return sh(*ip, "fou", "add", "port", port, "ipproto", "4")[0] == 0 and sh(
             *ip, "link", "add", "flfou", "type", "ipip", "remote", "192.0.2.2", "local", "192.0.2.1",
-            "encap", "fou", "encap-sport", "auto", "encap-dport", "5556")[0] == 0
+            "encap", "fou", "encap-sport", "auto", "encap-dport", port)[0] == 0
 
     def _ipsec(self) -> bool:
         ip = ("ip", "-n", self.ns)
