@@ -74,6 +74,7 @@ def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
         out["replay_window"] = cell.config.replay_window
         out["keys"] = {h: {"auth": "0x" + secrets.token_hex(32), "enc": "0x" + secrets.token_hex(16)}
                        for h in ("cli", "srv")}
+        out["fill"] = {tunnel.key(h, part): value for h, keys in out["keys"].items() for part, value in keys.items()}
     return out
 
 def netperf_cc(flow: FlowConfig) -> str:
