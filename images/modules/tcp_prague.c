@@ -19,7 +19,12 @@
  *           packets that were CE-marked, once per round trip; set to 1 at the first CE.
  *  - 2.4.2  on CE, cwnd *= (1 - alpha/2) at once, at most once per round trip (its
  *           fraction kept for the next change); slow start ends at the first CE (2.4.5).
- *  - 2.4.1  on loss, Reno: ssthresh = cwnd/2, the window brought there by PRR.
+ *  - 2.4.1  on loss, Reno: ssthresh = cwnd/2, the window brought there by PRR. A loss
+ *           less than a round trip after a CE cut halves the window the cut started
+ *           from (the two reductions together are Reno's half), also when the core
+ *           skips .ssthresh because the loss came inside the CE cut's CWR state; PRR
+ *           starts afresh there. The same halving answers local congestion (the
+ *           sender's own qdisc refused a packet: the core enters CWR without a CE).
  *  - 2.4.3  additive increase on every ACK, CWR included, for packets delivered unmarked.
  *  - 2.4.4  reduced RTT-dependence (rtt_indep=1): after rtt_indep_rounds round trips the
  *           increase per round trip is (srtt/rtt_virt)^2 segments with rtt_virt =
@@ -35,51 +40,62 @@
  * ab_tot:T)" with A = alpha in 1024ths, E and T the CE-marked and delivered packets
  * since the connection began, S = 1 in the round trip after a decrease; with no
  * AccECN, "dctcp:fallback_mode".
- * Parameters: /sys/module/tcp_prague/parameters/ (writable, read by new round trips).
+ * Parameters: /sys/module/tcp_prague/parameters/, each with its range (a value outside
+ * it is refused, at load time too, and the kernel log says why); those of the window
+ * apply from the next round trip, those of pacing and bursts from the next connection.
+ * A socket that leaves prague for another congestion control gets back the pacing
+ * status and pacing shift it had (.release).
  */
 #include <linux/module.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
 #include <linux/inet_diag.h>
+#include <linux/ipv6.h>
 #include <linux/log2.h>
 #include <net/dsfield.h>
 #include <net/inet_ecn.h>
 #include <net/net_namespace.h>
 #include <net/tcp.h>
 
-#define PRAGUE_VERSION "1"
+#define PRAGUE_VERSION "2"
 #define ALPHA_ONE (1U << 20)		/* alpha = 1 */
 #define FRAC_ONE (1U << 16)		/* one segment in the window's fraction */
 #define DIAG_ALPHA_ONE 1024U		/* DCTCP's scale in ss */
 
-static unsigned int alpha_shift __read_mostly = 4;
-module_param(alpha_shift, uint, 0644);
-MODULE_PARM_DESC(alpha_shift, "EWMA gain of alpha is 2^-alpha_shift (draft: 1/16 = 4)");
+/* A writable unsigned parameter refused outside [lo, hi] (at load time too), the range in
+ * its description and, for a refused write, in the kernel log. */
+static int prague_param_set(const char *val, const struct kernel_param *kp, unsigned int lo, unsigned int hi)
+{
+	int err = param_set_uint_minmax(val, kp, lo, hi);
 
-static unsigned int rtt_indep __read_mostly;
-module_param(rtt_indep, uint, 0644);
-MODULE_PARM_DESC(rtt_indep, "reduced RTT-dependence (draft 2.4.4): 0 off, 1 on");
+	if (err)
+		pr_err("tcp_prague: %s=%.*s refused: a whole number from %u to %u\n",
+		       kp->name, (int)strcspn(val, "\n"), val, lo, hi);
+	return err;
+}
 
-static unsigned int rtt_virt_us __read_mostly = 25000;
-module_param(rtt_virt_us, uint, 0644);
-MODULE_PARM_DESC(rtt_virt_us, "reference RTT of rtt_indep in us (draft: 25 ms)");
+#define PRAGUE_PARAM(name, def, lo, hi, desc)						\
+	static unsigned int name __read_mostly = def;					\
+	static int name##_set(const char *val, const struct kernel_param *kp)		\
+	{										\
+		return prague_param_set(val, kp, lo, hi);				\
+	}										\
+	static const struct kernel_param_ops name##_ops = {				\
+		.set = name##_set, .get = param_get_uint,				\
+	};										\
+	module_param_cb(name, &name##_ops, &name, 0644);				\
+	MODULE_PARM_DESC(name, desc " (" #lo "-" #hi ", default " #def ")")
 
-static unsigned int rtt_indep_rounds __read_mostly = 500;
-module_param(rtt_indep_rounds, uint, 0644);
-MODULE_PARM_DESC(rtt_indep_rounds, "round trips before rtt_indep takes effect (draft: 500)");
-
-static unsigned int burst_us __read_mostly = 250;
-module_param(burst_us, uint, 0444);
-MODULE_PARM_DESC(burst_us, "data per GSO burst, in us of the pacing rate (draft: 250)");
-
-static unsigned int pacing_ss_pct __read_mostly = 200;
-module_param(pacing_ss_pct, uint, 0644);
-MODULE_PARM_DESC(pacing_ss_pct, "pacing rate in % of cwnd/srtt while cwnd < ssthresh/2 (draft: 200)");
-
-static unsigned int pacing_ca_pct __read_mostly = 100;
-module_param(pacing_ca_pct, uint, 0644);
-MODULE_PARM_DESC(pacing_ca_pct, "pacing rate in % of cwnd/srtt otherwise (draft: 100)");
+PRAGUE_PARAM(alpha_shift, 4, 1, 16, "EWMA gain of alpha is 2^-alpha_shift (draft: 1/16 = 4)");
+PRAGUE_PARAM(rtt_indep, 0, 0, 1, "reduced RTT-dependence (draft 2.4.4): 0 off, 1 on");
+PRAGUE_PARAM(rtt_virt_us, 25000, 1000, 1000000, "reference RTT of rtt_indep in us (draft: 25 ms)");
+PRAGUE_PARAM(rtt_indep_rounds, 500, 0, 1000000, "round trips before rtt_indep takes effect (draft: 500)");
+PRAGUE_PARAM(burst_us, 250, 4, 3906, "data per GSO burst, in us of the pacing rate, from the next connection (draft: 250)");
+PRAGUE_PARAM(pacing, 1, 0, 1, "1: the kernel paces (draft 2.5.1); 0: only sch_fq does, if it is the sender's qdisc (from the next connection)");
+PRAGUE_PARAM(pacing_ss_pct, 200, 100, 1000, "pacing rate in % of cwnd/srtt while cwnd < ssthresh/2 (draft: 200)");
+PRAGUE_PARAM(pacing_ca_pct, 100, 100, 1000, "pacing rate in % of cwnd/srtt otherwise (draft: 100; Linux's own: 120)");
+PRAGUE_PARAM(ai_cwnd_limited, 1, 0, 1, "1: additive increase only when the window limited the sending (as Linux's CCs); 0: on every ACK");
 
 static char *implementation = "fl tcp_prague " PRAGUE_VERSION
 	" (draft-briscoe-iccrg-prague-congestion-control-01)";
@@ -91,6 +107,7 @@ struct prague {
 	u64 cut_us;		/* when the window was last cut for CE */
 	u32 round_end_seq;	/* the round ends when this is acknowledged */
 	u32 cut_end_seq;	/* no further cut before this is acknowledged */
+	u32 halved_end_seq;	/* a loss before this is acknowledged is not halved again */
 	u32 prior_delivered;	/* tp->delivered and delivered_ce at the last ACK */
 	u32 prior_delivered_ce;
 	u32 round_delivered;	/* packets delivered, and CE-marked, this round trip */
@@ -99,9 +116,13 @@ struct prague {
 	u32 frac;		/* the window's fraction of a segment, in FRAC_ONE units */
 	u32 rounds;		/* round trips so far (saturates) */
 	u32 saved_ssthresh;	/* ssthresh before the core asked for a new one */
+	u8 saved_pacing_shift;	/* the socket's own, given back by .release */
 	u8 alpha_valid:1,	/* a CE mark was seen: alpha is in use */
 	   undone:1,		/* the core undid the last reduction */
-	   cut_this_round:1;	/* ss's ce_state */
+	   cut_this_round:1,	/* ss's ce_state */
+	   ssthresh_asked:1,	/* the core asked for ssthresh since the last state change */
+	   halved:1,		/* halved_end_seq holds */
+	   set_pacing:1;	/* init asked the kernel to pace: .release withdraws it */
 };
 
 static struct tcp_congestion_ops prague_ops;
@@ -126,8 +147,6 @@ static u32 prague_rtt_virt(const struct sock *sk)
 	return srtt;
 }
 
-/* Additive increase per round trip, in FRAC_ONE units of a segment: 1, or
- * (srtt/rtt_virt)^2 under rtt_indep (2.4.4). */
 /* Has a virtual RTT passed since SINCE? Always true without rtt_indep: the caller's
  * sequence check already spans a round trip. */
 static bool prague_virt_elapsed(const struct sock *sk, u64 since)
@@ -138,6 +157,8 @@ static bool prague_virt_elapsed(const struct sock *sk, u64 since)
 	return virt <= (tp->srtt_us >> 3) || tp->tcp_mstamp - since >= virt;
 }
 
+/* Additive increase per round trip, in FRAC_ONE units of a segment: 1, or
+ * (srtt/rtt_virt)^2 under rtt_indep (2.4.4). */
 static u32 prague_ai_per_rtt(const struct sock *sk)
 {
 	u64 srtt = max(tcp_sk(sk)->srtt_us >> 3, 1U);
@@ -166,7 +187,6 @@ static void prague_init(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct prague *ca = prague_ca(sk);
-	u32 burst = clamp(READ_ONCE(burst_us), 16U, 1000000U);
 
 	memset(ca, 0, sizeof(*ca));
 	ca->prior_delivered = tp->delivered;
@@ -175,8 +195,20 @@ static void prague_init(struct sock *sk)
 	prague_new_round(sk);
 	ca->rounds = 0;
 	/* a GSO burst holds 2^-shift s of the pacing rate: 2^-12 s = 244 us for 250 us */
-	WRITE_ONCE(sk->sk_pacing_shift, clamp(order_base_2(USEC_PER_SEC / burst), 8, 20));
-	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
+	ca->saved_pacing_shift = READ_ONCE(sk->sk_pacing_shift);
+	WRITE_ONCE(sk->sk_pacing_shift, order_base_2(USEC_PER_SEC / READ_ONCE(burst_us)));
+	if (READ_ONCE(pacing))
+		ca->set_pacing = cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED) == SK_PACING_NONE;
+}
+
+/* Another congestion control takes the socket (or it closes): what init changed goes back. */
+static void prague_release(struct sock *sk)
+{
+	struct prague *ca = prague_ca(sk);
+
+	WRITE_ONCE(sk->sk_pacing_shift, ca->saved_pacing_shift);
+	if (ca->set_pacing)
+		cmpxchg(&sk->sk_pacing_status, SK_PACING_NEEDED, SK_PACING_NONE);
 }
 
 /* alpha += g * (frac - alpha), once per round trip (per rtt_virt under rtt_indep). */
@@ -184,7 +216,7 @@ static void prague_round_trip(struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	struct prague *ca = prague_ca(sk);
-	u32 shift = min(READ_ONCE(alpha_shift), 16U);
+	u32 shift = READ_ONCE(alpha_shift);
 	s64 frac, alpha;
 
 	if (before(tp->snd_una, ca->round_end_seq) || !prague_virt_elapsed(sk, ca->round_start_us))
@@ -235,20 +267,26 @@ static bool prague_may_cut(const struct sock *sk)
 	return !before(tp->snd_una, ca->cut_end_seq) && prague_virt_elapsed(sk, ca->cut_us);
 }
 
-/* Slow start, then the additive increase for packets delivered unmarked (2.4.3). */
+/* Slow start, then the additive increase for packets delivered unmarked (2.4.3): only
+ * while the window limits the sending, unless ai_cwnd_limited is 0 (slow start always). */
 static void prague_grow(struct sock *sk, u32 unmarked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct prague *ca = prague_ca(sk);
+	bool limited = tcp_is_cwnd_limited(sk);
 	u32 cwnd;
 	u64 add;
 
-	if (!unmarked || !tcp_is_cwnd_limited(sk))
+	if (!unmarked)
 		return;
 	if (tcp_in_slow_start(tp)) {
+		if (!limited)
+			return;
 		unmarked = tcp_slow_start(tp, unmarked);
 		if (!unmarked)
 			return;
+	} else if (!limited && READ_ONCE(ai_cwnd_limited)) {
+		return;
 	}
 	cwnd = tcp_snd_cwnd(tp);
 	add = div_u64((u64)unmarked * prague_ai_per_rtt(sk), cwnd) + ca->frac;
@@ -257,7 +295,7 @@ static void prague_grow(struct sock *sk, u32 unmarked)
 }
 
 /* Fast recovery (2.4.1): Reno's ssthresh, reached by proportional rate reduction
- * (RFC 6937, with slow start reduction bound). */
+ * (RFC 6937, with slow start reduction bound), never below 2 segments. */
 static void prague_recovery(struct sock *sk, u32 delivered)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
@@ -276,7 +314,7 @@ static void prague_recovery(struct sock *sk, u32 delivered)
 	}
 	if (!tp->prr_out)
 		sndcnt = max_t(s64, sndcnt, 1);	/* the fast retransmit goes now */
-	tcp_snd_cwnd_set(tp, max_t(s64, pipe + max_t(s64, sndcnt, 0), 1));
+	tcp_snd_cwnd_set(tp, max_t(s64, pipe + max_t(s64, sndcnt, 0), 2));
 }
 
 /* 2.5.1: max(cwnd, inflight) * MTU / srtt, doubled while cwnd < ssthresh/2. */
@@ -323,15 +361,71 @@ static void prague_cong_control(struct sock *sk, u32 ack, int flag, const struct
 	prague_pace(sk);
 }
 
-/* The core asks for ssthresh when it enters CWR (a CE echo), fast recovery or RTO
- * recovery: Reno's half for a loss; for CE, prague_set_state puts it back (the cut is
- * prague_cut's, alpha-sized). */
+/* Reno's response to a loss or to local congestion, now: ssthresh = half of WINDOW, and
+ * no second halving for a loss before what is in flight now is acknowledged. */
+static void prague_halve(struct sock *sk, u32 window)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct prague *ca = prague_ca(sk);
+
+	tp->snd_ssthresh = max(window >> 1, 2U);
+	ca->halved = 1;
+	ca->halved_end_seq = tp->snd_nxt;
+}
+
+static bool prague_halved_this_round(const struct sock *sk)
+{
+	const struct prague *ca = prague_ca(sk);
+
+	return ca->halved && before(tcp_sk(sk)->snd_una, ca->halved_end_seq);
+}
+
+/* The core asks for ssthresh when it enters CWR (a CE echo, or local congestion), fast
+ * recovery or RTO recovery, but not inside a CWR state: Reno's half (prague_set_state
+ * puts it back for CE, whose cut is prague_cut's, alpha-sized). */
 static u32 prague_ssthresh(struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
+	struct prague *ca = prague_ca(sk);
 
-	prague_ca(sk)->saved_ssthresh = tp->snd_ssthresh;
+	ca->saved_ssthresh = tp->snd_ssthresh;
+	ca->ssthresh_asked = 1;
 	return max(tcp_snd_cwnd(tp) >> 1, 2U);
+}
+
+/* Entering CWR: for a CE echo (delivered_ce moved in this ACK) ssthresh goes back, the
+ * cut is prague_cut's; without one the sender's own qdisc refused a packet (local
+ * congestion): Reno's halving, now. */
+static void prague_enter_cwr(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct prague *ca = prague_ca(sk);
+
+	if (tp->delivered_ce != ca->prior_delivered_ce) {
+		tp->snd_ssthresh = ca->saved_ssthresh;
+		return;
+	}
+	prague_halve(sk, tcp_snd_cwnd(tp));
+	tcp_snd_cwnd_set(tp, tp->snd_ssthresh);
+	ca->frac = 0;
+	ca->cut_end_seq = tp->snd_nxt;	/* the round trip's reduction: no CE cut on top */
+	ca->cut_us = tp->tcp_mstamp;
+}
+
+/* A loss found inside a CWR state (the core keeps the CWR's ssthresh and PRR counters):
+ * half of the window the CWR began with, unless local congestion halved it this round
+ * trip; in fast recovery PRR starts afresh, so the fast retransmit goes at once. */
+static void prague_loss_in_cwr(struct sock *sk, u8 new_state)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!prague_halved_this_round(sk))
+		prague_halve(sk, max(tp->prior_cwnd, 2U));
+	if (new_state == TCP_CA_Recovery) {
+		tp->prior_cwnd = tcp_snd_cwnd(tp);
+		tp->prr_delivered = 0;
+		tp->prr_out = 0;
+	}
 }
 
 static void prague_set_state(struct sock *sk, u8 new_state)
@@ -339,16 +433,20 @@ static void prague_set_state(struct sock *sk, u8 new_state)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct prague *ca = prague_ca(sk);
 	u8 old = inet_csk(sk)->icsk_ca_state;
+	bool lossy = new_state == TCP_CA_Recovery || new_state == TCP_CA_Loss;
 
 	if (new_state == TCP_CA_CWR && old < TCP_CA_CWR) {
-		tp->snd_ssthresh = ca->saved_ssthresh;
+		prague_enter_cwr(sk);
+	} else if (lossy && old == TCP_CA_CWR && !ca->ssthresh_asked) {
+		prague_loss_in_cwr(sk, new_state);
 	} else if (old == TCP_CA_Recovery && new_state < TCP_CA_CWR) {
 		if (!ca->undone && tp->snd_ssthresh < TCP_INFINITE_SSTHRESH)
 			tcp_snd_cwnd_set(tp, max(tp->snd_ssthresh, 2U));
 		ca->frac = 0;
 	}
-	if (new_state == TCP_CA_Recovery || new_state == TCP_CA_Loss)
+	if (lossy)
 		ca->undone = 0;
+	ca->ssthresh_asked = 0;
 }
 
 static u32 prague_undo_cwnd(struct sock *sk)
@@ -383,13 +481,14 @@ static size_t prague_get_info(struct sock *sk, u32 ext, int *attr, union tcp_cc_
 
 static struct tcp_congestion_ops prague_ops __read_mostly = {
 	.init		= prague_init,
+	.release	= prague_release,
 	.cong_control	= prague_cong_control,
 	.ssthresh	= prague_ssthresh,
 	.set_state	= prague_set_state,
 	.undo_cwnd	= prague_undo_cwnd,
 	.min_tso_segs	= prague_min_tso_segs,
 	.get_info	= prague_get_info,
-	.flags		= TCP_CONG_NEEDS_ECN | TCP_CONG_NEEDS_ACCECN |
+	.flags		= TCP_CONG_NON_RESTRICTED | TCP_CONG_NEEDS_ECN | TCP_CONG_NEEDS_ACCECN |
 			  TCP_CONG_ECT_1_NEGOTIATION | TCP_CONG_NO_FALLBACK_RFC3168,
 	.owner		= THIS_MODULE,
 	.name		= "prague",
@@ -422,6 +521,7 @@ static unsigned int prague_ecn_v4(void *priv, struct sk_buff *skb, const struct 
 	return NF_ACCEPT;
 }
 
+#if IS_ENABLED(CONFIG_IPV6)
 static unsigned int prague_ecn_v6(void *priv, struct sk_buff *skb, const struct nf_hook_state *state)
 {
 	int ecn = prague_codepoint(skb);
@@ -432,22 +532,29 @@ static unsigned int prague_ecn_v6(void *priv, struct sk_buff *skb, const struct 
 	ipv6_change_dsfield(ipv6_hdr(skb), (u8)~INET_ECN_MASK, ecn);
 	return NF_ACCEPT;
 }
+#endif
 
+/* IPv4's hook, then IPv6's where the kernel has IPv6 and it is not disabled at boot
+ * (ipv6.disable=1): prague_nhooks of them. */
 static const struct nf_hook_ops prague_hooks[] = {
 	{ .hook = prague_ecn_v4, .pf = NFPROTO_IPV4, .hooknum = NF_INET_LOCAL_OUT,
 	  .priority = NF_IP_PRI_LAST },
+#if IS_ENABLED(CONFIG_IPV6)
 	{ .hook = prague_ecn_v6, .pf = NFPROTO_IPV6, .hooknum = NF_INET_LOCAL_OUT,
 	  .priority = NF_IP6_PRI_LAST },
+#endif
 };
+
+static unsigned int prague_nhooks __read_mostly;
 
 static int __net_init prague_net_init(struct net *net)
 {
-	return nf_register_net_hooks(net, prague_hooks, ARRAY_SIZE(prague_hooks));
+	return nf_register_net_hooks(net, prague_hooks, prague_nhooks);
 }
 
 static void __net_exit prague_net_exit(struct net *net)
 {
-	nf_unregister_net_hooks(net, prague_hooks, ARRAY_SIZE(prague_hooks));
+	nf_unregister_net_hooks(net, prague_hooks, prague_nhooks);
 }
 
 static struct pernet_operations prague_net_ops = {
@@ -460,6 +567,7 @@ static int __init prague_register(void)
 	int err;
 
 	BUILD_BUG_ON(sizeof(struct prague) > ICSK_CA_PRIV_SIZE);
+	prague_nhooks = ipv6_mod_enabled() ? ARRAY_SIZE(prague_hooks) : 1;
 	err = register_pernet_subsys(&prague_net_ops);
 	if (err)
 		return err;

@@ -2,6 +2,7 @@
 and the L4S lab's image, probes and run shared by the two modules that read those."""
 from __future__ import annotations
 
+import shutil
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -62,7 +63,8 @@ def vm_run(tmp_path_factory):
 #: The L4S lab: `fl image build l4s` (twice: the second finds it built), `fl check` (its
 #: QEMU's command line noted) and `fl list` of s1 booting a VM each on the real clock
 #: (quicker, and a probe does not depend on time) while a third VM loads, runs and
-#: unloads fl's TCP Prague by hand; then
+#: unloads fl's TCP Prague by hand and a fourth, booted without IPv6, provokes its
+#: responses (tests/vm/prague_probe.sh); then
 #: one run of the l4s scenarios on two VMs on the virtual clock (results as one VM's, CI's
 #: time halved). Read by test_e2e_vm_l4s (dualpi2, AccECN, ECN actions, a reproduction
 #: page) and test_e2e_vm_prague (fl's Prague module).
@@ -105,6 +107,21 @@ def prague_cycle() -> dict:
         return {"rc": done.returncode, "out": done.stdout, "err": done.stderr, "kernel_log": guest.kernel_log()}
 
 
+#: fl's Prague provoked by hand (tests/vm/prague_probe.sh) in a guest booted without IPv6:
+#: its parameters, who may select it, its .release, and three flows whose tracepoints
+#: show its answers to a loss inside a CE cut's CWR state, to local congestion and to
+#: heavy loss. Read by test_e2e_vm_prague_module.
+PRAGUE_PROBE = REPO / "tests" / "vm" / "prague_probe.sh"
+
+
+def prague_probe(keep: Path) -> dict:
+    with booted(L4S_IMAGE, append="ipv6.disable=1") as guest:
+        done = guest.run_script(PRAGUE_PROBE, "/run/fl-results/probe", timeout=1200)
+        shutil.copytree(guest.results / "probe", keep)
+        return {"rc": done.returncode, "out": done.stdout, "err": done.stderr, "traces": keep,
+                "kernel_log": guest.kernel_log()}
+
+
 @pytest.fixture(scope="session")
 def l4s_lab(tmp_path_factory):
     build = run_fl("image", "build", L4S_IMAGE, timeout=1200)
@@ -115,14 +132,16 @@ def l4s_lab(tmp_path_factory):
     rebuilt = load_image(L4S_IMAGE)
     results = tmp_path_factory.mktemp("l4s-results")
     check = FlProcess("check", *L4S_REAL)
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=3) as pool:
         cycle, listed = pool.submit(prague_cycle), pool.submit(run_fl, "list", "s1-rttfair", *L4S_REAL, timeout=900)
+        probe = pool.submit(prague_probe, tmp_path_factory.mktemp("prague-probe") / "traces")
         qemu = check.qemu_command()
         checked = {"rc": check.finish(timeout=900), "out": check.output, "qemu": qemu}
         module = cycle.result(timeout=900)
+        probed = probe.result(timeout=1500)
     return {
         "build": build, "image": image, "again": again, "built_again": rebuilt.manifest.built if rebuilt else None,
-        "check": checked, "list": listed.result(timeout=900), "prague_cycle": module,
+        "check": checked, "list": listed.result(timeout=900), "prague_cycle": module, "prague_probe": probed,
         "run": run_fl("run", *L4S_SCENARIOS, *L4S_VIRTUAL, "--parallel", "2", "--results", str(results),
                       timeout=3000),
         "root": results / "default",
