@@ -67,6 +67,21 @@ class Capabilities:
         and parameters (probe.cc_module); None when built in."""
         return self.reply.cc_modules.get(cc)
 
+    def _cc_module_named(self, module: str) -> CcModule | None:
+        return next((m for m in self.reply.cc_modules.values() if m.module == module), None)
+
+    def _param_problem(self, module: str, params: dict[str, str]) -> str | None:
+        """Why the loaded MODULE cannot take PARAMS (a scenario error), or None."""
+        found = self._cc_module_named(module)
+        if found is None:
+            return None  # not loaded here: the cell is skipped (unsupported)
+        writable = ", ".join(found.writable) or "none"
+        if missing := sorted(set(params) - set(found.parameters)):
+            return f"{module} has no parameter {missing[0]} (writable: {writable})"
+        if fixed := sorted(set(params) - set(found.writable)):
+            return f"{module}.{fixed[0]} is read-only (writable: {writable})"
+        return None
+
     def unsupported(self, cell: Cell) -> str | None:
         """Why this kernel (or testbed) cannot run the cell, or None if it can."""
         return self._bottleneck_gap(cell) or self._path_gap(cell) or self._endpoint_gap(cell)
@@ -124,6 +139,9 @@ class Capabilities:
             for key in settings:
                 if not self.reply.sysctls[key]:
                     return f"kernel has no sysctl {key} ({host})"
+        for module in config.module_params or {}:
+            if self._cc_module_named(module) is None:
+                return f"kernel has no congestion-control module {module} loaded (module_params)"
         q = config.client_qdisc_words
         if q and self._verdict(q).verdict == "unsupported":
             return f"kernel lacks {kernel_module(q[0])} (client qdisc {' '.join(q)})"
@@ -140,6 +158,9 @@ class Capabilities:
                 if verdict.verdict == "invalid":
                     raise ScenarioError(path, cell.coords[axis].key,
                                         f"tc rejects {' '.join(tokens)!r}: {verdict.message}")
+            for module, params in (cell.config.module_params or {}).items():
+                if (problem := self._param_problem(module, params)) is not None:
+                    raise ScenarioError(path, cell.coords["module_params"].key, problem)
             for host, settings in cell.config.sysctls.items():
                 tried = probe.sysctl_set_key(_pairs(settings))
                 if complaint := self.reply.sysctl_sets[tried]:

@@ -62,6 +62,7 @@ def _config(scenario: Scenario, test: FlentTest, combo: dict[str, Point], rep: i
         "client_qdisc": " ".join(client_q.split()) if client_q else None,
         "udp": udp.text if udp else None,
         "lead": scenario.lead if scenario.lead != FLENT_LEAD_S else None,
+        "module_params": combo["module_params"].value if "module_params" in combo else None,
     }
     sysctls = _sysctls(combo, [f.cc for f in flows], variables, path) if "sysctls" in combo else {}
     return CellConfig(format=CONFIG_FORMAT, test=test.name, length=combo["length"].value, step_size=scenario.step_size,

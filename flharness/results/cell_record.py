@@ -165,6 +165,8 @@ class CellConfig(Sparse):
     bottleneck: Links
     sysctls: dict[str, dict[str, str]]
     """Per host (cli, mid, srv): the sysctls set for the cell."""
+    module_params: dict[str, dict[str, str]] | None = None
+    """Per congestion-control module (tcp_prague): the parameters set for the cell on cli and srv."""
     netem: NetemConfig | None = None
     rtt_split: str | None = None
     rate_schedule: list[StepConfig] | None = None
@@ -332,7 +334,10 @@ class CcModule(Contract):
     version: str | None
     srcversion: str | None
     parameters: dict[str, str]
-    """/sys/module/MODULE/parameters/, as read when the run began."""
+    """/sys/module/MODULE/parameters/: as read when the run began, with the cell's own
+    (config.module_params) in place."""
+    writable: list[str] = []
+    """The parameters a cell may set (module_params)."""
 
 
 class FlSource(Contract):

@@ -24,6 +24,7 @@ from ..cells import Cell
 from ..errors import FlError
 from ..provenance import controller, fl_source
 from ..results import CellRecord, ScenarioResults, files
+from ..results.cell_record import CcModule
 from ..results.run_record import RunRecord
 from ..scenario.load import read_merged
 from ..testbed.inventory import Inventory, load_testbeds, moved
@@ -57,6 +58,7 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     require_some(cells, opts.only)
     if any(c.config.tunnel for c in cells):
         inventories[0].tunnel_ip("cli"), inventories[0].tunnel_ip("srv")
+    _one_kernel_per_testbed(opts, inventories, cells)
     recover_stale()
     run_dir = opts.results / opts.run
     _check_readable(run_dir, names)
@@ -78,6 +80,16 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
                 LOG.debug("plan %s/%s (config %s): %s%s", sp.name, p.cell.name, p.cell.config_hash, p.action,
                           f": {p.reason}" if p.reason else "")
         return _execute(run, plans, testbeds, debug)
+
+
+def _one_kernel_per_testbed(opts: RunOptions, inventories: list[Inventory], cells: list[Cell]) -> None:
+    """Module parameters are a kernel's: namespace testbeds on this machine share one, so
+    cells that set them cannot run on several at once."""
+    if len(inventories) > 1 and not opts.vm and inventories[0].backend != "ssh" \
+            and (c := next((c for c in cells if c.config.module_params), None)):
+        raise FlError(f"--parallel {len(inventories)}: cell {c.scenario}/{c.name} sets module_params, and the "
+                      "namespace testbeds of one machine share its kernel; run it with --parallel 1, or with --vm "
+                      "(a kernel per VM)")
 
 
 def _check_readable(run_dir: Path, names: list[str]) -> None:
@@ -254,8 +266,16 @@ def _record(run: Run, cell: Cell, status: str = "ok", reason: str = "") -> CellR
         scenario=cell.scenario, cell=cell.name, config_hash=cell.config_hash, status=status,
         reason=reason, coordinates=cell.coordinates(), swept=list(cell.swept), config=cell.config,
         backend=backend_record(run), kernel=run.caps.kernel, tools=run.caps.tools,
-        cc_modules={cc: m for f in cell.config.flows for cc in f.ccs if (m := run.caps.cc_module(cc))},
+        cc_modules=cell_cc_modules(run, cell),
         fl=run.provenance.get("fl", {}))
+
+
+def cell_cc_modules(run: Run, cell: Cell) -> dict[str, CcModule]:
+    """The congestion-control modules the cell's flows ran, with the parameters it had
+    them run with: the probe's, its own module_params in place."""
+    params = cell.config.module_params or {}
+    return {cc: m.model_copy(update={"parameters": {**m.parameters, **params.get(m.module, {})}})
+            for f in cell.config.flows for cc in f.ccs if (m := run.caps.cc_module(cc))}
 
 
 def _record_skip(run: Run, sp: ScenarioPlan, p: Planned) -> CellRecord:

@@ -20,7 +20,8 @@ INTERNAL = ("matrix_is_list",)  # set by fl, refused in a file
 IMPLIED = {"name": "the file's name", "rtt_split": "`even`", "flows": "—"}
 #: The page's two tables: (heading, lead text, keys in their order).
 SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("Keys", "", ("test", "rate", "rtt", "qdisc", "cc", "receiver_cc", "flows", "length", "sysctls", "step_size",
+    ("Keys", "", ("test", "rate", "rtt", "qdisc", "cc", "receiver_cc", "flows", "length", "sysctls", "module_params",
+                  "step_size",
                   "lead", "matrix", "repetitions", "qdiscs", "vars", "include", "exclude", "extends", "name",
                   "description", "analysis", "expect", "reference", "findings")),
     ("Path and endpoint features", "Each is also an axis: set once, or sweep under `matrix:`.",
@@ -64,6 +65,15 @@ DESCRIPTIONS: dict[str, str] = {
         " set in the order written. fl first tries each cell's settings in a throwaway namespace, so a value "
         'the kernel refuses (e.g. `tcp_reordering` above `tcp_max_reordering`: raise that first) is an error '
         'before anything is set up'
+    ),
+    "module_params": (
+        "parameters of congestion-control modules for the cell: `{tcp_prague: {pacing_ca_pct: 120}}`. Set "
+        'on the client and the server (`/sys/module/MODULE/parameters/`) before the test, after every '
+        'parameter some cell of the run sets is put back to its value when the testbed came up (so nothing '
+        "carries over between cells); read back after the test (the cell's calibration checks them) and "
+        "recorded in cell.json's `cc_modules`. A module the kernel lacks, or a parameter it lacks, skips "
+        'the cell with the reason. Module parameters are global to a kernel: cells that set them run with '
+        '`--parallel` only in VMs (one kernel each) or on inventories whose testbeds are separate machines'
     ),
     "step_size": (
         'Flent\'s sampling interval, seconds (0.01-10)'

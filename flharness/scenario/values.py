@@ -23,6 +23,10 @@ VAR_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 SYSCTL_KEY_RE = re.compile(r"^net(\.[A-Za-z0-9_-]+)+$")
 SYSCTL_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}$")
 SCALAR_TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/%+-]+$")
+#: module_params: a congestion control's module (tcp_*), one of its parameters, a value.
+MODULE_RE = re.compile(r"^tcp_[a-z0-9_]{1,40}$")
+MODULE_PARAM_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+MODULE_VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:-]{1,64}$")
 
 
 def check_name(text: object, what: str = "name") -> str:
@@ -188,6 +192,31 @@ def parse_sysctls(raw: Any) -> tuple[dict[str, dict[str, str]], str]:
     return out, slug(label) if label else "default-sysctls"
 
 
+def parse_module_params(raw: Any) -> tuple[dict[str, dict[str, str]] | None, str]:
+    """{tcp_prague: {pacing_ca_pct: 120}}: parameters of congestion-control modules, set
+    on the endpoints for the cell (/sys/module/MODULE/parameters/), the others as they were."""
+    if raw in (None, "none", {}):
+        return None, "default-params"
+    if not isinstance(raw, dict):
+        raise ValueError("module_params map a congestion control's module (e.g. tcp_prague) to {parameter: value}")
+    out: dict[str, dict[str, str]] = {}
+    for module, params in raw.items():
+        if not isinstance(module, str) or not MODULE_RE.match(module):
+            raise ValueError(f"module {module!r} must be a congestion control's module, tcp_NAME (e.g. tcp_prague)")
+        if not isinstance(params, dict) or not params:
+            raise ValueError(f"{module}: expected a mapping of its parameters to values, e.g. {{pacing_ca_pct: 120}}")
+        out[module] = {}
+        for name, value in params.items():
+            if not isinstance(name, str) or not MODULE_PARAM_RE.match(name):
+                raise ValueError(f"{module}: parameter {name!r} must be lower-case letters, digits and _")
+            text = str(int(value)) if isinstance(value, bool) else str(value)
+            if not MODULE_VALUE_RE.match(text):
+                raise ValueError(f"{module}.{name}: value {value!r} must be a number or a word (letters, digits, _ . , : -)")
+            out[module][name] = text
+    label = "_".join(f"{n}{v}" for m in sorted(out) for n, v in sorted(out[m].items()))
+    return out, slug(label)
+
+
 def check_sysctl_key(key: Any) -> str:
     if not isinstance(key, str) or not SYSCTL_KEY_RE.match(key):
         raise ValueError(f"sysctl key {key!r} must be a net.* key (e.g. net.ipv4.tcp_ecn): "
@@ -225,6 +254,7 @@ def _axis_parsers() -> dict[str, Parser]:
     return {
         "test": parse_test, "rate": parse_rate, "rtt": parse_rtt, "qdisc": parse_qdisc,
         "cc": parse_cc, "receiver_cc": parse_receiver_cc, "length": parse_length, "flows": parse_flows, "sysctls": parse_sysctls,
+        "module_params": parse_module_params,
         "start": f.parse_start, "ecn": f.parse_ecn, "rtt_split": f.parse_rtt_split, "netem": f.parse_netem,
         "rate_schedule": f.parse_schedule, "client_qdisc": f.parse_client_qdisc, "udp": f.parse_udp,
         "tunnel": f.parse_tunnel, "replay_window": f.parse_replay_window,

@@ -9,7 +9,8 @@ mid:  reset.tc (fl's qdiscs removed), bottleneck.tc (both directions' bottleneck
       rules and fresh counters), schedule.steps with schedule-N.tc (the rate schedule);
 cli:  client.tc (the client's own root qdisc), ecn-tunnel.nft / ecn-tunnel.tc (ECN
       rewrites at a tunnel's entrance);
-cli, srv: tunnel.ip (the cell's tunnel: tunnel.py);
+cli, srv: tunnel.ip (the cell's tunnel: tunnel.py), module_params.conf (the cell's module
+      parameters: "PATH VALUE" lines, PATH from module_param_path);
 all:  sysctl.conf (the cell's sysctls for the host, key=value, in order).
 """
 from __future__ import annotations
@@ -27,6 +28,16 @@ from .tunnel import ENDS, TunnelEnd, tunnel_ip
 
 HostFiles = dict[str, str]  # file name → its text
 NETEM_LIMIT = 100000  # packets: netem delay lines never drop
+PARAM_HOSTS = ("cli", "srv")  # where module parameters are set: the endpoints run the CCs
+
+
+def module_param_path(module: str, param: str) -> str:
+    """Where the kernel shows MODULE's parameter PARAM (and takes a new value)."""
+    return f"/sys/module/{module}/parameters/{param}"
+
+
+def module_param_paths(config: CellConfig) -> list[str]:
+    return [module_param_path(m, p) for m, params in (config.module_params or {}).items() for p in params]
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,11 @@ def host_files(config: CellConfig, ports: Ports, settings: RunSettings, tcp_rewr
     files: dict[str, HostFiles] = {h: {} for h in HOSTS}
     for host, sysctls in config.sysctls.items():
         files[host]["sysctl.conf"] = _lines(f"{k}={v}" for k, v in sysctls.items())
+    if config.module_params:
+        for host in PARAM_HOSTS:
+            files[host]["module_params.conf"] = _lines(f"{module_param_path(m, p)} {v}"
+                                                       for m, params in config.module_params.items()
+                                                       for p, v in params.items())
     ecn = ecn_commands(config, ports, tcp_rewrite)
     at_mid = ecn if config.tunnel is None else None
     files["mid"] |= {"reset.tc": _lines(reset(ports, settings)), "bottleneck.tc": _lines(bottleneck(config, ports, settings, at_mid))}

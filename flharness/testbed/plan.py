@@ -10,7 +10,7 @@ from typing import Any
 from ..cells import Cell
 from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, layout, tunnel
-from .commands import RunSettings, ecn_commands, host_files, ports
+from .commands import PARAM_HOSTS, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .inventory import Inventory
 
 UDP_PORT = 5001  # the iperf UDP server's port (competing unresponsive flows, scenario key udp)
@@ -32,9 +32,11 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
     for config in configs:
         for host, settings in config.sysctls.items():
             keys.setdefault(host, set()).update(settings)
+    params = sorted({path for config in configs for path in module_param_paths(config)})
     return {"ifb": ifb and any(c.needs_path_netem for c in configs), "nft": nft,
             "udp": any(c.udp for c in configs), "tunnels": sorted({c.tunnel for c in configs if c.tunnel}),
             "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
+            "module_params": {h: params for h in PARAM_HOSTS} if params else {},
             "wait_timeout": int(15 * dilation), "dilation": dilation, "shared_fs": shared_fs, "stage_cells": vm,
             "xz_level": XZ_LEVEL, "queue_interval_min": QUEUE_INTERVAL_MIN["vm" if vm else "host"]}
 

@@ -352,11 +352,13 @@ def cc_module(name: str) -> dict[str, Any] | None:
     folder = Path("/sys/module") / module
     if not (folder / "parameters").is_dir() and not (folder / "srcversion").is_file():
         return None  # built in, or not a module
-    params = {}
+    params, writable = {}, []
     for f in sorted((folder / "parameters").glob("*")):
         with contextlib.suppress(OSError):
             params[f.name] = f.read_text().strip()
-    found = {"module": module, "parameters": params, "file": None, "sha256": None,
+            if f.stat().st_mode & 0o222:
+                writable.append(f.name)
+    found = {"module": module, "parameters": params, "writable": writable, "file": None, "sha256": None,
              "version": _read(folder / "version"), "srcversion": _read(folder / "srcversion")}
     code, out = sh("modinfo", "-F", "filename", module)
     path = Path(out.splitlines()[0].strip()) if code == 0 and out.strip() else None

@@ -82,6 +82,12 @@ CASES = [
     ("sysctl-template-renders-bad", GOOD + "sysctls: {cli: {net.ipv4.tcp_ecn: \"{{ '1;reboot' }}\"}}\n",
      "sysctls", "characters"),
     ("flows-for-tcp-nup-missing", GOOD.replace("tcp_2up", "tcp_nup"), "test", "needs 'flows:'"),
+    ("module-not-a-cc-module", GOOD + "module_params: {kvm: {halt_poll_ns: 0}}\n", "module_params", "tcp_NAME"),
+    ("module-param-path", GOOD + "module_params: {tcp_cubic: {'../../x': 1}}\n", "module_params", "lower-case"),
+    ("module-value-injection", GOOD + "module_params: {tcp_cubic: {beta: '1 > /etc/x'}}\n", "module_params",
+     "a number or a word"),
+    ("module-param-read-only", GOOD + "module_params: {tcp_cubic: {no_such_parameter: 1}}\n", "module_params",
+     "no parameter no_such_parameter"),
 ]
 
 
@@ -136,6 +142,17 @@ def test_bad_cli_arguments(tmp_path):
     p = run_fl("run", str(path), "--only", "nothing-like-this", "--results", str(tmp_path / "r"))
     assert p.returncode == 1 and "no cell matches" in p.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_module_params_on_parallel_namespace_testbeds_are_refused(tmp_path):
+    """Module parameters are the kernel's: two namespace testbeds of this machine would set
+    them for each other's cells."""
+    path = tmp_path / "params.yml"
+    path.write_text(GOOD + "module_params: {tcp_cubic: {beta: 800}}\n")
+    p = run_fl("run", str(path), "--parallel", "2", "--results", str(tmp_path / "r"), timeout=120)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "sets module_params" in p.stderr and "--parallel 1" in p.stderr, p.stderr
+    assert not p.seen.inodes and not (tmp_path / "r").exists()
 
 
 def test_the_good_scenario_passes_validation(tmp_path):

@@ -176,3 +176,21 @@ def test_bad_netem_stages_are_refused(scenario_file, netem, why):
     path = scenario_file(f"test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nrtt: 20ms\nnetem: {netem}\n")
     with pytest.raises(ScenarioError, match=why):
         load_scenario(path)
+
+
+def test_module_params_are_written_on_both_endpoints(scenario_file):
+    """module_params: one "PATH VALUE" line per parameter on cli and srv (the CCs run
+    there), none on the middlebox; the run's fl_run lists every path for the baseline."""
+    from flharness.testbed.plan import run_vars
+    path = scenario_file("test: tcp_2up\nrate: 10mbit\nqdisc: pfifo\ncc: prague-vs-cubic\nmatrix:\n"
+                         "  module_params: [none, {tcp_prague: {pacing_ca_pct: 120, ai_cwnd_limited: 0}}]\n")
+    plain, params = expand(load_scenario(path), path)
+    assert "module_params.conf" not in host_files(plain.config, PORTS, RUN, tcp_rewrite="tc").get("cli", {})
+    made = host_files(params.config, PORTS, RUN, tcp_rewrite="tc")
+    lines = ["/sys/module/tcp_prague/parameters/pacing_ca_pct 120", "/sys/module/tcp_prague/parameters/ai_cwnd_limited 0"]
+    assert made["cli"]["module_params.conf"].splitlines() == lines == made["srv"]["module_params.conf"].splitlines()
+    assert "module_params.conf" not in made["mid"]
+    assert params.name.endswith("ai_cwnd_limited0_pacing_ca_pct120") and plain.config.module_params is None
+    paths = sorted(x.split()[0] for x in lines)
+    assert run_vars([plain, params], ifb=False, nft=False)["module_params"] == {"cli": paths, "srv": paths}
+    assert run_vars([plain], ifb=False, nft=False)["module_params"] == {}

@@ -172,6 +172,26 @@ def test_prague_dominates_cubic_in_a_single_rfc3168_queue(lab):
     assert teardown_qdisc(d, "fq_codel")["ecn_mark"] > 50
 
 
+def test_a_cells_module_params_are_set_for_it_alone(lab):
+    """vm-prague's fq_codel(1q) cell runs Prague with pacing_ca_pct=110 (module_params): on
+    both endpoints, read back from sysfs after its test (its calibration's verdict), in
+    cell.json's record of the module; every other cell of the run, in either VM, before
+    or after it, read back the module's own 100."""
+    rec, _, d = cell(lab, qdisc="fq_codel(1q)")
+    assert rec["config"]["module_params"] == {"tcp_prague": {"pacing_ca_pct": "110"}}
+    assert rec["cc_modules"]["prague"]["parameters"]["pacing_ca_pct"] == "110"
+    effects = {e["feature"]: e for e in rec["checks"]["calibration"]["effects"]}
+    for host in ("cli", "srv"):
+        assert effects[f"module parameters {host}"]["ok"], effects
+    read = re.findall(r"^/sys/module/tcp_prague/parameters/pacing_ca_pct:(\d+)$", (d / "teardown.log").read_text(), re.M)
+    assert read == ["110", "110"], read
+    others = [c for c in sorted(lab["root"].glob("*/*/teardown.log")) if c.parent != d]
+    assert len(others) >= 10
+    for log in others:
+        read = re.findall(r"^/sys/module/tcp_prague/parameters/pacing_ca_pct:(\d+)$", log.read_text(), re.M)
+        assert read == ["100", "100"], (log, read)
+
+
 def test_the_module_loads_runs_and_unloads_cleanly(lab):
     """In a guest of its own: `nft list hooks` shows prague's LOCAL_OUT hooks (IPv4, IPv6)
     in the first namespace and in one made before, none after rmmod (prague gone from the

@@ -1,7 +1,7 @@
 """Features the hosts' state after the test shows (the teardown log): the rate schedule
 (its own log of each step, what tc printed, the bottleneck class's rate at the end), the
-tunnel (its device's packet counters on both ends), the sysctls (read back), the
-client's qdisc (its counters) and the competing UDP flow (iperf's own counts)."""
+tunnel (its device's packet counters on both ends), the sysctls and module parameters
+(read back), the client's qdisc (its counters) and the competing UDP flow (iperf's own counts)."""
 from __future__ import annotations
 
 import re
@@ -11,6 +11,7 @@ from ...analysis.teardown_log import command_output, device_blocks, sysctl_value
 from ...analysis.udp_flow import udp_flow
 from ...results.cell_record import Effect
 from ...testbed import layout
+from ...testbed.commands import PARAM_HOSTS, module_param_path
 from ...testbed.layout import TUNNEL_DEV
 from ...units import Rate
 from ..cell_files import CellFiles
@@ -30,6 +31,8 @@ def check(files: CellFiles) -> list[Effect]:
     if config.tunnel:
         out.append(_tunnel(config.tunnel, sections))
     out += [_sysctls(host, settings, sections.get(host, "")) for host, settings in config.sysctls.items() if settings]
+    if config.module_params:
+        out += [_module_params(host, config.module_params, sections.get(host, "")) for host in PARAM_HOSTS]
     if words := config.client_qdisc_words:
         out.append(_client_qdisc(words[0], sections.get("cli", "")))
     if udp := config.udp_rate:
@@ -88,6 +91,16 @@ def _sysctls(host: str, settings: dict[str, str], section: str) -> Effect:
     declared = "; ".join(f"{k} = {v}" for k, v in settings.items())
     return Effect(feature=f"sysctls {host}", ok=not wrong,
                   evidence="read back after the test: " + ("; ".join(wrong) if wrong else f"{declared}, as declared"))
+
+
+def _module_params(host: str, declared: dict[str, dict[str, str]], section: str) -> Effect:
+    """The declared module parameters, read back from sysfs after the test ("PATH:VALUE")."""
+    read = dict(line.rsplit(":", 1) for line in (command_output(section, "grep -H .") or "").splitlines() if ":" in line)
+    wanted = {module_param_path(m, p): v for m, params in declared.items() for p, v in params.items()}
+    wrong = [f"{path} = {read.get(path, 'missing')} (declared {v})" for path, v in wanted.items() if read.get(path) != v]
+    shown = "; ".join(f"{m}.{p} = {v}" for m, params in declared.items() for p, v in params.items())
+    return Effect(feature=f"module parameters {host}", ok=not wrong,
+                  evidence="read back after the test: " + ("; ".join(wrong) if wrong else f"{shown}, as declared"))
 
 
 def _client_qdisc(kind: str, cli: str) -> Effect:
