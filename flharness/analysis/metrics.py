@@ -49,6 +49,10 @@ from .udp_flow import udp_flow
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
 OVER_CAPACITY = 1.01  # goodput above this × payload capacity is a measurement error
 RATE_SAMPLE_SPAN = 1.0  # s: a delivery-rate sample is judged against the highest rate this long before it
+#: The metrics an impossible D_SS, or an impossible goodput, puts in doubt (the others of
+#: the cell are still judged: report/measures.py names).
+STEADY_METRICS = ("dss_mbit", "jain", "ratio")
+GOODPUT_METRICS = ("goodput_mbit", "goodput_total_mbit", "utilisation")
 SIDES: dict[Direction, tuple[str, str]] = {"up": ("cli", "srv"), "down": ("srv", "cli")}  # (sender, receiver)
 PEAK_INTERVAL = 1.0  # seconds: the aggregate goodput's peak is the best such interval
 SHOULD_FILL = 0.90  # bulk flows that never reach this share of the capacity: flagged
@@ -228,7 +232,8 @@ def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: fl
     if not rates:
         return out
     end = rates[-1][0] - 1.0
-    inside = [(t, v) for t, v in rates if end - window < t < end]
+    start = steady_start(end - window, end, test.config)
+    inside = [(t, v) for t, v in rates if start < t < end]
     t, v = np.array([t for t, _ in inside], dtype=float), np.array([v for _, v in inside], dtype=float)
     possible = v * 1e6 <= highest_rate(t - RATE_SAMPLE_SPAN, t, test.config, f.direction)
     out.steady_excluded = int(np.count_nonzero(~possible))
@@ -237,10 +242,19 @@ def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: fl
     out.steady_mbit = float(v[possible].mean())
     cap = float(payload_capacity_bps(rate_at(t[possible], test.config, f.direction)).mean()) / 1e6
     if out.steady_mbit > OVER_CAPACITY * cap:
-        out.impossible = Flag(kind="measurement_error", code="steady_over_capacity",
+        out.impossible = Flag(kind="measurement_error", code="steady_over_capacity", metrics=list(STEADY_METRICS),
                               text=f"flow {f.index} ({f.label}): D_SS {out.steady_mbit:.3g} Mbit/s is "
                                    f"{out.steady_mbit / cap:.1%} of the payload capacity, impossible")
     return out
+
+
+def steady_start(start: float, end: float, config: CellConfig) -> float:
+    """Where a steady window [START, END] begins: at START, or, where a step of the rate
+    schedule falls inside it, a sample's span after the last such step (steady state is
+    at one rate: a window across a step would average two, and the samples just after a
+    step down still carry the rate before it)."""
+    inside = [s.at_s for s in config.steps if start < s.at_s < end]
+    return min(max(start, max(inside) + RATE_SAMPLE_SPAN), end) if inside else start
 
 
 def _ping(rs: Any, lead: float, loaded_from: float, loaded_to: float) -> Ping | None:
@@ -443,7 +457,7 @@ def _flags(record: CellRecord, flows: list[FlowMetrics], utilisation: dict[Direc
     not behave as declared (cell.json's checks.calibration, and bulk flows that never
     filled the link); results such as a flow starved by the path (near-zero goodput) or
     whose data began late (its connection could not start in time; checks.late_start_s)."""
-    flags = [Flag(kind="measurement_error", code="goodput_over_capacity",
+    flags = [Flag(kind="measurement_error", code="goodput_over_capacity", metrics=list(GOODPUT_METRICS),
                   text=f"{direction} goodput is {u:.1%} of the payload capacity, impossible")
              for direction, u in utilisation.items() if u > OVER_CAPACITY]
     flags += impossible

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..results.flags import mismeasured
 from ..scenario.expectations import OPERATORS, Expectation
 from ..scenario.values import slug
 from .collect import UNREADABLE, CellResult, ScenarioResult
@@ -62,8 +63,8 @@ def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
         return verdict(False, f"{UNREADABLE}: {c.damage}")
     if not c.valid or c.metrics is None:
         return verdict(False, f"no valid result ({c.status}{': ' + '; '.join(c.invalid) if c.invalid else ''})")
-    if c.mismeasured:  # neither a pass nor a miss of what was declared
-        return verdict(None, f"measurement in doubt: {c.mismeasured[0]}")
+    if doubted := mismeasured(c.flags, e.metric):  # neither a pass nor a miss of what was declared
+        return verdict(None, f"measurement in doubt: {doubted[0]}")
     try:
         limit = e.limit(physics(c))
     except ValueError as err:  # the bound, with this cell's physics, is no finite number

@@ -55,7 +55,8 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
                        "to the end of the test, over that time"),
     Measure("dss_mbit", "D_SS", "Mbit/s", True, 0.02, 0.05, flow=lambda f: f.steady_mbit,
             definition="the sending socket's delivery rate (ss), mean over the steady window ending 1 s before "
-                       "the flow's last sample; samples above the link's rate left out"),
+                       "the flow's last sample (after the last rate step inside it); samples above the link's "
+                       "rate left out"),
     Measure("owd_p50_ms", "one-way delay p50", "ms", True, 0.05, 0.5, flow=_owd("median"),
             definition=f"median one-way delay of {_MATCHED}"),
     Measure("owd_p95_ms", "one-way delay p95", "ms", True, 0.05, 0.5, flow=_owd("p95"),

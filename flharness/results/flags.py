@@ -38,6 +38,13 @@ class Flag(Contract):
     """Which check raised it: stable, what consumers select by (never the text)."""
     text: str
     """For people: what was seen, with its numbers."""
+    metrics: list[str] = []
+    """The metrics (report/measures.py names) a measurement error doubts; empty: the
+    cell's measurement as a whole (every calibration flag)."""
+
+    def doubts(self, metric: str) -> bool:
+        """Does this flag doubt METRIC's value in its cell?"""
+        return self.kind in MISMEASURED and (not self.metrics or metric in self.metrics)
 
     def __str__(self) -> str:
         label = LABELS[self.kind]
@@ -48,6 +55,6 @@ def calibration_flag(code: FlagCode, text: str) -> Flag:
     return Flag(kind="calibration", code=code, text=text)
 
 
-def mismeasured(flags: list[Flag]) -> list[Flag]:
-    """The FLAGS that doubt the measurement itself."""
-    return [f for f in flags if f.kind in MISMEASURED]
+def mismeasured(flags: list[Flag], metric: str | None = None) -> list[Flag]:
+    """The FLAGS that doubt the measurement itself: any of it, or METRIC's value."""
+    return [f for f in flags if f.kind in MISMEASURED and (metric is None or f.doubts(metric))]

@@ -18,6 +18,7 @@ from flharness.analysis.flent_data import delivered_mbit, first_data_s
 from flharness.analysis.flows import FlowInfo, declared_flows, match_connections
 from flharness.analysis.metrics import Settings
 from flharness.analysis.pcap import Conn, load
+from flharness.cells import expand
 from flharness.report import charts
 from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
@@ -27,6 +28,7 @@ from flharness.results.cell_metrics import Capacity, CellMetrics, FlowMetrics, Q
 from flharness.results.cell_record import CellConfig, CellRecord, Endpoints
 from flharness.results.flags import Flag
 from flharness.results.run_record import RunRecord
+from flharness.scenario import load_scenario
 from flharness.scenario.schema import Scenario
 
 CLI, SRV = "10.71.1.1", "10.71.2.1"
@@ -177,10 +179,11 @@ class _Samples:
 def test_delivery_rate_samples_above_the_link_rate_are_left_out(tmp_path):
     """D_SS over the window (2 s ending 1 s before the last sample) without the samples
     above the link's rate: a slow-start sample of 156.5 Mbit/s on a 10 Mbit/s link is
-    left out and counted. 7.5 Mbit/s just after a step down to 5 Mbit/s (at 6.5 s) is
-    possible (the rate was 10 within the second before it); the same 1.4 s after the step
-    is not. A D_SS still above 1.01 × the payload capacity (9.9 Mbit/s samples: above
-    9.56, below the link's 10) is flagged as a measurement error."""
+    left out and counted. A window that a step down to 5 Mbit/s (at 6.5 s) crosses begins
+    a sample's span after it: the samples before are not in it, and 7.5 Mbit/s 1.4 s after
+    the step is left out. A D_SS still above 1.01 × the payload capacity (9.9 Mbit/s samples:
+    above 9.56, below the link's 10) is flagged as a measurement error, of D_SS and the
+    fairness built on it."""
     t = [5.2, 5.5, 6.0, 6.5, 7.0, 7.5, 8.0]
     rs = _Samples(1000.0, {"TCP upload::1": [(5.2, 156.5, 3.0), *((x, 4.0, 50.0) for x in t[1:])],
                            "TCP upload::2": [(x, 9.9, 50.0) for x in t]})
@@ -190,12 +193,13 @@ def test_delivery_rate_samples_above_the_link_rate_are_left_out(tmp_path):
     assert np.isclose(two.steady_mbit, 9.9) and two.steady_excluded == 0
     assert (two.impossible.kind, two.impossible.code) == ("measurement_error", "steady_over_capacity")
     assert two.impossible.text == "flow 2 (cubic (20 ms)): D_SS 9.9 Mbit/s is 103.5% of the payload capacity, impossible"
+    assert two.impossible.metrics == ["dss_mbit", "jain", "ratio"]
     five = {**LINK, "rate": "5mbit", "rate_bps": 5e6}
     stepped = _config(rate_schedule=[{"at": "6.5s", "up": five, "down": five}])
-    rs = _Samples(1000.0, {"TCP upload::1": [(5.5, 4.0, 50.0), (6.6, 7.5, 50.0), (7.0, 4.5, 50.0), (7.9, 7.5, 50.0),
-                                             (9.0, 4.0, 50.0)]})
+    rs = _Samples(1000.0, {"TCP upload::1": [(5.5, 4.0, 50.0), (6.6, 7.5, 50.0), (7.0, 4.5, 50.0), (7.6, 4.2, 50.0),
+                                             (7.9, 7.5, 50.0), (9.0, 4.0, 50.0)]})
     one = socket_figures(rs, stepped, 4, 1, 3.0)
-    assert one.steady_excluded == 1 and np.isclose(one.steady_mbit, (4.0 + 7.5 + 4.5) / 3)
+    assert one.steady_excluded == 1 and np.isclose(one.steady_mbit, 4.2) and one.impossible is None
 
 
 #: The server's samples of a tcp_bidirectional cell (srv.ss.log, as fl-ss-sample writes
@@ -496,3 +500,16 @@ def test_an_unfilled_link_with_a_standing_queue_blames_the_shaper():
                              "held 573 packets on average meanwhile, so the shaper sent below its rate (the middlebox "
                              "short of CPU), not the flows")
     assert metrics._unfilled({"up": 8.0}, CAP10, _config(), {"up": queue_of(2)})[0].code == "link_unfilled"
+
+
+def test_a_steady_window_across_a_rate_step_begins_after_it(scenario_file):
+    """Steady state is at one rate: s2's window (40 s ending at 64 s) crosses its step at
+    30 s, so D_SS is taken from a sample's span after the step; a window the step does not
+    cross is kept whole, and a step after the window's end changes nothing."""
+    path = scenario_file("test: tcp_1up\nrate: 50mbit\nqdisc: pfifo\ncc: cubic\nlength: 60\n"
+                         "rate_schedule: [{at: 30s, rate: 1mbit}]\n")
+    (cell,) = expand(load_scenario(path), path)
+    assert metrics.steady_start(24.0, 64.0, cell.config) == 30.0 + metrics.RATE_SAMPLE_SPAN
+    assert metrics.steady_start(31.5, 64.0, cell.config) == 31.5
+    assert metrics.steady_start(10.0, 29.0, cell.config) == 10.0
+    assert metrics.steady_start(24.0, 30.5, cell.config) == 30.5  # never past the window's end

@@ -113,3 +113,23 @@ def test_an_interrupted_cell_is_not_judged(scenario_file):
     s = ScenarioResult(scenario.name, Path("/nonexistent"), scenario, [CellResult(scenario.name, Path("/x"), record, None)])
     (j,) = judge(s)
     assert j.ok is None and j.detail == "interrupted: interrupted (SIGINT/SIGTERM)"
+
+
+def test_a_doubt_about_one_metric_leaves_the_others_judged(scenario_file):
+    """An impossible D_SS doubts D_SS and the fairness built on it, not the one-way delay
+    of the same cell; a calibration flag doubts every metric (issue 37: a rate-step cell
+    whose D_SS was flagged lost its latency verdict too)."""
+    path = scenario_file("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nexpect:\n"
+                         "  - {metric: jain, '>=': 0.5}\n  - {metric: owd_p95_ms, '<': 100}\n")
+    scenario = load_scenario(path)
+    (cell,) = expand(scenario, path)
+    record = SimpleNamespace(label=lambda a: cell.coords[a].label if a in cell.coords else None, status="ok",
+                             reason="", cell=cell.name, config=cell.config)
+    flow = SimpleNamespace(owd_ms=SimpleNamespace(p95=40.0))
+    steady = Flag(kind="measurement_error", code="steady_over_capacity", metrics=["dss_mbit", "jain", "ratio"],
+                  text="flow 1: D_SS 10.3 Mbit/s is 107 % of the payload capacity, impossible")
+    whole = Flag(kind="calibration", code="base_rtt", text="base RTT 30 ms, declared 20 ms")
+    for flags, verdicts in (([steady], [None, True]), ([steady, whole], [None, None]), ([], [True, True])):
+        metrics = SimpleNamespace(invalid=[], flags=flags, jain=1.0, capacity={}, flows=[flow])
+        s = ScenarioResult(scenario.name, Path("/x"), scenario, [CellResult(scenario.name, Path("/x"), record, metrics)])
+        assert [j.ok for j in judge(s)] == verdicts, [j.detail for j in judge(s)]
