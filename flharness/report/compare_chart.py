@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 from .compare import Row
 
@@ -27,16 +28,24 @@ def colour(side: int) -> str:
 
 
 def draw(rows: list[Row], names: list[str], title: str, path: Path) -> None:
+    fig = figure(rows, names, title)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def figure(rows: list[Row], names: list[str], title: str) -> Figure:
     sides = len(names)
     fig, ax = plt.subplots(figsize=(7.5, 1.2 + (0.25 + 0.12 * sides) * len(rows)))
     step = SPREAD / max(sides - 1, 1)
+    named: set[int] = set()  # sides in the legend: each the first time its mean is drawn, whatever the row
     for i, r in enumerate(rows):
         for j, vals in enumerate(r.values):
             y = i - SPREAD / 2 + j * step if sides > 1 else i
             ax.scatter(vals, [y] * len(vals), color=colour(j), s=16, alpha=0.5, linewidths=0)
             if vals:
                 ax.scatter([fmean(vals)], [y], color=colour(j), s=60, marker="D", edgecolors="black", linewidths=0.6,
-                           label=names[j] if i == 0 else None)
+                           label=names[j] if j not in named else None)
+                named.add(j)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{r.cell} {r.series}".strip() for r in rows], fontsize=7)
     for label, r in zip(ax.get_yticklabels(), rows):
@@ -49,8 +58,10 @@ def draw(rows: list[Row], names: list[str], title: str, path: Path) -> None:
     ax.set_xlim(min([0.0, *seen]), HEADROOM * max([*seen, 1e-9]))
     ax.ticklabel_format(axis="x", useOffset=False, style="plain")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="mean\n(points: runs)", title_fontsize=7)
+    handles, labels = ax.get_legend_handles_labels()
+    ordered = sorted(zip(handles, labels), key=lambda hl: names.index(hl[1]))  # the page's order of sides
+    ax.legend(*zip(*ordered), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="mean\n(points: runs)",
+              title_fontsize=7)
     ax.set_title("\n".join(textwrap.wrap(title, TITLE_WIDTH)), fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    return fig

@@ -87,3 +87,17 @@ def test_repetitions_whose_measurement_is_in_doubt_are_left_out():
     impossible = cell(("measurement_error", "goodput_over_capacity"))
     assert trusted([cell(), starved, stolen, impossible]) == [cell(), starved]
     assert stolen.mismeasured == stolen.flags and not starved.mismeasured
+
+
+def test_a_compare_chart_names_every_side_it_draws():
+    """The second run's repetitions of the first row were all left out (in doubt): its
+    points in the second row are still named in the legend, after the baseline (issue 37)."""
+    from flharness.report.compare import Row
+    from flharness.report.compare_chart import figure
+    from flharness.report.matching import Key
+    from flharness.report.measures import MEASURES
+
+    def row(cell: str, *values: tuple[float, ...]) -> Row:
+        return Row(Key("s", (("cc", cell),)), MEASURES["goodput_mbit"], "flow 1 (cubic)", values, ())
+    fig = figure([row("a", (9.0, 9.2), ()), row("b", (8.0,), (7.5, 7.7))], ["default", "vm"], "goodput")
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["default", "vm"]
