@@ -117,7 +117,8 @@ class Capabilities:
         if kind is None:
             return None
         if not self.feature(kind):
-            return f"kernel lacks {TUNNEL_MODULES[kind]} (tunnel {kind})"
+            said = self.reply.feature_errors.get(kind)
+            return f"kernel lacks {TUNNEL_MODULES[kind]} (tunnel {kind})" + (f": {said}" if said else "")
         if kind == "wireguard" and not self.tools.get("wg"):
             return "no wg (wireguard-tools) on the endpoints: needed for WireGuard tunnels"
         if any(f.ecn for f in cell.config.flows) and not self.tools.get("nft"):

@@ -31,6 +31,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any, TypedDict
@@ -59,6 +60,7 @@ TOOLS = {
 }
 #: A throwaway ESP SA of the shape fl's IPsec tunnels use (the kernel needs esp4 and the
 #: cbc(aes) and hmac(sha256) transforms; a window over 32 needs the ESN replay state).
+ESP_TRIES, ESP_PAUSE_S = 3, 2.0  # the ESP SA's trial, again while the kernel may be loading its crypto
 ESP_TRIAL = ["src", "192.0.2.1", "dst", "192.0.2.2", "proto", "esp", "spi", "0x100", "mode", "tunnel",
              "if_id", "7", "auth-trunc", "hmac(sha256)", "0x" + "11" * 32, "128",
              "enc", "cbc(aes)", "0x" + "22" * 16, "replay-window", "256"]
@@ -111,6 +113,7 @@ class Reply(TypedDict):
     sysctl_defaults: dict[str, str]
     sysctl_sets: dict[str, str]
     tcp_rewrite: dict[str, bool]
+    feature_errors: dict[str, str]  # a feature the kernel was found to lack → what failed
 
 
 UNKNOWN_KIND = re.compile(r"kind is unknown|Unknown qdisc|qdisc not found|Unknown filter|"
@@ -124,6 +127,12 @@ def sh(*argv: str, ns: str | None = None, timeout: float = 300, stdin: str | Non
     except (OSError, subprocess.TimeoutExpired) as e:
         return 127, str(e)
     return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def failure(done: tuple[int, str], what: str) -> str | None:
+    """None if a command DONE (sh's exit code and output) succeeded, else WHAT and its last word."""
+    code, out = done
+    return None if code == 0 else f"{what}: {(out.splitlines() or [f'exit {code}'])[-1]}"
 
 
 def batch_errors(output: str) -> dict[int, str]:
@@ -179,6 +188,7 @@ class Probe:
         self.ns = f"fl-probe-{uuid.uuid4().hex[:6]}"
         self.dev = "fl0"
         self.layout = layout
+        self.errors: dict[str, str] = {}  # a feature found missing → what failed
 
     def _placed(self, tokens: list[str], self_shaping: bool) -> list[str]:
         """The batch lines that put TOKENS where fl would: at the root, or under the shaper."""
@@ -280,25 +290,46 @@ class Probe:
         return re.search(r"counter packets [1-9]", listed) is not None
 
     def tunnels(self, kinds: list[str]) -> dict[str, bool]:
-        """Can this kernel build each of KINDS of tunnel fl offers (scenario key tunnel)?"""
+        """Can this kernel build each of KINDS of tunnel fl offers (scenario key tunnel)?
+        What failed, for those it cannot: self.errors."""
         trials = {"wireguard": self._wireguard, "fou": self._fou, "ipsec": self._ipsec}
-        return {kind: trials[kind]() for kind in kinds if kind in trials}
+        out = {}
+        for kind in (k for k in kinds if k in trials):
+            failed = trials[kind]()
+            out[kind] = failed is None
+            if failed is not None:
+                self.errors[kind] = failed
+        return out
 
-    def _wireguard(self) -> bool:
-        return sh("ip", "-n", self.ns, "link", "add", "flwg", "type", "wireguard")[0] == 0
+    def _wireguard(self) -> str | None:
+        return failure(sh("ip", "-n", self.ns, "link", "add", "flwg", "type", "wireguard"), "ip link add type wireguard")
 
-    def _fou(self) -> bool:
+    def _fou(self) -> str | None:
         ip = ("ip", "-n", self.ns)
         sh("modprobe", "-q", "fou")  # its netlink family does not load the module on demand
         port = "7000"  # any: the trial's namespace is its own (a cell's port: testbed/tunnel.py)
-        return sh(*ip, "fou", "add", "port", port, "ipproto", "4")[0] == 0 and sh(
+        return failure(sh(*ip, "fou", "add", "port", port, "ipproto", "4"), "ip fou add") or failure(sh(
             *ip, "link", "add", "flfou", "type", "ipip", "remote", "192.0.2.2", "local", "192.0.2.1",
-            "encap", "fou", "encap-sport", "auto", "encap-dport", port)[0] == 0
+            "encap", "fou", "encap-sport", "auto", "encap-dport", port), "ip link add type ipip encap fou")
 
-    def _ipsec(self) -> bool:
+    def _ipsec(self) -> str | None:
+        """An xfrm interface and an ESP SA with fl's algorithms. The SA's first use loads
+        and self-tests the crypto (aes, cbc, sha256, authenc, echainiv), which an emulated
+        guest just booted may not have finished (issue 37: a boot whose probe said no ran
+        IPsec cells in others): the SA is tried again before the kernel is said to lack it."""
         ip = ("ip", "-n", self.ns)
-        return sh(*ip, "link", "add", "flxfrm", "type", "xfrm", "dev", self.dev, "if_id", "7")[0] == 0 \
-            and sh(*ip, "xfrm", "state", "add", *ESP_TRIAL)[0] == 0
+        sh("modprobe", "-qa", "xfrm_interface", "esp4")
+        if failed := failure(sh(*ip, "link", "add", "flxfrm", "type", "xfrm", "dev", self.dev, "if_id", "7"),
+                             "ip link add type xfrm"):
+            return failed
+        for attempt in range(1, ESP_TRIES + 1):
+            failed = failure(sh(*ip, "xfrm", "state", "add", *ESP_TRIAL),
+                             f"ip xfrm state add (esp, cbc(aes), hmac(sha256)), try {attempt} of {ESP_TRIES}")
+            if failed is None:
+                return None
+            if attempt < ESP_TRIES:
+                time.sleep(ESP_PAUSE_S)
+        return failed
 
 
     def sysctl_exists(self, key: str) -> bool:
@@ -378,7 +409,7 @@ def _read(path: Path) -> str | None:
 def probe(request: Request) -> Reply:
     result: Reply = {"kernel": platform.release(), "root": os.geteuid() == 0, "tools": tool_versions(), "error": None,
                      "features": {}, "kinds": {}, "qdiscs": {}, "ccs": {}, "cc_modules": {}, "sysctls": {},
-                     "sysctl_defaults": {}, "sysctl_sets": {}, "tcp_rewrite": {}}
+                     "sysctl_defaults": {}, "sysctl_sets": {}, "tcp_rewrite": {}, "feature_errors": {}}
     if not result["root"]:
         result["error"] = "not root: fl needs root (CAP_NET_ADMIN) to build namespaces and qdiscs"
         return result
@@ -401,6 +432,7 @@ def probe(request: Request) -> Reply:
             sets = [[[str(k), str(v)] for k, v in pairs] for pairs in request["sysctl_sets"]]
             result["sysctl_sets"] = {sysctl_set_key(pairs): p.sysctl_set(pairs, defaults) for pairs in sets}
             result["tcp_rewrite"] = p.tcp_rewrite(request["tcp_rewrite"])
+            result["feature_errors"] = p.errors
     except RuntimeError as e:
         result["error"] = str(e)
     return result

@@ -60,6 +60,8 @@ class ProbeReply(_Reply):
     sysctl_defaults: dict[str, str]
     sysctl_sets: dict[str, str]
     tcp_rewrite: dict[Literal["tc", "nft"], bool]
+    feature_errors: dict[str, str] = {}
+    """A feature found missing → what failed (the command and the kernel's complaint)."""
     hosts: dict[str, HostFacts] = {}
     """Per host of a testbed of separate hosts (merge_hosts): what must agree across testbeds."""
 

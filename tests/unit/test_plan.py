@@ -378,3 +378,30 @@ def test_separate_hosts_merge_into_one_view():
     assert merged.ccs == {"cubic": True, "prague": False} and merged.tools == {"flent": "2.1", "wg": None}
     assert merged.error == "mid: no nft" and merged.kernel == "6.12"
     assert {h: f.kernel for h, f in merged.hosts.items()} == {"cli": "6.1", "mid": "6.12", "srv": "6.1"}
+
+
+def test_the_ipsec_trial_tries_the_sa_again_and_says_what_failed(monkeypatch):
+    """An ESP SA refused twice (the crypto of an emulated guest just booted still loading)
+    and taken the third time is IPsec; refused every time, the reason names the command,
+    the tries and the kernel's complaint (issue 37: a boot's probe skipped an IPsec cell
+    that other boots of the same image ran)."""
+    from flharness.testbed import probe
+    said = iter([(0, "")] + [(2, "RTNETLINK answers: No such file or directory")] * 2 + [(0, "")])
+    monkeypatch.setattr(probe, "sh", lambda *argv, **kw: (0, "") if "modprobe" in argv else next(said))
+    monkeypatch.setattr(probe.time, "sleep", lambda s: None)
+    p = probe.Probe({"shaper": [], "root": "", "child": ""})
+    assert p.tunnels(["ipsec"]) == {"ipsec": True} and not p.errors
+    monkeypatch.setattr(probe, "sh", lambda *argv, **kw: (0, "") if "type" in argv or "modprobe" in argv
+                        else (2, "RTNETLINK answers: No such file or directory"))
+    assert p.tunnels(["ipsec"]) == {"ipsec": False}
+    assert p.errors["ipsec"] == ("ip xfrm state add (esp, cbc(aes), hmac(sha256)), try 3 of 3: "
+                                 "RTNETLINK answers: No such file or directory")
+
+
+def test_a_tunnel_the_kernel_lacks_is_skipped_with_what_failed(scenario_file):
+    from flharness.capabilities import Capabilities
+    (cell,) = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: fq_codel\ncc: cubic\ntunnel: ipsec\n")
+    caps = Capabilities(reply(cell, features={**FEATURES, "ipsec": False, "cls_flow": True},
+                              feature_errors={"ipsec": "ip xfrm state add (…), try 3 of 3: No such file"}))
+    assert caps.unsupported(cell) == ("kernel lacks xfrm_interface/esp4 with cbc(aes), hmac(sha256) (tunnel ipsec): "
+                                      "ip xfrm state add (…), try 3 of 3: No such file")
