@@ -82,3 +82,20 @@ def test_the_dispatcher_runs_such_a_cell_once_more_then_records_it(tmp_path):
             d.queue.clear()
         else:
             assert not d.queue and d.records == [failed]
+
+
+def test_a_flow_that_began_over_a_second_late_is_reported():
+    """Issue 37: a 60 s cell whose flows began 4.2 s late raised nothing (the limit was the
+    larger of 2 s and 10 % of the test); the golden cell's flows, 1.5 s late, are reported
+    (the limit is now the larger of 1 s and 2 %), 0.5 s late they are not."""
+    cell, data = golden()
+    for delay, late in ((1.5, {"TCP upload::1", "TCP upload::2"}), (0.5, set())):
+        shifted = copy.deepcopy(data)
+        for name in ("TCP upload::1", "TCP upload::2"):
+            begun = min(s["t"] - s["dur"] for s in shifted["raw_values"][name] if "dur" in s and "val" in s)
+            shifted["raw_values"][name] = [{**s, "t": s["t"] + delay} for s in shifted["raw_values"][name]
+                                           if "dur" not in s or s["t"] - s["dur"] >= begun]
+        v = Verdict()
+        _check_test_window(cell, shifted, list(flent_data.flow_series(shifted)), v)
+        assert v.status == "ok" and set(v.checks.late_start_s) == late, v.checks
+        assert all(delay <= x < delay + 0.5 for x in v.checks.late_start_s.values()), v.checks
