@@ -104,7 +104,7 @@ def write_page(s: ScenarioResult, template_dir: Path = REPO) -> dict[str, Any] |
         return None
     ref = load_reference(s.scenario.reference)
     lines = reproduce(s, ref)
-    summary = {"document": ref.document, "section": ref.source.get("section", ""), "counts": counts(lines),
+    summary = {"document": ref.document, "address": ref.address, "section": ref.source.get("section", ""), "counts": counts(lines),
                "href": f"{s.name}/{PAGE}.html", "rows": len(ref.rows)}
     measured = [line for line in lines if line.verdict in MEASURED]
     context = {"scenario": s.name, "ref": ref, "name": s.scenario.reference, "summary": summary,

@@ -47,6 +47,11 @@ class Findings(BaseModel):
     def document(self) -> str:
         return str(self.source.get("document", "?"))
 
+    @property
+    def address(self) -> str | None:
+        """Where the document is (its URL), for pages that cite it."""
+        return str(self.source["address"]) if self.source.get("address") else None
+
     def get(self, finding: int) -> Finding | None:
         return next((f for f in self.findings if f.id == finding), None)
 

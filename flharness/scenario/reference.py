@@ -91,6 +91,11 @@ class Reference(BaseModel):
     def document(self) -> str:
         return str(self.source.get("document", "?"))
 
+    @property
+    def address(self) -> str | None:
+        """Where the document is (its URL), for pages that cite it."""
+        return str(self.source["address"]) if self.source.get("address") else None
+
     def definition(self, metric: str) -> str:
         return str(self.source.get("definition", {}).get(metric, ""))
 
