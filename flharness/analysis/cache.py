@@ -21,7 +21,7 @@ from .metrics import Settings, analyse
 
 LOG = logging.getLogger(__name__)
 METRICS_FILE = "metrics.json"
-INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log", "udp.log")
+INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log", "udp.log", "teardown.log")
 OPENERS = {".xz": lzma.open, ".gz": gzip.open}  # compressed inputs, read whole to find damage
 
 

@@ -34,7 +34,19 @@ from typing import Any
 import numpy as np
 
 from ..frames import FRAME_BYTES
-from ..results.cell_metrics import Capacity, CellMetrics, FlowMetrics, OneWayDelay, PcapCounts, Percentiles, Ping, QdiscTotals, QueueSummary, UdpFlow
+from ..results.cell_metrics import (
+    Capacity,
+    CellMetrics,
+    FlowMetrics,
+    IpsecEnd,
+    OneWayDelay,
+    PcapCounts,
+    Percentiles,
+    Ping,
+    QdiscTotals,
+    QueueSummary,
+    UdpFlow,
+)
 from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..results.cell_series import CellSeries, FlowSeries
 from ..results.flags import Flag, FlagCode, calibration_flag
@@ -42,6 +54,7 @@ from ..units import Rate
 from . import delivery, flentlib, pcap, qdisc_stats, queue, ss_samples
 from .flent_data import delivered_mbit, first_data_s
 from .flows import FlowInfo, declared_flows, match_connections
+from .ipsec_stats import ipsec_end
 from .link import capacity, highest_rate, payload_capacity_bps, rate_at
 from .teardown_log import host_sections
 from .udp_flow import udp_flow
@@ -151,7 +164,7 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: Cell
     flags = _flags(record, flows, utilisation, peaks, capacities, queues,
                    [s.impossible for s in sampled.values() if s.impossible])
     udp, udp_flag = _udp(cell_dir, record.config)
-    return CellMetrics(
+    return CellMetrics(ipsec=_ipsec(cell_dir, record.config),
         cell=record.cell, invalid=invalid + _problems(flows, rs, record.config), flags=flags + udp_flag,
         steady_window_s=window, flows=flows, ping_ms=_ping(rs, test.lead, test.all_run, test.end), t0=rs.t0,
         queue=queues, qdisc_totals=_qdisc_totals(cell_dir), peak_mbit=peaks, jain=jain, ratio=ratio,
@@ -190,6 +203,15 @@ def _udp(cell_dir: Path, config: CellConfig) -> tuple[UdpFlow | None, list[Flag]
     if isinstance(udp, str):
         return None, [Flag(kind="incomplete", code="udp_unreported", text=f"udp flow: {udp}")]
     return udp, []
+
+
+def _ipsec(cell_dir: Path, config: CellConfig) -> dict[str, IpsecEnd]:
+    """Each end of an IPsec cell's tunnel: its SAs' anti-replay drops (teardown log)."""
+    teardown = cell_dir / "teardown.log"
+    if config.tunnel != "ipsec" or not teardown.is_file():
+        return {}
+    sections = host_sections(teardown.read_text(errors="replace"))
+    return {host: end for host in ("cli", "srv") if (end := ipsec_end(sections.get(host, ""))) is not None}
 
 
 def _qdisc_totals(cell_dir: Path) -> dict[Direction, QdiscTotals]:

@@ -41,6 +41,10 @@ def _utilisation(m: CellMetrics) -> Value:
     return m.utilisation.get(m.flows[0].direction) if m.flows else None
 
 
+def _replay_drops(m: CellMetrics) -> Value:
+    return float(sum(end.replay_drops for end in m.ipsec.values())) if m.ipsec else None
+
+
 def _total(m: CellMetrics) -> Value:
     rates = [f.mean_mbit for f in m.flows]
     return sum(rates) if rates and None not in rates else None  # type: ignore[arg-type]
@@ -82,6 +86,9 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
     Measure("queue_delay_p95_ms", "queue delay p95", "ms", False, 0.05, 0.5, cell=_queue_p95,
             definition="95th percentile of the bottleneck queue's drain time at the link rate while every flow ran "
                        "(middlebox samples)"),
+    Measure("replay_drops", "anti-replay drops", "packets", False, 0.10, 1, cell=_replay_drops,
+            definition="packets the IPsec tunnel's receiving SAs dropped as behind their anti-replay window or "
+                       "replayed, both ends (ip -s xfrm state), checked against the kernel's XfrmInStateSeqError"),
 )}
 assert tuple(MEASURES) == METRICS, "scenario/expectations.py names the metrics, this table reads them"
 

@@ -9,7 +9,7 @@ from .files import Contract, Sparse, Versioned
 from .flags import Flag
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION: Final = 13  # and the version field's Literal below (mypy holds them equal)
+METRICS_VERSION: Final = 14  # and the version field's Literal below (mypy holds them equal)
 
 
 class Percentiles(Contract):
@@ -180,13 +180,34 @@ class Capacity(Contract):
     """At the highest rate in force in the window."""
 
 
+class IpsecEnd(Contract):
+    """One end of an IPsec tunnel after the test (analysis/ipsec_stats.py)."""
+
+    replay_window: int
+    """Its SAs' anti-replay window, packets (0: no replay protection)."""
+    sas: int
+    """SAs listed with their statistics (2: one each way)."""
+    behind_window: int
+    """Packets its SAs dropped as older than the window (`ip -s xfrm state`: stats replay-window)."""
+    duplicates: int
+    """Packets its SAs dropped as replayed (stats replay)."""
+    integrity_failed: int
+    kernel_seq_errors: int | None = None
+    """The namespace's XfrmInStateSeqError (/proc/net/xfrm_stat): the kernel's own count
+    of the two above, over every SA."""
+
+    @property
+    def replay_drops(self) -> int:
+        return self.behind_window + self.duplicates
+
+
 class CellMetrics(Versioned):
     """metrics.json: what the analysis found in one cell (docs/metrics.md defines each figure)."""
 
     WHAT = "metrics file"
     ADVICE = "it is recomputed"
 
-    version: Literal[13] = METRICS_VERSION
+    version: Literal[14] = METRICS_VERSION
     key: str = ""
     """Fingerprint of the inputs and settings (analysis/cache.py)."""
     cell: str
@@ -218,3 +239,5 @@ class CellMetrics(Versioned):
     """Per direction: data delivered over what the payload capacity carries in the same window."""
     udp: UdpFlow | None = None
     """The competing UDP flow, where the scenario has one."""
+    ipsec: dict[str, IpsecEnd] = {}
+    """Per tunnel end (cli, srv) of an IPsec cell: its SAs' anti-replay drops."""

@@ -1,0 +1,35 @@
+"""An IPsec tunnel's anti-replay drops, from each end's teardown log: `ip -s xfrm state`
+prints every SA with its replay window and its own counts of the packets it dropped
+(`stats: replay-window N replay N failed N`: behind the window, duplicates, failed
+integrity; only an end's inbound SA checks replays, so the sum over its SAs is its
+inbound SA's), and /proc/net/xfrm_stat the namespace's XfrmInStateSeqError, the
+kernel's own count of both replay kinds, which that sum must equal."""
+from __future__ import annotations
+
+import re
+
+from ..results.cell_metrics import IpsecEnd
+from .teardown_log import command_output
+
+XFRM_STATE = "ip -s xfrm state"
+XFRM_STAT = "cat /proc/net/xfrm_stat"
+#: An SA's window: "replay-window 32 seq …" (the legacy bitmap), or "replay_window 256,"
+#: in its ESN replay context (above 32); not the stats line's "replay-window N replay N".
+_WINDOW_RE = re.compile(r"\breplay[-_]window (\d+)(?! replay)")
+_STATS_RE = re.compile(r"^\s+stats:\s*\n\s+replay-window (\d+) replay (\d+) failed (\d+)", re.M)
+_MIB_RE = re.compile(r"^(Xfrm\w+)\s+(\d+)$", re.M)
+
+
+def ipsec_end(section: str) -> IpsecEnd | None:
+    """The SAs of the host whose part of the teardown log is SECTION, and its kernel's
+    replay counter; None without `ip -s xfrm state` in it."""
+    states = command_output(section, XFRM_STATE)
+    if states is None:
+        return None
+    windows = [int(w) for w in _WINDOW_RE.findall(states)]
+    counts = [tuple(map(int, c)) for c in _STATS_RE.findall(states)]
+    drops, duplicates, failed = (sum(c[i] for c in counts) for i in range(3))
+    mib = dict(_MIB_RE.findall(command_output(section, XFRM_STAT) or ""))
+    seq = mib.get("XfrmInStateSeqError")
+    return IpsecEnd(replay_window=max(windows, default=0), sas=len(counts), behind_window=drops, duplicates=duplicates,
+                    integrity_failed=failed, kernel_seq_errors=int(seq) if seq is not None else None)

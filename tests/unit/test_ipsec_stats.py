@@ -1,0 +1,48 @@
+"""An IPsec end's anti-replay drops from its teardown log (analysis/ipsec_stats.py), on
+`ip -s xfrm state` as iproute2 7.3 prints it in the l4s image: a legacy 32-packet window
+and an ESN one of 256, the stats line per SA, and the kernel's XFRM counters."""
+from __future__ import annotations
+
+from flharness.analysis.ipsec_stats import ipsec_end
+
+SA = """src {src} dst {dst}
+\tproto esp spi 0x0f170001(253165569) reqid 113(0x00000071) mode tunnel
+\treplay-window {legacy} seq 0x00000000 flag  (0x00000000)
+\tauth-trunc hmac(sha256) <key> (256 bits) 128
+\tenc cbc(aes) <key> (128 bits)
+{context}
+\tlifetime current:
+\t  1234567(bytes), 4321(packets)
+\t  add 2026-11-27 17:36:07 use 2026-11-27 17:36:08
+\tstats:
+\t  replay-window {behind} replay {dup} failed {failed}
+"""
+ESN = "\tanti-replay esn context:\n\t seq-hi 0x0, seq 0x10e1, oseq-hi 0x0, oseq 0x0\n\t replay_window 256, bitmap-length 8"
+LEGACY = "\tanti-replay context: seq 0x10e1, oseq 0x0, bitmap 0xffffffff"
+
+
+def section(window: int, inbound: tuple[int, int, int], seq_errors: int | None) -> str:
+    context, legacy = (ESN, 0) if window > 32 else (LEGACY, window)
+    sas = [SA.format(src="10.71.1.1", dst="10.71.2.1", legacy=legacy, context=context, behind=0, dup=0, failed=0),
+           SA.format(src="10.71.2.1", dst="10.71.1.1", legacy=legacy, context=context, behind=inbound[0],
+                     dup=inbound[1], failed=inbound[2])]
+    out = "$ ip -s xfrm state\n" + "".join(sas) + "\n$ ip -s xfrm policy\nsrc 0.0.0.0/0 dst 0.0.0.0/0\n\n"
+    if seq_errors is not None:
+        out += f"$ cat /proc/net/xfrm_stat\nXfrmInError             \t0\nXfrmInStateSeqError     \t{seq_errors}\n\n"
+    return out + "$ ip tcp_metrics show\n"
+
+
+def test_the_ends_replay_drops_and_the_kernels_own_count():
+    end = ipsec_end(section(32, (37, 2, 0), 39))
+    assert (end.replay_window, end.sas, end.behind_window, end.duplicates, end.integrity_failed) == (32, 2, 37, 2, 0)
+    assert end.replay_drops == 39 == end.kernel_seq_errors
+
+
+def test_an_esn_window_above_32_is_read_from_its_replay_context():
+    end = ipsec_end(section(256, (0, 0, 0), 0))
+    assert (end.replay_window, end.replay_drops, end.kernel_seq_errors) == (256, 0, 0)
+
+
+def test_no_xfrm_state_in_the_log_is_no_end():
+    assert ipsec_end("$ ip tcp_metrics show\n") is None
+    assert ipsec_end(section(32, (5, 0, 0), None)).kernel_seq_errors is None  # an older teardown log
