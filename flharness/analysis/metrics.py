@@ -45,6 +45,7 @@ from ..results.cell_metrics import (
     Ping,
     QdiscTotals,
     QueueSummary,
+    RttSpike,
     UdpFlow,
 )
 from ..results.cell_record import CellConfig, CellRecord, Direction
@@ -56,6 +57,7 @@ from .flent_data import delivered_mbit, first_data_s
 from .flows import FlowInfo, declared_flows, match_connections
 from .ipsec_stats import ipsec_end
 from .link import capacity, highest_rate, payload_capacity_bps, rate_at
+from .rtt_spike import rtt_spike
 from .teardown_log import host_sections
 from .udp_flow import udp_flow
 
@@ -131,6 +133,7 @@ class Sampled:
     steady_mbit: float | None = None
     steady_excluded: int = 0
     impossible: Flag | None = None  # a D_SS above the payload capacity over its samples
+    rtt_spike: RttSpike | None = None  # after a step of the rate schedule
 
 
 def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: CellSeries | None = None) -> CellMetrics:
@@ -192,7 +195,7 @@ def flow_row(test: Recorded, f: FlowInfo, captured: Captured | None, sampled: Sa
                        start_s=f.start_s, label=f.label, mean_mbit=mean, goodput_source=source, netperf_mbit=netperf,
                        first_data_s=first_data_s(raw, test.rs.t0), steady_mbit=sampled.steady_mbit,
                        tcp_rtt_ms=sampled.tcp_rtt, socket_samples=sampled.samples, socket_source=sampled.source,
-                       steady_excluded=sampled.steady_excluded, pcap=captured.pcap if captured else None,
+                       steady_excluded=sampled.steady_excluded, rtt_spike=sampled.rtt_spike, pcap=captured.pcap if captured else None,
                        owd_ms=captured.owd if captured else None, owd_unavailable=why)
 
 
@@ -250,7 +253,8 @@ def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: fl
     the cell's folder when not given)."""
     source, rates, rtts = _socket_series(test.rs, f, key, ss if ss is not None else _ss_samples(test.dir))
     out = Sampled(source=source, samples=len(rates),
-                  tcp_rtt=_stats([v for t, v in rtts if test.lead + f.start_s <= t <= test.end]))
+                  tcp_rtt=_stats([v for t, v in rtts if test.lead + f.start_s <= t <= test.end]),
+                  rtt_spike=rtt_spike(rtts, test.config) if test.config.steps else None)
     if not rates:
         return out
     end = rates[-1][0] - 1.0

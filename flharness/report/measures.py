@@ -89,6 +89,15 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
     Measure("replay_drops", "anti-replay drops", "packets", False, 0.10, 1, cell=_replay_drops,
             definition="packets the IPsec tunnel's receiving SAs dropped as behind their anti-replay window or "
                        "replayed, both ends (ip -s xfrm state), checked against the kernel's XfrmInStateSeqError"),
+    Measure("rtt_spike_ms", "TCP RTT spike after a rate step", "ms", True, 0.10, 5,
+            flow=lambda f: f.rtt_spike.above_ms if f.rtt_spike else None,
+            definition="the flow's highest TCP RTT (its socket's samples) after a step of the rate schedule, above "
+                       "the median of the 5 s before the step"),
+    Measure("rtt_spike_s", "TCP RTT spike's duration", "s", True, 0.10, 0.5,
+            flow=lambda f: f.rtt_spike.lasted_s if f.rtt_spike else None,
+            definition="from a rate step to the flow's last TCP RTT sample more than 50 ms above its median of "
+                       "the 5 s before the step (the longest of the cell's steps; at least this long where the "
+                       "RTT was still that high when the test ended)"),
 )}
 assert tuple(MEASURES) == METRICS, "scenario/expectations.py names the metrics, this table reads them"
 

@@ -80,11 +80,32 @@ class FlowMetrics(Contract):
     """Where they come from: 'Flent (cli)', 'srv.ss.log', …."""
     steady_excluded: int = 0
     """Samples in D_SS's window above the link's rate, left out."""
+    rtt_spike: RttSpike | None = None
+    """In a cell with a rate schedule: the TCP RTT's largest spike after a step."""
     pcap: PcapCounts | None = None
     """None: the flow's connection is not in the captures."""
     owd_ms: OneWayDelay | None = None
     owd_unavailable: str | None = None
     """Why owd_ms is None."""
+
+
+class RttSpike(Contract):
+    """The flow's TCP RTT (its socket's samples) after a step of the rate schedule: how
+    far above its level before the step it went and how long it stayed there (the L4S
+    Tests' intra-flow latency spikes, finding 7; analysis/rtt_spike.py)."""
+
+    step_s: float
+    """The step's time on Flent's axis (the largest spike of the cell's steps)."""
+    before_ms: float
+    """Median TCP RTT over the 5 s before the step."""
+    peak_ms: float
+    """Highest TCP RTT from the step to the next step or the flow's last sample."""
+    above_ms: float
+    """peak_ms − before_ms."""
+    lasted_s: float
+    """From the step to the last sample more than SPIKE_MS above before_ms (0: none)."""
+    unsettled: bool
+    """The RTT was still that far above when the window ended: it lasted at least lasted_s."""
 
 
 class Ping(Contract):

@@ -16,6 +16,7 @@ from flharness.analysis import flent_data
 from flharness.analysis.metrics import Settings, analyse
 from flharness.frames import FRAME_BYTES
 from flharness.results import files
+from flharness.results.cell_metrics import CellMetrics
 from flharness.results.cell_record import CellRecord
 from flharness.run.cell_files import CellFiles
 from flharness.run.effects import effects
@@ -118,3 +119,43 @@ def _new_bytes(held: list[tuple[int, int]], lo: int, hi: int) -> int:
         else:
             held.append((a, b))
     return new
+
+
+def queueing_ms(sender: Path, receiver: Path, data_from_server: bool, t0: float) -> list[tuple[float, float]]:
+    """(arrival on Flent's axis, one-way delay above the least, ms) of each data packet
+    seen in both captures (matched by sequence number and IP id, counted here)."""
+    def data(path: Path) -> list:
+        return [p for conn in connections(read_pcap(path)).values() for p in conn
+                if p.payload and (p.src == conn[0].dst) == data_from_server]
+    sent = {(p.seq, p.ipid): p.ts for p in data(sender)}
+    owd = [(p.ts - t0, p.ts - sent[p.seq, p.ipid]) for p in data(receiver) if (p.seq, p.ipid) in sent]
+    least = min(d for _, d in owd)
+    return sorted((t, 1e3 * (d - least)) for t, d in owd)
+
+
+def test_a_tcp_rtt_spike_after_a_rate_step_is_in_the_packets(cell):
+    """Where a step of the rate schedule raised a flow's TCP RTT (its socket's smoothed
+    samples), the packets show the queue that did it (one-way delay from the sender's
+    capture to the receiver's, counted here): within the step's span it rose to at least
+    80 % of the RTT's rise, stayed more than 50 ms up until within 1 s of where the spike
+    ended, and never beyond what the bottleneck's buffer holds at the step's rate."""
+    d, record = cell
+    m = files.read(CellMetrics, d / "expected-metrics.json")
+    if not record.config.steps:
+        assert all(f.rtt_spike is None for f in m.flows)
+        return
+    spiked = [f for f in m.flows if f.rtt_spike is not None and f.rtt_spike.lasted_s > 0]
+    assert spiked, "the corpus's rate-schedule cell has a spike to check"
+    for f in spiked:
+        s = f.rtt_spike
+        (sender, receiver), from_server = {"up": (("cli", "srv"), False), "down": (("srv", "cli"), True)}[f.direction]
+        step = next(x for x in record.config.steps if x.at_s == s.step_s)
+        nxt = min((x.at_s for x in record.config.steps if x.at_s > s.step_s), default=float("inf"))
+        queue = [(t, q) for t, q in queueing_ms(d / f"{sender}.pcap.xz", d / f"{receiver}.pcap.xz", from_server, m.t0)
+                 if s.step_s <= t < nxt]
+        assert max(q for _, q in queue) >= 0.8 * s.above_ms, (max(q for _, q in queue), s)
+        high = [t for t, q in queue if q > 50]
+        assert high and abs((high[-1] - s.step_s) - s.lasted_s) <= 1.0, (high[-1:], s)
+        link = step.of(f.direction)
+        buffer_ms = 1e3 * int(link.qdisc.split()[-1]) * FRAME_BYTES * 8 / link.rate_bps  # pfifo limit N
+        assert max(q for _, q in queue) <= buffer_ms + 20, (max(q for _, q in queue), buffer_ms)
