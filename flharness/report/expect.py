@@ -6,6 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..results.flags import mismeasured
 from ..scenario.expectations import OPERATORS, Expectation
@@ -28,9 +29,14 @@ def judge(s: ScenarioResult) -> list[Judgement]:
 
 
 def selected(s: ScenarioResult, c: CellResult, e: Expectation) -> bool:
-    """E's rule selects C as an include rule would: each axis's value is one of the rule's
-    (by label, file-name form or value as written)."""
-    for axis, wanted in e.rule.items():
+    """E's rule selects C as an include rule would."""
+    return matches(s, c, e.rule)
+
+
+def matches(s: ScenarioResult, c: CellResult, rule: dict[str, list[Any]]) -> bool:
+    """RULE (axis → values) selects C as an include rule would: each axis's value is one
+    of the rule's (by label, file-name form or value as written)."""
+    for axis, wanted in rule.items():
         label = c.label(axis)
         if label is None:
             return False

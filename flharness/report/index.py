@@ -47,7 +47,8 @@ def table_safe(value: Any) -> str:
 def render(result: RunResult, charts: dict[str, list[dict[str, str]]], template_dir: Path = REPO,
            judgements: list[Judgement] | None = None, reproductions: dict[str, Any] | None = None) -> str:
     judged = judgements if judgements is not None else [j for s in result.scenarios for j in judge(s)]
-    context = {"run": result, "host_settings": host_settings(result), "key_findings": key_findings(result, judged), "scenarios": [
+    context = {"run": result, "host_settings": host_settings(result), "key_findings": key_findings(result, judged),
+               "cell_links": cell_links(result), "scenarios": [
         {**_scenario(s, charts.get(s.name, []), [j for j in judged if j.scenario == s.name]),
          "reproduction": (reproductions or {}).get(s.name)} for s in result.scenarios]}
     return environment(template_dir).get_template("README.md.j2").render(context)
@@ -69,6 +70,12 @@ def _scenario(s: ScenarioResult, charts: list[dict[str, str]], judged: list[Judg
         "counts": f"{len(s.cells) + len(s.unreadable)} cells: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())),
         **findings,
     }
+
+
+def cell_links(result: RunResult) -> dict[str, str]:
+    """"SCENARIO/CELL" → the cell's figure (Flent's plot), for pages that name cells."""
+    return {f"{s.name}/{c.name}": _href(s, c, plot_path(c).name) for s in result.scenarios for c in s.cells
+            if (c.dir / plot_path(c).name).is_file()}
 
 
 def _runs(s: ScenarioResult) -> int:

@@ -89,6 +89,10 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
     Measure("replay_drops", "anti-replay drops", "packets", False, 0.10, 1, cell=_replay_drops,
             definition="packets the IPsec tunnel's receiving SAs dropped as behind their anti-replay window or "
                        "replayed, both ends (ip -s xfrm state), checked against the kernel's XfrmInStateSeqError"),
+    Measure("rtt_peak_ms", "highest TCP RTT after a rate step", "ms", True, 0.10, 5,
+            flow=lambda f: f.rtt_spike.peak_ms if f.rtt_spike else None,
+            definition="the flow's highest TCP RTT (its socket's samples) from a step of the rate schedule to the "
+                       "next step or its last sample (the step of the cell's largest spike)"),
     Measure("rtt_spike_ms", "TCP RTT spike after a rate step", "ms", True, 0.10, 5,
             flow=lambda f: f.rtt_spike.above_ms if f.rtt_spike else None,
             definition="the flow's highest TCP RTT (its socket's samples) after a step of the rate schedule, above "

@@ -5,8 +5,14 @@ Validated with the scenario; `fl plot` judges each claim from its expectations' 
 
     source: {document: …, section: …}
     findings:
-      - {id: 1, title: …, section: …, scenarios: [s6-rfc3168, …]}
+      - {id: 1, title: …, section: …, scenarios: [s6-rfc3168, …],
+         key: {scenario: s6-rfc3168, cell: {cc: prague-vs-cubic, …}, metric: dss_mbit,
+               published: [45.70, 1.94], what: "D_SS, Prague / Cubic (Mbit/s)"}}
       - {id: 5, title: …, section: …, scenarios: [], note: why no shipped scenario studies it}
+
+A finding's `key` is the number a reader checks it by: one published value (per flow, or
+per cell) of the cells its `cell:` rule selects (axes and values as in include rules), set
+beside the run's mean of the same metric on the study page (the index's Key findings).
 """
 from __future__ import annotations
 
@@ -20,6 +26,33 @@ from .reference import REFERENCE_DIR
 from .yaml_file import read_yaml
 
 
+class KeyNumber(BaseModel):
+    """The published number a finding is read by, and where the run has it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    scenario: str
+    cell: dict[str, str]
+    """The cells it is read from: axis → value, as an include rule."""
+    metric: str
+    published: float | list[float]
+    """Per flow (a list in flow order) or per cell, as the metric is."""
+    what: str
+    """What the number is, for people: "D_SS, Prague / Cubic (Mbit/s)"."""
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        from .expectations import METRICS
+        if v not in METRICS:
+            raise ValueError(f"metric {v!r} is none of {', '.join(METRICS)}")
+        return v
+
+    @field_validator("cell", mode="before")
+    @classmethod
+    def _texts(cls, v: Any) -> Any:
+        return {k: str(x) for k, x in v.items()} if isinstance(v, dict) else v
+
+
 class Finding(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: int = Field(ge=1)
@@ -28,6 +61,8 @@ class Finding(BaseModel):
     scenarios: list[str] = []
     """The shipped scenarios whose `expect:` states it."""
     note: str | None = None
+    key: KeyNumber | None = None
+    """The number a reader checks it by (the study page sets the run's beside it)."""
 
 
 class Findings(BaseModel):

@@ -84,7 +84,7 @@ def test_a_bad_finding_names_the_file_and_key(scenario_file, text, key, why):
 def test_the_verdict_of_each_finding_on_each_scenario():
     def scenario(name, *findings):
         expect = [parse_expectation({"finding": f, "metric": "jain", ">=": 0.5}) for f in findings]
-        return SimpleNamespace(name=name, scenario=SimpleNamespace(findings="l4s-key-findings", expect=expect))
+        return SimpleNamespace(name=name, scenario=SimpleNamespace(findings="l4s-key-findings", expect=expect), cells=[])
 
     def j(name, cell, finding, ok):
         return Judgement(name, cell, parse_expectation({"finding": finding, "metric": "jain", ">=": 0.5}), ok, "jain = 0.4")
@@ -100,3 +100,31 @@ def test_the_verdict_of_each_finding_on_each_scenario():
     assert got[4, "s1-rttfair"].verdict == NOT_RUN and got[4, "s1-rttfair"].detail == "no cell it selects was judged"
     assert got[5, ""].verdict == NOT_RUN and "Skype" in got[5, ""].detail
     assert len(rows) == 12  # 1: three scenarios; 2, 3, 4, 7, 9: one; 5, 6: none; 8: two
+    assert got[3, "s1-rttfair"].judged == [("b", False), ("a", True)]  # misses first
+    assert got[1, "s6-rfc3168"].judged == [("a", True), ("b", True)]  # not judged: not listed
+    key = got[1, "s6-rfc3168"].key
+    assert key is not None and key.published == [45.70, 1.94] and key.reproduced == [None] and key.cells == []
+    assert got[1, "s8-rfc3168-second"].key is None  # the key is read on its own scenario's row
+
+
+def test_a_findings_key_number_is_the_runs_mean_over_the_cells_of_its_rule():
+    """Finding 3's key: the report's D_SS of prague-vs-cubic through dualpi2 at 50 Mbit/s,
+    10/10 ms, beside the mean of this run's repetitions of that cell, per flow; other cells,
+    and a repetition without a valid result, do not count."""
+    from flharness.report.findings import key_result
+    path = SCENARIOS / "s1-rttfair.yml"
+    scenario = load_scenario(path)
+    s = ScenarioResult("s1-rttfair", Path("/nonexistent"), scenario)
+    wanted = {"cc": "prague-vs-cubic", "qdisc": "dualpi2", "rate": "50mbit", "rtt": "10ms-10ms"}
+    for cell in expand(scenario, path):
+        labels = {a: cell.coords[a].label for a in wanted}
+        for dss, valid in (([34.0, 13.0], True), ([36.0, 11.0], True), ([1.0, 1.0], False)):
+            record = SimpleNamespace(label=lambda a, c=cell: c.coords[a].label if a in c.coords else None,
+                                     status="ok", reason="", cell=cell.name, config=cell.config)
+            metrics = SimpleNamespace(invalid=[] if valid else ["no data"], flags=[],
+                                      flows=[SimpleNamespace(steady_mbit=x) for x in dss])
+            s.cells.append(CellResult("s1-rttfair", Path("/nonexistent"), record, metrics))  # type: ignore[arg-type]
+            if labels != wanted:
+                break  # one repetition of every other cell
+    got = key_result(L4S.get(3).key, s)
+    assert got.published == [34.09, 13.04] and got.reproduced == [35.0, 12.0] and len(got.cells) == 2
