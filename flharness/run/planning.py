@@ -9,6 +9,7 @@ from ..capabilities import Capabilities
 from ..cells import Cell, expand
 from ..errors import FlError
 from ..results import ScenarioResults
+from ..results.cell_record import CellRecord
 from ..scenario import Scenario, load_scenario
 from ..scenario.values import valid_name
 from ..units import human_duration
@@ -66,10 +67,40 @@ def load_selected(path: Path, only: list[str], require_match: bool = True) -> tu
     return scenario, select(expand(scenario, path), only, require_match)
 
 
+@dataclass(frozen=True)
+class Kernel:
+    """What a testbed runs cells with, as far as it is known: its kernel release and the
+    sha256 of its congestion-control modules (module name → sha256)."""
+
+    release: str | None
+    modules: dict[str, str]
+
+    @classmethod
+    def of(cls, caps: Capabilities) -> Kernel:
+        return cls(caps.kernel, {m.module: m.sha256 for m in caps.reply.cc_modules.values() if m.sha256})
+
+    def change(self, rec: CellRecord) -> str | None:
+        """How this kernel differs from the one REC's cell ran with, or None (the same,
+        as far as both are known)."""
+        if self.release and rec.kernel and rec.kernel != self.release:
+            return f"it ran on kernel {rec.kernel}, this testbed has {self.release}"
+        for m in rec.cc_modules.values():
+            now = self.modules.get(m.module)
+            if m.sha256 and now and now != m.sha256:
+                return f"it ran with {m.module} sha256 {m.sha256[:12]}…, this testbed has {now[:12]}…"
+        return None
+
+
 def plan(cells: list[Cell], caps: Capabilities, store: ScenarioResults, force: bool) -> list[Planned]:
-    out = []
+    """Each cell's action; a cell completed with the same configuration but another
+    kernel or congestion-control module is an error (one line naming both), never kept."""
+    out, kernel = [], Kernel.of(caps)
     for cell in cells:
         if not force and store.is_done(cell.name, cell.config_hash):
+            rec = store.record(cell.name)
+            if rec is not None and (changed := kernel.change(rec)) is not None:
+                raise FlError(f"{store.root / cell.name}: completed with the same configuration, but {changed}: "
+                              "run into another label (--run NAME) to keep both, or --force to run it again here")
             out.append(Planned(cell, "done", DONE))
         elif (why := caps.unsupported(cell)) is not None:
             out.append(Planned(cell, "skip", why))
@@ -78,13 +109,19 @@ def plan(cells: list[Cell], caps: Capabilities, store: ScenarioResults, force: b
     return out
 
 
-def all_done(selected: list[tuple[Scenario, list[Cell]]], paths: list[Path], root: Path) -> list[ScenarioPlan] | None:
+def all_done(selected: list[tuple[Scenario, list[Cell]]], paths: list[Path], root: Path,
+             kernel: Kernel) -> list[ScenarioPlan] | None:
     """The plans of a run whose every selected cell completed earlier with the same
-    configuration (nothing to run: no testbed needed), else None."""
+    configuration on the same KERNEL (nothing to run: no testbed needed), else None;
+    None too where the testbed's kernel is not known without probing it."""
+    if kernel.release is None:
+        return None
     plans = [ScenarioPlan(path, s.name, ScenarioResults(root / s.name), []) for (s, _), path in zip(selected, paths)]
     for sp, (_, cells) in zip(plans, selected):
-        if not all(sp.store.is_done(c.name, c.config_hash) for c in cells):
-            return None
+        for c in cells:
+            rec = sp.store.record(c.name) if sp.store.is_done(c.name, c.config_hash) else None
+            if rec is None or kernel.change(rec) is not None:
+                return None
         sp.planned = [Planned(c, "done", DONE) for c in cells]
     return plans if any(sp.planned for sp in plans) else None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import platform
 import signal
 import time
 from collections import deque
@@ -22,6 +23,7 @@ from .. import log
 from ..capabilities import Capabilities, probe_for, probe_request
 from ..cells import Cell
 from ..errors import FlError
+from ..image.store import load_image
 from ..provenance import controller, fl_source
 from ..results import CellRecord, ScenarioResults, files
 from ..results.cell_record import CcModule
@@ -34,7 +36,7 @@ from ..testbed.testbed import BATCH, Testbed
 from .context import Run, RunOptions
 from .dispatch import Dispatch, Slot, wall_stopwatch
 from .finish import Attempt
-from .planning import Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan, require_some
+from .planning import Kernel, Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan, require_some
 from .progress import Progress
 from .provenance_log import append_invocation, backend_record, on_testbed
 from .recovery import recover_stale
@@ -65,7 +67,7 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     if not opts.dry_run:
         check_space(run_dir, [c for s, cs in selected for c in cs
                               if opts.force or not ScenarioResults(run_dir / s.name).is_done(c.name, c.config_hash)])
-    if not (opts.force or opts.dry_run) and (done := all_done(selected, paths, run_dir)):
+    if not (opts.force or opts.dry_run) and (done := all_done(selected, paths, run_dir, _known_kernel(opts, inventories))):
         LOG.info("every selected cell completed earlier with the same configuration: nothing to run "
                  "(--force runs them again)")
         return print_summary(done, [], False)
@@ -80,6 +82,17 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
                 LOG.debug("plan %s/%s (config %s): %s%s", sp.name, p.cell.name, p.cell.config_hash, p.action,
                           f": {p.reason}" if p.reason else "")
         return _execute(run, plans, testbeds, debug)
+
+
+def _known_kernel(opts: RunOptions, inventories: list[Inventory]) -> Kernel:
+    """The testbed's kernel as known before it is built: a VM's release (and an image's
+    modules), this machine's for namespaces; unknown for ssh hosts (probed later)."""
+    if opts.vm is not None:
+        image = load_image(opts.vm.image) if opts.vm.image else None
+        return Kernel(opts.vm.release, {m.name: m.sha256 for m in image.manifest.modules} if image else {})
+    if inventories[0].backend == "ssh":
+        return Kernel(None, {})
+    return Kernel(platform.release(), {})
 
 
 def _one_kernel_per_testbed(opts: RunOptions, inventories: list[Inventory], cells: list[Cell]) -> None:

@@ -405,3 +405,39 @@ def test_a_tunnel_the_kernel_lacks_is_skipped_with_what_failed(scenario_file):
                               feature_errors={"ipsec": "ip xfrm state add (…), try 3 of 3: No such file"}))
     assert caps.unsupported(cell) == ("kernel lacks xfrm_interface/esp4 with cbc(aes), hmac(sha256) (tunnel ipsec): "
                                       "ip xfrm state add (…), try 3 of 3: No such file")
+
+
+def test_a_cell_done_on_another_kernel_is_never_kept(tmp_path):
+    """The golden cell (an old, version-1 record: it still loads) completed on kernel
+    6.18.44-fc-v669: planned again on that kernel it is done; on another kernel, or with
+    another build of a congestion-control module it ran, the run stops with one line naming
+    both, before anything is built, and all_done never skips the testbed for it."""
+    import shutil
+
+    from flharness.capabilities import Capabilities
+    from flharness.errors import FlError
+    from flharness.results import ScenarioResults
+    from flharness.results.cell_record import CcModule
+    from flharness.run.planning import Kernel, all_done, plan
+    path = REPO / "tests" / "fixtures" / "golden.yml"
+    scenario = load_scenario(path)
+    (cell,) = expand(scenario, path)
+    store = ScenarioResults(tmp_path / scenario.name)
+    shutil.copytree(REPO / "tests" / "fixtures" / "golden", store.root / cell.name)
+    assert store.is_done(cell.name, cell.config_hash)
+    same = Capabilities(reply(cell, kernel="6.18.44-fc-v669"))
+    assert [p.action for p in plan([cell], same, store, force=False)] == ["done"]
+    with pytest.raises(FlError, match=r"golden.*but it ran on kernel 6\.18\.44-fc-v669, this testbed has 7\.3\.4"):
+        plan([cell], Capabilities(reply(cell, kernel="7.3.4")), store, force=False)
+    assert plan([cell], Capabilities(reply(cell, kernel="7.3.4")), store, force=True)[0].action != "done"
+    record = store.record(cell.name)
+    module = CcModule(module="tcp_prague", file=None, sha256="a" * 64, version="1", srcversion=None, parameters={})
+    (store.root / cell.name / "cell.json").write_text(record.model_copy(update={"cc_modules": {"prague": module}})
+                                                      .model_dump_json())
+    rebuilt = Kernel("6.18.44-fc-v669", {"tcp_prague": "b" * 64})
+    assert rebuilt.change(store.record(cell.name)) == ("it ran with tcp_prague sha256 aaaaaaaaaaaa…, "
+                                                       "this testbed has bbbbbbbbbbbb…")
+    selected = [(scenario, [cell])]
+    assert all_done(selected, [path], tmp_path, Kernel("6.18.44-fc-v669", {"tcp_prague": "a" * 64})) is not None
+    assert all_done(selected, [path], tmp_path, rebuilt) is None
+    assert all_done(selected, [path], tmp_path, Kernel(None, {})) is None  # ssh hosts: probed first
