@@ -26,6 +26,8 @@
  *           starts afresh there. The same halving answers local congestion (the
  *           sender's own qdisc refused a packet: the core enters CWR without a CE).
  *  - 2.4.3  additive increase on every ACK, CWR included, for packets delivered unmarked.
+ *           (ce_prr=1: the cut as mainline DCTCP makes it instead, PRR to the new ssthresh
+ *           over the CWR round trip and no increase meanwhile: an experiment's knob.)
  *  - 2.4.4  reduced RTT-dependence (rtt_indep=1): after rtt_indep_rounds round trips the
  *           increase per round trip is (srtt/rtt_virt)^2 segments with rtt_virt =
  *           max(srtt, rtt_virt_us), and alpha and the hold-off after a decrease run per
@@ -96,6 +98,7 @@ PRAGUE_PARAM(pacing, 1, 0, 1, "1: the kernel paces (draft 2.5.1); 0: only sch_fq
 PRAGUE_PARAM(pacing_ss_pct, 200, 100, 1000, "pacing rate in % of cwnd/srtt while cwnd < ssthresh/2 (draft: 200)");
 PRAGUE_PARAM(pacing_ca_pct, 100, 100, 1000, "pacing rate in % of cwnd/srtt otherwise (draft: 100; Linux's own: 120)");
 PRAGUE_PARAM(ai_cwnd_limited, 1, 0, 1, "1: additive increase only when the window limited the sending (as Linux's CCs); 0: on every ACK");
+PRAGUE_PARAM(ce_prr, 0, 0, 1, "0: the CE cut at once, additive increase through CWR (draft 2.4.2-3); 1: the cut as DCTCP's, PRR to it over the CWR round trip, no increase meanwhile");
 
 static char *implementation = "fl tcp_prague " PRAGUE_VERSION
 	" (draft-briscoe-iccrg-prague-congestion-control-01)";
@@ -122,7 +125,8 @@ struct prague {
 	   cut_this_round:1,	/* ss's ce_state */
 	   ssthresh_asked:1,	/* the core asked for ssthresh since the last state change */
 	   halved:1,		/* halved_end_seq holds */
-	   set_pacing:1;	/* init asked the kernel to pace: .release withdraws it */
+	   set_pacing:1,	/* init asked the kernel to pace: .release withdraws it */
+	   prr_cut:1;		/* ce_prr: this CWR's cut is PRR's, cwnd goes to ssthresh at its end */
 };
 
 static struct tcp_congestion_ops prague_ops;
@@ -250,8 +254,13 @@ static void prague_cut(struct sock *sk)
 	}
 	window -= div_u64(window * ca->alpha, 2 * ALPHA_ONE);
 	ca->frac = window < 2 * FRAC_ONE ? 0 : window % FRAC_ONE;
-	prague_set_cwnd(tp, window);
-	tp->snd_ssthresh = tcp_snd_cwnd(tp);	/* and slow start is over (2.4.5) */
+	ca->prr_cut = READ_ONCE(ce_prr) && inet_csk(sk)->icsk_ca_state == TCP_CA_CWR;
+	if (ca->prr_cut)	/* DCTCP's way: PRR takes cwnd there over the CWR round trip */
+		tp->snd_ssthresh = max_t(u32, window / FRAC_ONE, 2);
+	else
+		prague_set_cwnd(tp, window);
+	if (!ca->prr_cut)
+		tp->snd_ssthresh = tcp_snd_cwnd(tp);	/* and slow start is over (2.4.5) */
 	ca->cut_end_seq = tp->snd_nxt;
 	ca->cut_us = tp->tcp_mstamp;
 	ca->cut_this_round = 1;
@@ -353,7 +362,12 @@ static void prague_cong_control(struct sock *sk, u32 ack, int flag, const struct
 		prague_recovery(sk, delivered);
 	} else if (state != TCP_CA_Loss && ce && prague_may_cut(sk)) {
 		prague_cut(sk);
-		prague_grow(sk, delivered - ce);
+		if (ca->prr_cut)
+			prague_recovery(sk, delivered);
+		else
+			prague_grow(sk, delivered - ce);
+	} else if (state == TCP_CA_CWR && ca->prr_cut) {
+		prague_recovery(sk, delivered);
 	} else {
 		prague_grow(sk, delivered - ce);
 	}
@@ -439,11 +453,13 @@ static void prague_set_state(struct sock *sk, u8 new_state)
 		prague_enter_cwr(sk);
 	} else if (lossy && old == TCP_CA_CWR && !ca->ssthresh_asked) {
 		prague_loss_in_cwr(sk, new_state);
-	} else if (old == TCP_CA_Recovery && new_state < TCP_CA_CWR) {
+	} else if ((old == TCP_CA_Recovery || (old == TCP_CA_CWR && ca->prr_cut)) && new_state < TCP_CA_CWR) {
 		if (!ca->undone && tp->snd_ssthresh < TCP_INFINITE_SSTHRESH)
 			tcp_snd_cwnd_set(tp, max(tp->snd_ssthresh, 2U));
 		ca->frac = 0;
 	}
+	if (old == TCP_CA_CWR && new_state != TCP_CA_CWR)
+		ca->prr_cut = 0;
 	if (lossy)
 		ca->undone = 0;
 	ca->ssthresh_asked = 0;

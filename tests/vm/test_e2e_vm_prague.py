@@ -91,7 +91,7 @@ def test_cell_json_records_which_prague_ran(lab):
     params = module["parameters"]
     assert params["implementation"].startswith("fl tcp_prague 2 (draft-briscoe-iccrg-prague-congestion-control-01)")
     assert (params["alpha_shift"], params["rtt_indep"], params["rtt_virt_us"], params["burst_us"]) == ("4", "0", "25000", "250")
-    assert (params["pacing"], params["pacing_ca_pct"], params["ai_cwnd_limited"]) == ("1", "100", "1")
+    assert (params["pacing"], params["pacing_ca_pct"], params["ai_cwnd_limited"], params["ce_prr"]) == ("1", "100", "1", "0")
 
 
 def test_prague_alone_in_dualpi2_is_l4s(lab):
