@@ -111,7 +111,9 @@ def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
     axes = [a for a in s.swept if a not in ("repetition",)] or ["cc"]
     mixed = any(len({f.cc for f in _metrics(c).flows}) > 1 for c in cells)
     rows = []
-    for key, group in sorted(_groups(cells, lambda c: tuple(c.label(a) for a in axes)).items()):
+    groups = _groups(cells, lambda c: tuple(c.label(a) for a in axes))
+    # a sub-matrix that does not sweep an axis leaves its cells without a label on it
+    for key, group in sorted(groups.items(), key=lambda kg: tuple(label or "" for label in kg[0])):
         schemes = list(dict.fromkeys(f.cc for g in group for f in _metrics(g).flows))
         for scheme in schemes if mixed else [None]:
             runs = [[f for f in _metrics(g).flows if scheme in (None, f.cc)] for g in group]

@@ -58,3 +58,26 @@ def test_a_mixed_pair_gives_a_row_per_scheme_with_statistics_over_runs(tmp_path)
     assert math.isclose(dctcp["owd_p95"].ci, 12.706205, rel_tol=1e-6)
     # loss per run over the scheme's data packets: 1 % and 0 %; then their mean
     assert math.isclose(dctcp["loss"].mean, 0.5) and math.isclose(cubic["loss"].mean, 0.5)
+
+
+def test_an_axis_swept_in_one_sub_matrix_only_leaves_the_others_unlabelled(tmp_path):
+    """prague-differential's cells: module_params swept by one sub-matrix, not the other;
+    the table sorts and shows both (it raised comparing None with a label)."""
+    path = tmp_path / "subs.yml"
+    path.write_text(textwrap.dedent("""\
+        test: tcp_2up
+        rate: 20mbit
+        qdisc: pfifo
+        matrix:
+          - {cc: [cubic-vs-reno]}
+          - {cc: [cubic-vs-reno], module_params: [{tcp_cubic: {beta: 800}}]}
+        """))
+    sc = load_scenario(path)
+    out = ScenarioResult("subs", tmp_path, sc)
+    for cell in expand(sc, path):
+        rec = CellRecord(scenario="subs", cell=cell.name, config_hash=cell.config_hash, status="ok",
+                         coordinates=cell.coordinates(), config=cell.config, backend=HOST)
+        flows = [flow(1, "cubic", 10.0, 20.0, 1000, 0), flow(2, "reno", 8.0, 20.0, 1000, 0)]
+        out.cells.append(CellResult("subs", tmp_path, rec, CellMetrics(cell=cell.name, flows=flows)))
+    table = per_cc_table(out)
+    assert [r["axes"][:2] for r in table["rows"]] == [["cubic-vs-reno", None]] * 2 + [["cubic-vs-reno", "beta800"]] * 2
