@@ -98,6 +98,7 @@ PRAGUE_PARAM(pacing, 1, 0, 1, "1: the kernel paces (draft 2.5.1); 0: only sch_fq
 PRAGUE_PARAM(pacing_ss_pct, 200, 100, 1000, "pacing rate in % of cwnd/srtt while cwnd < ssthresh/2 (draft: 200)");
 PRAGUE_PARAM(pacing_ca_pct, 100, 100, 1000, "pacing rate in % of cwnd/srtt otherwise (draft: 100; Linux's own: 120)");
 PRAGUE_PARAM(ai_cwnd_limited, 1, 0, 1, "1: additive increase only when the window limited the sending (as Linux's CCs); 0: on every ACK");
+PRAGUE_PARAM(alpha_dctcp, 0, 0, 1, "0: alpha with 20 bits; 1: as mainline DCTCP keeps it, in 1024ths rounded down, a round trip without marks clearing it below 16/1024");
 PRAGUE_PARAM(ce_prr, 0, 0, 1, "0: the CE cut at once, additive increase through CWR (draft 2.4.2-3); 1: the cut as DCTCP's, PRR to it over the CWR round trip, no increase meanwhile");
 
 static char *implementation = "fl tcp_prague " PRAGUE_VERSION
@@ -215,6 +216,20 @@ static void prague_release(struct sock *sk)
 		cmpxchg(&sk->sk_pacing_status, SK_PACING_NEEDED, SK_PACING_NONE);
 }
 
+/* alpha_dctcp: the same EWMA in 1024ths, each term rounded down as mainline DCTCP's: the
+ * decay alpha/2^shift, or all of alpha once that rounds to 0 (so below 2^shift/1024 a round
+ * trip without marks clears it), then the marked share's 1024/2^shift. */
+static void prague_alpha_coarse(struct prague *ca, u32 shift)
+{
+	u32 a = ca->alpha >> 10, decay;
+
+	shift = min(shift, 10U);
+	decay = a >> shift;
+	a -= decay ? decay : a;
+	a += div_u64((u64)ca->round_ce << (10 - shift), ca->round_delivered);
+	ca->alpha = min(a, 1024U) << 10;
+}
+
 /* alpha += g * (frac - alpha), once per round trip (per rtt_virt under rtt_indep). */
 static void prague_round_trip(struct sock *sk)
 {
@@ -225,7 +240,9 @@ static void prague_round_trip(struct sock *sk)
 
 	if (before(tp->snd_una, ca->round_end_seq) || !prague_virt_elapsed(sk, ca->round_start_us))
 		return;
-	if (ca->alpha_valid && ca->round_delivered) {
+	if (ca->alpha_valid && ca->round_delivered && READ_ONCE(alpha_dctcp)) {
+		prague_alpha_coarse(ca, shift);
+	} else if (ca->alpha_valid && ca->round_delivered) {
 		frac = div_u64((u64)ca->round_ce * ALPHA_ONE, ca->round_delivered);
 		alpha = ca->alpha;
 		alpha += (frac - alpha) >> shift;

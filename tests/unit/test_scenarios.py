@@ -12,7 +12,7 @@ COUNTS = {
     "s5-tunnel": 4, "s6-rfc3168": 24, "s7-oneflow": 6, "s8-rfc3168-second": 24,
     "s9-tunnel-reordering": 11, "s10-ect1-gaming": 8, "s11-ect1-gaming-latency": 8, "s12-pacing": 2,
     "s13-rfc3168-prague-second": 8, "pantheon-1mbit": 10, "geni-tcp-lab": 35, "geni-exp-module": 12, "demo": 12, "aqm": 24,
-    "prague-differential": 23, "prague-differential-dctcp": 3, "prague-differential-fifo": 6,
+    "prague-differential": 25, "prague-differential-dctcp": 3, "prague-differential-fifo": 6,
 }
 
 
