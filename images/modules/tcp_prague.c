@@ -17,6 +17,8 @@
  *           prague (IPv4 with its checksum, IPv6), and to Not-ECT without AccECN.
  *  - 2.3.2  alpha, an EWMA (gain 2^-alpha_shift, 1/16) of the fraction of delivered
  *           packets that were CE-marked, once per round trip; set to 1 at the first CE.
+ *           (alpha_dctcp=1: kept as mainline DCTCP keeps it instead, in 1024ths rounded
+ *           down: an experiment's knob.)
  *  - 2.4.2  on CE, cwnd *= (1 - alpha/2) at once, at most once per round trip (its
  *           fraction kept for the next change); slow start ends at the first CE (2.4.5).
  *  - 2.4.1  on loss, Reno: ssthresh = cwnd/2, the window brought there by PRR. A loss
