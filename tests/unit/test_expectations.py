@@ -62,19 +62,12 @@ def test_an_expectations_rule_names_axes_and_values_of_the_scenario(scenario_fil
 
 def test_a_bound_that_divides_by_zero_with_a_cells_physics_is_a_miss_not_a_crash(scenario_file):
     """1 / (rate_mbit - 10) passes validation (every name 1) but divides by zero at 10 Mbit/s."""
-    from pathlib import Path
     from types import SimpleNamespace
 
-    from flharness.cells import expand
-    from flharness.report.collect import CellResult, ScenarioResult
+    from judging import one_cell
+
     from flharness.report.expect import judge
     path = scenario_file("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\n"
                          "expect:\n  - {metric: jain, '>=': 1 / (rate_mbit - 10)}\n")
-    scenario = load_scenario(path)
-    (cell,) = expand(scenario, path)
-    record = SimpleNamespace(label=lambda a: cell.coords[a].label if a in cell.coords else None, status="ok",
-                             reason="", cell=cell.name, config=cell.config)
-    metrics = SimpleNamespace(invalid=[], flags=[], jain=1.0, capacity={})
-    s = ScenarioResult(scenario.name, Path("/nonexistent"), scenario, [CellResult(scenario.name, Path("/x"), record, metrics)])
-    (j,) = judge(s)
+    (j,) = judge(one_cell(path, SimpleNamespace(invalid=[], flags=[], jain=1.0, capacity={})))
     assert j.ok is False and j.detail == "bound: '1 / (rate_mbit - 10)' divides by zero"

@@ -11,6 +11,7 @@ from typing import get_args
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from judging import one_cell
 
 from flharness.cells import expand
 from flharness.report.collect import CellResult, RunResult, ScenarioResult
@@ -57,14 +58,9 @@ def test_selections_read_kinds_never_texts(kinds_codes, words):
 @given(kinds_codes=st.lists(flag_data, max_size=4), text=texts)
 def test_expectations_are_not_judged_on_doubted_measurements_whatever_the_words(kinds_codes, text, scenario_file):
     path = scenario_file("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nexpect:\n  - {metric: jain, '>=': 0.5}\n")
-    scenario = load_scenario(path)
-    (cell,) = expand(scenario, path)
-    record = SimpleNamespace(label=lambda a: cell.coords[a].label if a in cell.coords else None, status="ok",
-                             reason="", cell=cell.name, config=cell.config)
     metrics = SimpleNamespace(invalid=[], flags=[Flag(kind=k, code=c, text=text) for k, c in kinds_codes], jain=1.0,
                               capacity={})
-    s = ScenarioResult(scenario.name, Path("/nonexistent"), scenario, [CellResult(scenario.name, Path("/x"), record, metrics)])
-    (j,) = judge(s)
+    (j,) = judge(one_cell(path, metrics))
     doubted = [Flag(kind=k, code=c, text=text) for k, c in kinds_codes if k in MISMEASURED]
     assert j.ok is (None if doubted else True), j.detail
     if doubted:  # the detail says which kind of doubt, as the index and the junit file show it
@@ -121,15 +117,10 @@ def test_a_doubt_about_one_metric_leaves_the_others_judged(scenario_file):
     whose D_SS was flagged lost its latency verdict too)."""
     path = scenario_file("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nexpect:\n"
                          "  - {metric: jain, '>=': 0.5}\n  - {metric: owd_p95_ms, '<': 100}\n")
-    scenario = load_scenario(path)
-    (cell,) = expand(scenario, path)
-    record = SimpleNamespace(label=lambda a: cell.coords[a].label if a in cell.coords else None, status="ok",
-                             reason="", cell=cell.name, config=cell.config)
     flow = SimpleNamespace(owd_ms=SimpleNamespace(p95=40.0))
     steady = Flag(kind="measurement_error", code="steady_over_capacity", metrics=["dss_mbit", "jain", "ratio"],
                   text="flow 1: D_SS 10.3 Mbit/s is 107 % of the payload capacity, impossible")
     whole = Flag(kind="calibration", code="base_rtt", text="base RTT 30 ms, declared 20 ms")
     for flags, verdicts in (([steady], [None, True]), ([steady, whole], [None, None]), ([], [True, True])):
-        metrics = SimpleNamespace(invalid=[], flags=flags, jain=1.0, capacity={}, flows=[flow])
-        s = ScenarioResult(scenario.name, Path("/x"), scenario, [CellResult(scenario.name, Path("/x"), record, metrics)])
+        s = one_cell(path, SimpleNamespace(invalid=[], flags=flags, jain=1.0, capacity={}, flows=[flow]))
         assert [j.ok for j in judge(s)] == verdicts, [j.detail for j in judge(s)]
