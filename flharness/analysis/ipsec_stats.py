@@ -15,7 +15,7 @@ XFRM_STATE = "ip -s xfrm state"
 XFRM_STAT = "cat /proc/net/xfrm_stat"
 #: An SA's window: "replay-window 32 seq …" (the legacy bitmap), or "replay_window 256,"
 #: in its ESN replay context (above 32); not the stats line's "replay-window N replay N".
-_WINDOW_RE = re.compile(r"\breplay[-_]window (\d+)(?! replay)")
+_WINDOW_RE = re.compile(r"\breplay[-_]window (\d+)(?!\d| replay)")
 _STATS_RE = re.compile(r"^\s+stats:\s*\n\s+replay-window (\d+) replay (\d+) failed (\d+)", re.M)
 _MIB_RE = re.compile(r"^(Xfrm\w+)\s+(\d+)$", re.M)
 

@@ -38,6 +38,13 @@ def test_the_ends_replay_drops_and_the_kernels_own_count():
     assert end.replay_drops == 39 == end.kernel_seq_errors
 
 
+def test_a_window_smaller_than_the_drop_count_is_read_as_the_window():
+    """A 4-packet window that dropped 157 (a VM cell with netem reordering, as seen): the
+    stats line's count is not the window."""
+    end = ipsec_end(section(4, (157, 0, 0), 157))
+    assert (end.replay_window, end.behind_window, end.kernel_seq_errors) == (4, 157, 157)
+
+
 def test_an_esn_window_above_32_is_read_from_its_replay_context():
     end = ipsec_end(section(256, (0, 0, 0), 0))
     assert (end.replay_window, end.replay_drops, end.kernel_seq_errors) == (256, 0, 0)
