@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     lst.add_argument("names", nargs="*", metavar="NAME",
                      help="scenarios in scenarios/ or paths (one probe for all); none lists the scenarios")
     _common(lst)
+    lst.add_argument("--parallel", type=int, default=None, metavar="N",
+                     help="estimate for N testbeds at once, as fl run --parallel N")
     _vm_options(lst)
     lst.set_defaults(func=cmd_list)
 
@@ -167,7 +169,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not args.names:
         return list_all()
     return list_cells([find_scenario(n) for n in args.names], args.run, args.only, args.results, _vm(args),
-                      args.inventory)
+                      args.inventory, args.parallel)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

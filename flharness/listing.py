@@ -9,31 +9,34 @@ from .capabilities import Capabilities, probe_for, probe_request
 from .cells import Cell, expand
 from .errors import FlError
 from .results import ScenarioResults
-from .run.planning import estimate_total, require_some, select
-from .run.runner import CELL_OVERHEAD
+from .run import pace
+from .run.planning import require_some, select
 from .scenario import list_scenarios, load_scenario
 from .scenario.load import SCENARIO_DIR
+from .units import human_duration
 
 if TYPE_CHECKING:
     from .testbed.vm import VmConfig
 
 
 def list_all() -> int:
+    measured = pace.pace("host")
     for name in list_scenarios():
         path = SCENARIO_DIR / f"{name}.yml"
         try:
             scenario = load_scenario(path)
             cells = expand(scenario, path)
-            print(f"{name:<28} {len(cells):>5} cells  ~{estimate_total(cells, CELL_OVERHEAD):>7}  {scenario.description}")
+            print(f"{name:<28} {len(cells):>5} cells  ~{human_duration(measured.run_s(cells, 1)):>7}  {scenario.description}")
         except FlError as e:
             print(f"{name:<28} invalid: {e}")
     return 0
 
 
 def list_cells(paths: list[Path], label: str, only: list[str], results: Path, vm: VmConfig | None = None,
-               inventory: Path | None = None) -> int:
+               inventory: Path | None = None, parallel: int | None = None) -> int:
     """The cells of one or more scenarios, with what this kernel (or the VM's, probed in
-    one boot for all of them) can run."""
+    one boot for all of them) can run, and how long that takes on PARALLEL testbeds at
+    the pace this machine ran such cells before (run/pace.py)."""
     scenarios = [(path, load_scenario(path)) for path in paths]
     cells = {path: select(expand(scenario, path), only, require_match=len(paths) == 1) for path, scenario in scenarios}
     everything = [c for cs in cells.values() for c in cs]
@@ -43,15 +46,28 @@ def list_cells(paths: list[Path], label: str, only: list[str], results: Path, vm
         caps = probe_in_vm(vm, inventory, probe_request(everything))
     else:
         caps = probe_for(everything) if os.geteuid() == 0 else None
+    measured = pace.pace(_kind(vm, inventory))
+    testbeds = parallel or 1
+    pending = []
     for i, (path, scenario) in enumerate(scenarios):
         if len(scenarios) > 1:
             print(f"{'' if i == 0 else chr(10)}== {scenario.name or path.stem}")
-        _print_cells(scenario.name or path.stem, sorted(set(scenario.repetitions_list())), cells[path], label, results, caps, vm)
+        pending += _print_cells(scenario.name or path.stem, sorted(set(scenario.repetitions_list())), cells[path],
+                                label, results, caps, vm, measured, testbeds)
+    if len(scenarios) > 1:
+        print(f"\nall: {len(pending)} cells to run, ~{human_duration(measured.run_s(pending, testbeds))} on "
+              f"{testbeds} testbed(s) ({measured.describe()})")
     return 0
 
 
+def _kind(vm: VmConfig | None, inventory: Path | None) -> str:
+    from .testbed.inventory import load_testbeds
+    backend = load_testbeds(inventory)[0].backend if inventory is not None and inventory.is_file() else "netns"
+    return pace.kind_of(vm.accel if vm else None, backend)
+
+
 def _print_cells(name: str, repetitions: list[int], cells: list[Cell], label: str, results: Path,
-                 caps: Capabilities | None, vm: VmConfig | None) -> None:
+                 caps: Capabilities | None, vm: VmConfig | None, measured: pace.Pace, testbeds: int) -> list[Cell]:
     store = ScenarioResults(results / label / name)
     pending = []
     width = max((len(c.name) for c in cells), default=10)
@@ -65,9 +81,9 @@ def _print_cells(name: str, repetitions: list[int], cells: list[Cell], label: st
     kernel = f"kernel {caps.kernel}" if caps else "kernel support not probed (needs root)"
     where = f"this {kernel}" if vm is None else f"the VM's {kernel}"
     print(f"\n{len(cells)} cells ({' or '.join(map(str, repetitions))} repetition(s)), "
-          f"~{estimate_total(cells, CELL_OVERHEAD)} for all; {len(pending)} to run on {where}, "
-          f"~{estimate_total(pending, CELL_OVERHEAD)} (test length + Flent's lead-in/out "
-          f"+ ~{CELL_OVERHEAD:.0f} s setup per cell; a TCG VM takes ~4× as long)")
+          f"~{human_duration(measured.run_s(cells, testbeds))} for all; {len(pending)} to run on {where}, "
+          f"~{human_duration(measured.run_s(pending, testbeds))} on {testbeds} testbed(s) ({measured.describe()})")
+    return pending
 
 
 def _status(store: ScenarioResults, name: str, config_hash: str) -> str:

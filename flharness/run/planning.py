@@ -12,7 +12,6 @@ from ..results import ScenarioResults
 from ..results.cell_record import CellRecord
 from ..scenario import Scenario, load_scenario
 from ..scenario.values import valid_name
-from ..units import human_duration
 
 DONE = "completed earlier with the same configuration"
 
@@ -124,8 +123,3 @@ def all_done(selected: list[tuple[Scenario, list[Cell]]], paths: list[Path], roo
                 return None
         sp.planned = [Planned(c, "done", DONE) for c in cells]
     return plans if any(sp.planned for sp in plans) else None
-
-
-def estimate_total(cells: list[Cell], overhead: float) -> str:
-    from ..testbed.plan import estimated_seconds
-    return human_duration(sum(estimated_seconds(c, overhead) for c in cells))

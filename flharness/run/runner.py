@@ -33,6 +33,7 @@ from ..testbed.inventory import Inventory, load_testbeds, moved
 from ..testbed.plan import cell_vars, estimated_seconds, run_vars
 from ..testbed.probing import merge_hosts
 from ..testbed.testbed import BATCH, Testbed
+from . import pace
 from .context import Run, RunOptions
 from .dispatch import Dispatch, Slot, wall_stopwatch
 from .finish import Attempt
@@ -137,7 +138,11 @@ def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed], debug
     interrupted = False
     try:
         if to_run:
-            records += _run_cells(run, to_run, rv, testbeds)
+            ran = _run_cells(run, to_run, rv, testbeds)
+            records += ran
+            by_name = {(sp.name, c.name): c for sp, c in to_run}
+            pace.record([(by_name[r.scenario, r.cell], r) for r in ran if (r.scenario, r.cell) in by_name],
+                        _kind(run), len(testbeds))
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -238,7 +243,8 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict,
     rv |= {"batches": len(queue) // BATCH + 2, "batch": BATCH}
     for tb in testbeds:
         tb.run_vars = rv
-    progress = Progress([estimated_seconds(c, CELL_OVERHEAD) for _, c in queue], len(testbeds))
+    measured = pace.pace(_kind(run))
+    progress = Progress([measured.cell_s(c, len(testbeds)) for _, c in queue], len(testbeds))
     slots = [Slot(tb, _cell_limit(run), _stopwatch(tb)) for tb in testbeds]
 
     def start_cell(sp: ScenarioPlan, cell: Cell, tb: Testbed) -> Attempt:
@@ -251,6 +257,11 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict,
         return attempt
 
     return Dispatch(slots, queue, start_cell, progress).run_all()
+
+
+def _kind(run: Run) -> str:
+    """The kind of testbed the run's pace is kept for (pace.py)."""
+    return pace.kind_of(run.opts.vm.accel if run.opts.vm else None, run.inventory.backend)
 
 
 def _stopwatch(tb: Testbed) -> Callable[[], Callable[[], float]]:

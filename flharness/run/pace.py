@@ -1,0 +1,121 @@
+"""How long cells take on a kind of testbed, as measured on this machine: every run adds
+its finished cells' wall times (cell.json's started and ended) to the cache's pace.json,
+and `fl list` and `fl run`'s ETA estimate from them.
+
+A cell's cost is counted in units of its Flent run (lead-in, test, lead-out), scaled on an
+emulated VM by the packets it moves: under TCG the guest's work grows about linearly with
+the link rate (measured on two TCG VMs sharing two cores: 50 Mbit/s cells 3.4-5.5 × their
+Flent run, a flow at 5 Mbit/s about 1 ×). The pace of a kind of testbed is the median of
+its cells' wall time over their units, one testbed per core (more testbeds than cores
+share them); without measurements, DEFAULTS.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..cells import Cell
+from ..image.store import cache_root
+from ..results.cell_record import CellRecord
+
+LOG = logging.getLogger(__name__)
+PACE_FILE = "pace.json"
+KEEP = 400  # measured cells kept, the newest
+KNEE_MBPS = 8.0  # an emulated cell's cost doubles every this many Mbit/s of link rate
+#: Wall seconds per unit before any run measured them (a VM's boot aside): namespaces run
+#: in real time plus setup; TCG's 0.6 is this machine's of 2026-11-27 (above).
+DEFAULTS = {"host": 1.05, "ssh": 1.1, "vm-kvm": 1.2, "vm-tcg": 0.6}
+BOOT_S = {"vm-kvm": 15.0, "vm-tcg": 60.0}  # a VM's boot, before its first cell
+
+
+@dataclass(frozen=True)
+class Sample:
+    kind: str
+    units: float
+    wall: float
+    share: float  # testbeds per core, at least 1: how much the run's testbeds shared the CPU
+    when: float
+
+
+def kind_of(vm_accel: str | None, backend: str) -> str:
+    """The kind of testbed a pace is kept for: host, ssh, vm-kvm or vm-tcg."""
+    return f"vm-{vm_accel}" if vm_accel else ("ssh" if backend == "ssh" else "host")
+
+
+def units(cell: Cell, kind: str) -> float:
+    """A cell's cost in seconds of its Flent run, scaled by its link rate under emulation."""
+    flent = float(cell.config.flent_s)
+    if kind != "vm-tcg":
+        return flent
+    return flent * (1 + cell.config.bottleneck.max_rate_bps / 1e6 / KNEE_MBPS)
+
+
+def share(testbeds: int, kind: str) -> float:
+    """How much TESTBEDS of KIND share this machine's cores (VMs need one each)."""
+    cores = os.cpu_count() or 1
+    return max(1.0, testbeds / cores) if kind.startswith("vm") else 1.0
+
+
+def _file() -> Path:
+    return cache_root() / PACE_FILE
+
+
+def load() -> list[Sample]:
+    try:
+        return [Sample(**s) for s in json.loads(_file().read_text())]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def record(done: list[tuple[Cell, CellRecord]], kind: str, testbeds: int) -> None:
+    """Add the finished cells of a run (ok, with both times) to the measurements."""
+    new = [Sample(kind, units(c, kind), rec.ended - rec.started, share(testbeds, kind), rec.ended)
+           for c, rec in done if rec.status == "ok" and rec.started and rec.ended]
+    if not new:
+        return
+    kept = (load() + new)[-KEEP:]
+    try:
+        _file().parent.mkdir(parents=True, exist_ok=True)
+        tmp = _file().with_suffix(".tmp")
+        tmp.write_text(json.dumps([asdict(s) for s in kept]))
+        tmp.replace(_file())
+    except OSError as e:
+        LOG.debug("pace not kept: %s", e)
+
+
+@dataclass(frozen=True)
+class Pace:
+    kind: str
+    factor: float  # wall seconds per unit, one testbed per core
+    measured: int  # cells it comes from (0: DEFAULTS)
+    since: float | None  # the oldest of them
+
+    def cell_s(self, cell: Cell, testbeds: int = 1) -> float:
+        return self.factor * units(cell, self.kind) * share(testbeds, self.kind)
+
+    def run_s(self, cells: list[Cell], testbeds: int) -> float:
+        """Wall seconds for CELLS on TESTBEDS at once (the longest first, as fl runs them)."""
+        if not cells:
+            return 0.0
+        n = max(1, min(testbeds, len(cells)))
+        total = sum(self.cell_s(c, n) for c in cells) / n
+        return BOOT_S.get(self.kind, 0.0) + max(total, max(self.cell_s(c, n) for c in cells))
+
+    def describe(self) -> str:
+        if not self.measured:
+            return f"{self.kind} pace {self.factor:g} (not measured here yet)"
+        day = time.strftime("%Y-%m-%d", time.gmtime(self.since or 0))
+        return f"{self.kind} pace {self.factor:.2f}, from {self.measured} cells measured here since {day}"
+
+
+def pace(kind: str, samples: list[Sample] | None = None) -> Pace:
+    mine = [s for s in (load() if samples is None else samples) if s.kind == kind and s.units > 0]
+    if not mine:
+        return Pace(kind, DEFAULTS[kind], 0, None)
+    return Pace(kind, statistics.median(s.wall / (s.units * s.share) for s in mine), len(mine),
+                min(s.when for s in mine))
