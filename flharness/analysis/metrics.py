@@ -132,7 +132,7 @@ class Sampled:
     tcp_rtt: Percentiles | None = None
     steady_mbit: float | None = None
     steady_excluded: int = 0
-    impossible: Flag | None = None  # a D_SS above the payload capacity over its samples
+    flag: Flag | None = None  # about its D_SS: above the payload capacity, or none in its window
     rtt_spike: RttSpike | None = None  # after a step of the rate schedule
 
 
@@ -165,7 +165,7 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: Cell
     utilisation = _utilisation(flows, capacities, test.lead, length)
     jain, ratio = _fairness(flows)
     flags = _flags(record, flows, utilisation, peaks, capacities, queues,
-                   [s.impossible for s in sampled.values() if s.impossible])
+                   [s.flag for s in sampled.values() if s.flag])
     udp, udp_flag = _udp(cell_dir, record.config)
     return CellMetrics(ipsec=_ipsec(cell_dir, record.config),
         cell=record.cell, invalid=invalid + _problems(flows, rs, record.config), flags=flags + udp_flag,
@@ -260,6 +260,12 @@ def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: fl
     end = rates[-1][0] - 1.0
     start = steady_start(end - window, end, test.config)
     inside = [(t, v) for t, v in rates if start < t < end]
+    if not inside:
+        after = " (after the rate schedule's last step)" if start > end - window else ""
+        out.flag = Flag(kind="incomplete", code="steady_window_empty",
+                        text=f"flow {f.index} ({f.label}): no D_SS: no socket sample in its steady window, "
+                             f"{start:.1f}-{end:.1f} s{after}")
+        return out
     t, v = np.array([t for t, _ in inside], dtype=float), np.array([v for _, v in inside], dtype=float)
     possible = v * 1e6 <= highest_rate(t - RATE_SAMPLE_SPAN, t, test.config, f.direction)
     out.steady_excluded = int(np.count_nonzero(~possible))
@@ -268,7 +274,7 @@ def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: fl
     out.steady_mbit = float(v[possible].mean())
     cap = float(payload_capacity_bps(rate_at(t[possible], test.config, f.direction)).mean()) / 1e6
     if out.steady_mbit > OVER_CAPACITY * cap:
-        out.impossible = Flag(kind="measurement_error", code="steady_over_capacity", metrics=list(STEADY_METRICS),
+        out.flag = Flag(kind="measurement_error", code="steady_over_capacity", metrics=list(STEADY_METRICS),
                               text=f"flow {f.index} ({f.label}): D_SS {out.steady_mbit:.3g} Mbit/s is "
                                    f"{out.steady_mbit / cap:.1%} of the payload capacity, impossible")
     return out
@@ -477,16 +483,16 @@ def _unfilled(peaks: dict[Direction, float], capacities: dict[Direction, Capacit
 
 def _flags(record: CellRecord, flows: list[FlowMetrics], utilisation: dict[Direction, float],
            peaks: dict[Direction, float], capacities: dict[Direction, Capacity],
-           queues: dict[Direction, QueueSummary | None], impossible: list[Flag]) -> list[Flag]:
-    """What a reader must know: goodput above the payload capacity and the other
-    impossible figures found (IMPOSSIBLE: D_SS), each a measurement error; a path that did
+           queues: dict[Direction, QueueSummary | None], steady: list[Flag]) -> list[Flag]:
+    """What a reader must know: goodput above the payload capacity, a measurement
+    error; the flows' D_SS flags (STEADY: impossible, or none in its window); a path that did
     not behave as declared (cell.json's checks.calibration, and bulk flows that never
     filled the link); results such as a flow starved by the path (near-zero goodput) or
     whose data began late (its connection could not start in time; checks.late_start_s)."""
     flags = [Flag(kind="measurement_error", code="goodput_over_capacity", metrics=list(GOODPUT_METRICS),
                   text=f"{direction} goodput is {u:.1%} of the payload capacity, impossible")
              for direction, u in utilisation.items() if u > OVER_CAPACITY]
-    flags += impossible
+    flags += steady
     checks = record.checks
     flags += checks.calibration.reasons if checks.calibration else []
     flags += _unfilled(peaks, capacities, record.config, queues)

@@ -183,23 +183,29 @@ def test_delivery_rate_samples_above_the_link_rate_are_left_out(tmp_path):
     a sample's span after it: the samples before are not in it, and 7.5 Mbit/s 1.4 s after
     the step is left out. A D_SS still above 1.01 × the payload capacity (9.9 Mbit/s samples:
     above 9.56, below the link's 10) is flagged as a measurement error, of D_SS and the
-    fairness built on it."""
+    fairness built on it. A step within a span of the window's end leaves no window: no
+    D_SS, and a flag that says so."""
     t = [5.2, 5.5, 6.0, 6.5, 7.0, 7.5, 8.0]
     rs = _Samples(1000.0, {"TCP upload::1": [(5.2, 156.5, 3.0), *((x, 4.0, 50.0) for x in t[1:])],
                            "TCP upload::2": [(x, 9.9, 50.0) for x in t]})
     one, two = (socket_figures(rs, _config(), 3, i, 2.0) for i in (1, 2))
     assert (one.steady_mbit, one.steady_excluded, one.samples) == (4.0, 1, 7)
-    assert one.source == "Flent (cli)" and one.tcp_rtt.median == 50.0 and one.impossible is None
+    assert one.source == "Flent (cli)" and one.tcp_rtt.median == 50.0 and one.flag is None
     assert np.isclose(two.steady_mbit, 9.9) and two.steady_excluded == 0
-    assert (two.impossible.kind, two.impossible.code) == ("measurement_error", "steady_over_capacity")
-    assert two.impossible.text == "flow 2 (cubic (20 ms)): D_SS 9.9 Mbit/s is 103.5% of the payload capacity, impossible"
-    assert two.impossible.metrics == ["dss_mbit", "jain", "ratio"]
+    assert (two.flag.kind, two.flag.code) == ("measurement_error", "steady_over_capacity")
+    assert two.flag.text == "flow 2 (cubic (20 ms)): D_SS 9.9 Mbit/s is 103.5% of the payload capacity, impossible"
+    assert two.flag.metrics == ["dss_mbit", "jain", "ratio"]
     five = {**LINK, "rate": "5mbit", "rate_bps": 5e6}
     stepped = _config(rate_schedule=[{"at": "6.5s", "up": five, "down": five}])
     rs = _Samples(1000.0, {"TCP upload::1": [(5.5, 4.0, 50.0), (6.6, 7.5, 50.0), (7.0, 4.5, 50.0), (7.6, 4.2, 50.0),
                                              (7.9, 7.5, 50.0), (9.0, 4.0, 50.0)]})
     one = socket_figures(rs, stepped, 4, 1, 3.0)
-    assert one.steady_excluded == 1 and np.isclose(one.steady_mbit, 4.2) and one.impossible is None
+    assert one.steady_excluded == 1 and np.isclose(one.steady_mbit, 4.2) and one.flag is None
+    late = _config(rate_schedule=[{"at": "7.5s", "up": five, "down": five}])  # window: 8.5-8.0 s
+    one = socket_figures(rs, late, 4, 1, 3.0)
+    assert one.steady_mbit is None and (one.flag.kind, one.flag.code) == ("incomplete", "steady_window_empty")
+    assert one.flag.text == ("flow 1 (cubic (20 ms)): no D_SS: no socket sample in its steady window, "
+                             "8.0-8.0 s (after the rate schedule's last step)")
 
 
 #: The server's samples of a tcp_bidirectional cell (srv.ss.log, as fl-ss-sample writes
