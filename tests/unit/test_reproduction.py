@@ -18,12 +18,14 @@ SCENARIOS = Path(__file__).parents[2] / "scenarios"
 SHIPPED = sorted(p.stem for p in REFERENCE_DIR.glob("*.yml"))
 
 
-def test_five_references_ship_and_their_scenarios_name_them():
-    assert SHIPPED == ["geni-exp-module", "geni-tcp-lab", "pantheon-1mbit", "s1-rttfair", "s6-rfc3168"]
+def test_six_references_ship_and_their_scenarios_name_them():
+    assert SHIPPED == ["geni-exp-module", "geni-tcp-lab", "pantheon-1mbit", "s1-rttfair", "s2-codel-rate-step",
+                       "s6-rfc3168"]
     for name in SHIPPED:
         assert load_scenario(SCENARIOS / f"{name}.yml").reference == name
     assert len(load_reference("s1-rttfair").rows) == 192  # the seed's fairness table, every row
     assert len(load_reference("s6-rfc3168").rows) == 24
+    assert len(load_reference("s2-codel-rate-step").rows) == 2  # all the numbers the report prints for it
 
 
 @pytest.mark.parametrize("name", SHIPPED)
