@@ -4,9 +4,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import REPO, log
 from .errors import FlError
+
+if TYPE_CHECKING:
+    from .testbed.vm import VmConfig
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,7 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     log.setup(getattr(args, "verbose", False))
     try:
-        return args.func(args)
+        rc: int = args.func(args)  # the subcommand's cmd_*
+        return rc
     except FlError as e:
         print(f"fl: error: {e}", file=sys.stderr)
         return 1
@@ -141,7 +146,7 @@ def _vm_options(p: argparse.ArgumentParser) -> None:
                    help="Ansible inventory of the testbed (and its fl_vm_* settings)")
 
 
-def _vm(args: argparse.Namespace):
+def _vm(args: argparse.Namespace) -> VmConfig | None:
     """The VM to use: --vm options, else fl_vm_* settings of the inventory; None for none."""
     from .testbed.inventory import vm_settings
     from .testbed.vm import vm_config

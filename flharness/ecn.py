@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3
 CODEPOINTS = {NOT_ECT: "Not-ECT", ECT1: "ECT(1)", ECT0: "ECT(0)", CE: "CE"}
@@ -29,36 +30,37 @@ CONTROL_FLAGS = 0x3F
 class Headers:
     """The fields the actions read and write, one array entry per packet."""
 
-    ecn: np.ndarray  # IP ECN field
-    flags: np.ndarray  # TCP flags (byte 13)
-    ae: np.ndarray  # TCP AE bit (byte 12, bit 0)
+    ecn: NDArray[np.uint8]  # IP ECN field
+    flags: NDArray[np.uint8]  # TCP flags (byte 13)
+    ae: NDArray[np.uint8]  # TCP AE bit (byte 12, bit 0)
 
     def copy(self) -> Headers:
         return self.take(slice(None))
 
-    def take(self, idx: np.ndarray | slice) -> Headers:
+    def take(self, idx: NDArray[np.intp] | NDArray[np.bool_] | slice) -> Headers:
         return Headers(self.ecn[idx].copy(), self.flags[idx].copy(), self.ae[idx].copy())
 
 
-def is_syn(h: Headers) -> np.ndarray:
-    return (h.flags & CONTROL_FLAGS) == SYN
+def is_syn(h: Headers) -> NDArray[np.bool_]:
+    syn: NDArray[np.bool_] = (h.flags & CONTROL_FLAGS) == SYN
+    return syn
 
 
 @dataclass(frozen=True)
 class Action:
     description: str
-    matches: Callable[[Headers], np.ndarray]  # which packets the action's rule matches
-    rewrite: Callable[[Headers, np.ndarray], None]  # what it does to the matched ones
+    matches: Callable[[Headers], NDArray[np.bool_]]  # which packets the action's rule matches
+    rewrite: Callable[[Headers, NDArray[np.bool_]], None]  # what it does to the matched ones
     header: str  # "ip" (the ECN field) or "tcp" (the SYN's flags)
 
 
-def _set_ecn(value: int) -> Callable[[Headers, np.ndarray], None]:
-    def rewrite(h: Headers, m: np.ndarray) -> None:
+def _set_ecn(value: int) -> Callable[[Headers, NDArray[np.bool_]], None]:
+    def rewrite(h: Headers, m: NDArray[np.bool_]) -> None:
         h.ecn[m] = value
     return rewrite
 
 
-def _strip(h: Headers, m: np.ndarray) -> None:
+def _strip(h: Headers, m: NDArray[np.bool_]) -> None:
     h.flags[m] &= ~(ECE | CWR) & 0xFF
     h.ae[m] = 0
 
@@ -77,7 +79,7 @@ ACTIONS: dict[str, Action] = {
 DESCRIPTIONS = {"none": "leave ECN alone"} | {name: a.description for name, a in ACTIONS.items()}
 
 
-def replay(actions: list[str], h: Headers) -> tuple[Headers, dict[str, np.ndarray]]:
+def replay(actions: list[str], h: Headers) -> tuple[Headers, dict[str, NDArray[np.bool_]]]:
     """The packets H after a flow's ACTIONS, in order (as the middlebox applies them), and
     which packets each action's rule matched."""
     out, matched = h.copy(), {}

@@ -41,6 +41,7 @@ def list_cells(paths: list[Path], label: str, only: list[str], results: Path, vm
     cells = {path: select(expand(scenario, path), only, require_match=len(paths) == 1) for path, scenario in scenarios}
     everything = [c for cs in cells.values() for c in cs]
     require_some(everything, only)
+    caps: Capabilities | None
     if vm is not None and inventory is not None:
         from .run.vm_probe import probe_in_vm
         caps = probe_in_vm(vm, inventory, probe_request(everything))

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import logging
 import lzma
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..results import files
 from ..results.cell_metrics import METRICS_VERSION, CellMetrics
@@ -22,7 +24,8 @@ from .metrics import Settings, analyse
 LOG = logging.getLogger(__name__)
 METRICS_FILE = "metrics.json"
 INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log", "udp.log", "teardown.log")
-OPENERS = {".xz": lzma.open, ".gz": gzip.open}  # compressed inputs, read whole to find damage
+#: compressed inputs, read whole to find damage
+OPENERS: dict[str, Callable[[Path, str], IO[Any] | io.BufferedIOBase]] = {".xz": lzma.open, ".gz": gzip.open}
 
 
 def fingerprint(cell_dir: Path, settings: Settings) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 #: pcap magic → (byte order of the record headers, timestamp fraction unit)
 _MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e-6), b"\xa1\xb2\xc3\xd4": (">", 1e-6),
@@ -28,23 +29,23 @@ _GLOBAL_HEADER, _RECORD_HEADER = 24, 16
 class Packets:
     """One capture's IPv4 TCP packets, in capture order (one array per field)."""
 
-    ts: np.ndarray  # float64, epoch seconds
-    src: np.ndarray  # uint32 IPv4 addresses
-    dst: np.ndarray
-    sport: np.ndarray  # uint32 (port numbers)
-    dport: np.ndarray
-    seq: np.ndarray  # int64, raw 32-bit sequence numbers
-    ack: np.ndarray
-    flags: np.ndarray  # uint8 TCP flags
-    ae: np.ndarray  # uint8 TCP AE bit (AccECN, RFC 9768: byte 12, bit 0)
-    payload: np.ndarray  # int64 TCP payload bytes (from the IP total length)
-    tos: np.ndarray  # uint8 (DSCP << 2 | ECN)
-    ipid: np.ndarray  # int64 IP identification
+    ts: NDArray[np.float64]  # epoch seconds
+    src: NDArray[np.uint32]  # IPv4 addresses
+    dst: NDArray[np.uint32]
+    sport: NDArray[np.uint32]  # port numbers
+    dport: NDArray[np.uint32]
+    seq: NDArray[np.int64]  # raw 32-bit sequence numbers
+    ack: NDArray[np.int64]
+    flags: NDArray[np.uint8]  # TCP flags
+    ae: NDArray[np.uint8]  # TCP AE bit (AccECN, RFC 9768: byte 12, bit 0)
+    payload: NDArray[np.int64]  # TCP payload bytes (from the IP total length)
+    tos: NDArray[np.uint8]  # DSCP << 2 | ECN
+    ipid: NDArray[np.int64]  # IP identification
 
     def __len__(self) -> int:
         return len(self.ts)
 
-    def take(self, idx: np.ndarray) -> Packets:
+    def take(self, idx: NDArray[np.intp] | NDArray[np.bool_]) -> Packets:
         return Packets(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
 
 
@@ -78,7 +79,7 @@ def _read(path: Path, size: int, mtime_ns: int) -> Packets:
     return _parse(np.frombuffer(buf, np.uint8), records, lengths, order, unit, *_LINK[link])
 
 
-def _records(buf: bytes, order: str) -> tuple[np.ndarray, np.ndarray]:
+def _records(buf: bytes, order: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Offsets of the record headers and the captured length of each packet."""
     length_at = struct.Struct(order + "I").unpack_from
     offsets, lengths = [], []
@@ -93,7 +94,7 @@ def _records(buf: bytes, order: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array(offsets, np.int64), np.array(lengths, np.int64)
 
 
-def _be(d: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
+def _be(d: NDArray[np.uint8], at: NDArray[np.int64], size: int) -> NDArray[np.int64]:
     """Big-endian unsigned integers of SIZE bytes at the offsets AT."""
     out = np.zeros(len(at), np.int64)
     for i in range(size):
@@ -101,18 +102,18 @@ def _be(d: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def _header_u32(d: np.ndarray, at: np.ndarray, order: str) -> np.ndarray:
+def _header_u32(d: NDArray[np.uint8], at: NDArray[np.int64], order: str) -> NDArray[np.int64]:
     return _be(d, at, 4) if order == ">" else _le32(d, at)
 
 
-def _le32(d: np.ndarray, at: np.ndarray) -> np.ndarray:
+def _le32(d: NDArray[np.uint8], at: NDArray[np.int64]) -> NDArray[np.int64]:
     out = np.zeros(len(at), np.int64)
     for i in reversed(range(4)):
         out = (out << 8) | d[at + i]
     return out
 
 
-def _parse(d: np.ndarray, records: np.ndarray, lengths: np.ndarray, order: str, unit: float,
+def _parse(d: NDArray[np.uint8], records: NDArray[np.int64], lengths: NDArray[np.int64], order: str, unit: float,
            link_len: int, ethertype_at: int | None) -> Packets:
     data = records + _RECORD_HEADER
     ok = lengths >= link_len + 40
@@ -137,14 +138,14 @@ def _parse(d: np.ndarray, records: np.ndarray, lengths: np.ndarray, order: str, 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
-def identity(pk: Packets, idx: np.ndarray | None = None) -> np.ndarray:
+def identity(pk: Packets, idx: NDArray[np.intp] | NDArray[np.bool_] | None = None) -> NDArray[np.uint64]:
     """One number per packet (at IDX, default all) that the same packet carries in every
     capture along its path: its source address and port, sequence and ACK numbers and IP
     id, hashed into 64 bits (ECN bits, flags and TTL, which the path may change, left out)."""
     sel = slice(None) if idx is None else idx
     with np.errstate(over="ignore"):
-        key = (pk.seq[sel].astype(np.uint64) | (pk.ipid[sel].astype(np.uint64) << np.uint64(32))
-               | (pk.sport[sel].astype(np.uint64) << np.uint64(48)))
+        key: NDArray[np.uint64] = (pk.seq[sel].astype(np.uint64) | (pk.ipid[sel].astype(np.uint64) << np.uint64(32))
+                                   | (pk.sport[sel].astype(np.uint64) << np.uint64(48)))
         key ^= pk.ack[sel].astype(np.uint64) * _MIX[0]
         key ^= pk.src[sel].astype(np.uint64) * _MIX[1]
     return key

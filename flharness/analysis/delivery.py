@@ -18,20 +18,21 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..results.cell_metrics import OneWayDelay
 from .capture import Packets
 from .pcap import Conn, unwrap
 
 
-def _acked(pk: Packets, conn: Conn) -> tuple[np.ndarray, np.ndarray, int]:
+def _acked(pk: Packets, conn: Conn) -> tuple[NDArray[np.float64], NDArray[np.int64], int]:
     """The receiver's cumulative ACK number over time: (capture times, bytes after its
     first ACK, never decreasing), and that first ACK's raw number."""
     base = int(pk.ack[conn.acks[0]])
     return pk.ts[conn.acks], np.maximum.accumulate(unwrap(pk.ack[conn.acks], base)), base
 
 
-def delivered_bytes(pk: Packets, conn: Conn, edges: np.ndarray) -> np.ndarray | None:
+def delivered_bytes(pk: Packets, conn: Conn, edges: NDArray[np.float64]) -> NDArray[np.int64] | None:
     """Bytes that first reached the receiver in each interval between EDGES (epoch s,
     increasing): the growth of what it holds (received_by). None when the capture holds
     no ACK of the connection."""
@@ -40,7 +41,7 @@ def delivered_bytes(pk: Packets, conn: Conn, edges: np.ndarray) -> np.ndarray | 
     return np.diff(received_by(pk, conn, edges))
 
 
-def received_by(pk: Packets, conn: Conn, edges: np.ndarray) -> np.ndarray:
+def received_by(pk: Packets, conn: Conn, edges: NDArray[np.float64]) -> NDArray[np.int64]:
     """Per edge, the payload bytes the receiver holds (its capture, PK, CONN): those its
     cumulative ACK passed by then, and the segments that had arrived above it."""
     ack_ts, acked, base = _acked(pk, conn)
@@ -53,8 +54,8 @@ def received_by(pk: Packets, conn: Conn, edges: np.ndarray) -> np.ndarray:
 _EDGE_SPAN = 2**42
 
 
-def _held_above(pk: Packets, sent: np.ndarray, ack_ts: np.ndarray, acked: np.ndarray, base: int,
-                edges: np.ndarray, at_edge: np.ndarray) -> np.ndarray:
+def _held_above(pk: Packets, sent: NDArray[np.intp], ack_ts: NDArray[np.float64], acked: NDArray[np.int64], base: int,
+                edges: NDArray[np.float64], at_edge: NDArray[np.int64]) -> NDArray[np.int64]:
     """Per edge, the bytes above the cumulative ACK (AT_EDGE) of the segments that had
     arrived by it: the union of those arrived before the edge and acknowledged after."""
     held = np.zeros(len(edges), dtype=np.int64)
@@ -91,7 +92,7 @@ def received_mbit(pk: Packets, conn: Conn, t_from: float, t_to: float) -> float 
     return None if got is None else float(got[0]) * 8 / (t_to - t_from) / 1e6
 
 
-def peak_mbit(per_flow: list[np.ndarray], edges: np.ndarray) -> float | None:
+def peak_mbit(per_flow: list[NDArray[np.int64]], edges: NDArray[np.float64]) -> float | None:
     """The highest aggregate goodput (Mbit/s) in one interval between EDGES, given each
     flow's bytes delivered in each interval (delivered_bytes)."""
     if not per_flow or len(edges) < 2:
@@ -108,7 +109,7 @@ def one_way(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn,
 
 
 def one_way_samples(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Conn, t_from: float, t_to: float,
-                    ) -> tuple[OneWayDelay | None, np.ndarray, np.ndarray]:
+                    ) -> tuple[OneWayDelay | None, NDArray[np.float64], NDArray[np.float64]]:
     """The one-way delay figures of the data segments the sender sent in [T_FROM, T_TO],
     and every matched segment's departure (epoch s, increasing) and delay (ms). Loss two
     ways: the segments that never arrived, those sent after the last that did left out
@@ -136,6 +137,6 @@ def one_way_samples(sender: Packets, s_conn: Conn, receiver: Packets, r_conn: Co
             departed[order], delays[order])
 
 
-def _keys(pk: Packets, idx: np.ndarray, base: int) -> np.ndarray:
+def _keys(pk: Packets, idx: NDArray[np.intp], base: int) -> NDArray[np.int64]:
     """One number per segment: its sequence number (bytes after BASE) and IP id."""
     return (unwrap(pk.seq[idx], base) << 16) | pk.ipid[idx]

@@ -18,7 +18,8 @@ _AGGREGATES = (" sum", " avg", " fairness", " totals")
 
 def load(path: Path) -> dict[str, Any]:
     """The file as Flent's loader reads it: metadata, x_values, results, raw_values."""
-    return flentlib.load(path).serialise()
+    data: dict[str, Any] = flentlib.load(path).serialise()
+    return data
 
 
 def is_flow_series(name: str) -> bool:
@@ -54,7 +55,8 @@ def delivered_mbit(raw: list[dict[str, Any]], origin: float, start: float, end: 
     spans = [(s["t"] - origin - s["dur"], s["t"] - origin, s["val"]) for s in raw if "dur" in s and "val" in s]
     if not spans or end <= start:
         return None
-    return sum(v * max(0.0, min(b, end) - max(a, start)) for a, b, v in spans) / (end - start)
+    mean: float = sum(v * max(0.0, min(b, end) - max(a, start)) for a, b, v in spans) / (end - start)
+    return mean
 
 
 def first_data_s(raw: list[dict[str, Any]], origin: float) -> float | None:

@@ -10,12 +10,12 @@ FLENT_PATHS = ("/usr/share/flent",)  # Debian installs the flent package here
 
 def resultset_module() -> Any:
     try:
-        from flent import resultset  # type: ignore[import-not-found]
+        from flent import resultset
     except ImportError:
         for p in FLENT_PATHS:
             if Path(p, "flent").is_dir() and p not in sys.path:
                 sys.path.append(p)
-        from flent import resultset  # type: ignore[import-not-found]
+        from flent import resultset
     return resultset
 
 

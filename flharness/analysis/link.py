@@ -6,23 +6,29 @@ MTU, TCP timestamps): a link of rate R delivers at most R × 1448/1514 of payloa
 """
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
+from numpy.typing import NDArray
 
 from ..frames import PAYLOAD_SHARE
 from ..results.cell_metrics import Capacity
-from ..results.cell_record import CellConfig, Direction
+from ..results.cell_record import CellConfig, Direction, StepConfig
+
+#: A rate: one number, or one per time.
+Rates = TypeVar("Rates", float, NDArray[np.float64])
 
 
-def payload_capacity_bps(rate_bps: float) -> float:
+def payload_capacity_bps(rate_bps: Rates) -> Rates:
     """The most TCP payload a link of RATE_BPS (Ethernet frames) can carry."""
     return rate_bps * PAYLOAD_SHARE
 
 
-def _steps(config: CellConfig) -> list:
+def _steps(config: CellConfig) -> list[StepConfig]:
     return sorted(config.rate_schedule or [], key=lambda s: s.at_s)
 
 
-def rate_at(t: np.ndarray, config: CellConfig, direction: Direction) -> np.ndarray:
+def rate_at(t: NDArray[np.float64], config: CellConfig, direction: Direction) -> NDArray[np.float64]:
     """The link rate of DIRECTION in force at each time T (Flent's axis): the cell's
     rate, then each step of its rate schedule."""
     t = np.asarray(t, dtype=float)
@@ -32,7 +38,8 @@ def rate_at(t: np.ndarray, config: CellConfig, direction: Direction) -> np.ndarr
     return out
 
 
-def highest_rate(t_from: np.ndarray, t_to: np.ndarray, config: CellConfig, direction: Direction) -> np.ndarray:
+def highest_rate(t_from: NDArray[np.float64], t_to: NDArray[np.float64], config: CellConfig,
+                 direction: Direction) -> NDArray[np.float64]:
     """The highest link rate in force at any time in [T_FROM, T_TO] (element-wise)."""
     t_from, t_to = np.asarray(t_from, dtype=float), np.asarray(t_to, dtype=float)
     out = np.maximum(rate_at(t_from, config, direction), rate_at(t_to, config, direction))

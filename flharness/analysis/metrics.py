@@ -29,9 +29,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..frames import FRAME_BYTES
 from ..results.cell_metrics import (
@@ -53,11 +54,13 @@ from ..results.cell_series import CellSeries, FlowSeries
 from ..results.flags import Flag, FlagCode, calibration_flag
 from ..units import Rate
 from . import delivery, flentlib, pcap, qdisc_stats, queue, ss_samples
+from .capture import Packets
 from .flent_data import delivered_mbit, first_data_s
 from .flows import FlowInfo, declared_flows, match_connections
 from .ipsec_stats import ipsec_end
 from .link import capacity, highest_rate, payload_capacity_bps, rate_at
 from .rtt_spike import rtt_spike
+from .ss_samples import Sample
 from .teardown_log import host_sections
 from .udp_flow import udp_flow
 
@@ -69,11 +72,14 @@ RATE_SAMPLE_SPAN = 1.0  # s: a delivery-rate sample is judged against the highes
 STEADY_METRICS = ("dss_mbit", "jain", "ratio")
 GOODPUT_METRICS = ("goodput_mbit", "goodput_total_mbit", "utilisation")
 SIDES: dict[Direction, tuple[str, str]] = {"up": ("cli", "srv"), "down": ("srv", "cli")}  # (sender, receiver)
+DIRECTIONS: tuple[Direction, Direction] = ("up", "down")
 PEAK_INTERVAL = 1.0  # seconds: the aggregate goodput's peak is the best such interval
 SHOULD_FILL = 0.90  # bulk flows that never reach this share of the capacity: flagged
 STANDING_QUEUE_PKTS = 10  # a mean backlog this deep while the link is unfilled: the shaper was short
 GOODPUT_INTERVAL = 0.1  # s: the goodput series' interval (series.npz, the box plots), at least
 GOODPUT_FRAMES = 20  # full-size frames at the link's rate
+#: A host's ss samples: its connections' (ss_samples.py).
+SsSamples = dict[pcap.Key, list[Sample]]
 BULK_TEST_RE = re.compile(r"^tcp_(\d+|n)?(up|down)$|^tcp_bidirectional$")
 
 
@@ -120,7 +126,7 @@ class Captured:
     source: str | None = None
     owd: OneWayDelay | None = None
     series: FlowSeries | None = None
-    delivered: np.ndarray | None = None  # bytes per peak interval (for the aggregate's peak)
+    delivered: NDArray[np.int64] | None = None  # bytes per peak interval (for the aggregate's peak)
 
 
 @dataclass
@@ -160,7 +166,7 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: Cell
         _fill_series(series, test, captured)
     peaks = peak_mbit(captured, test, edges)
     capacities = {d: capacity(test.config, d, test.lead + min(f.start_s for f in flows if f.direction == d), test.end)
-                  for d in ("up", "down") if any(f.direction == d for f in flows)}
+                  for d in DIRECTIONS if any(f.direction == d for f in flows)}
     queues = _queues(cell_dir, test.config, rs.t0, (test.all_run, test.end), {f.direction for f in test.flows})
     utilisation = _utilisation(flows, capacities, test.lead, length)
     jain, ratio = _fairness(flows)
@@ -220,10 +226,11 @@ def _ipsec(cell_dir: Path, config: CellConfig) -> dict[str, IpsecEnd]:
 def _qdisc_totals(cell_dir: Path) -> dict[Direction, QdiscTotals]:
     teardown = cell_dir / "teardown.log"
     mid = host_sections(teardown.read_text(errors="replace")).get("mid", "") if teardown.is_file() else ""
-    return {d: QdiscTotals.model_validate(q) for d, q in qdisc_stats.bottleneck_totals(mid, cell_dir / queue.QUEUE_LOG).items()}
+    totals = qdisc_stats.bottleneck_totals(mid, cell_dir / queue.QUEUE_LOG)  # keyed 'up', 'down' (the sampler's header)
+    return {cast(Direction, d): QdiscTotals.model_validate(q) for d, q in totals.items()}
 
 
-def _socket_series(rs: Any, f: FlowInfo, key: pcap.Key | None, ss: dict[str, dict]) -> tuple[
+def _socket_series(rs: Any, f: FlowInfo, key: pcap.Key | None, ss: dict[str, SsSamples]) -> tuple[
         str | None, list[tuple[float, float]], list[tuple[float, float]]]:
     """The sending socket's samples of a flow on Flent's axis: (where they come from,
     [(t, delivery rate Mbit/s)], [(t, RTT ms)]). Flent's own where it has delivery rates
@@ -240,13 +247,13 @@ def _socket_series(rs: Any, f: FlowInfo, key: pcap.Key | None, ss: dict[str, dic
             [(t - rs.t0, v) for t, _, v in samples if v])
 
 
-def _ss_samples(cell_dir: Path) -> dict[str, dict]:
+def _ss_samples(cell_dir: Path) -> dict[str, SsSamples]:
     """Host → its ss sampler's samples per connection."""
     return {host: ss_samples.samples(log) for host in ("cli", "srv") if (log := cell_dir / f"{host}.ss.log").is_file()}
 
 
 def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: float,
-                   ss: dict[str, dict] | None = None) -> Sampled:
+                   ss: dict[str, SsSamples] | None = None) -> Sampled:
     """From a flow's sending socket's samples: D_SS over WINDOW without the samples above
     the link's rate, and the TCP RTT while it runs; a D_SS still above the link's payload
     capacity over its samples is a measurement error (SS: the hosts' samples, read from
@@ -314,13 +321,13 @@ def _stats(values: list[float]) -> Percentiles | None:
     return Percentiles(median=float(p50), p95=float(p95), p99=float(p99), n=len(values))
 
 
-def captures(test: Recorded, edges: np.ndarray) -> tuple[dict[int, Captured], dict[int, pcap.Key]]:
+def captures(test: Recorded, edges: NDArray[np.float64]) -> tuple[dict[int, Captured], dict[int, pcap.Key]]:
     """From the two captures, per flow found in them: its packets sent and received,
     goodput at the receiver, one-way delay and loss, its per-packet delays and goodput
     per interval, and the bytes it delivered between EDGES (epoch s, for the peak); and
     each flow's connection (flow index → its key in the sender's capture)."""
     assert test.record.endpoints is not None
-    loaded: dict[str, tuple] = {}
+    loaded: dict[str, tuple[Packets, dict[pcap.Key, pcap.Conn]]] = {}
     out: dict[int, Captured] = {}
     keys: dict[int, pcap.Key] = {}
     owd_why = _no_owd_reason(test.record)
@@ -353,13 +360,13 @@ def captures(test: Recorded, edges: np.ndarray) -> tuple[dict[int, Captured], di
     return out, keys
 
 
-def peak_mbit(captured: dict[int, Captured], test: Recorded, edges: np.ndarray) -> dict[Direction, float]:
+def peak_mbit(captured: dict[int, Captured], test: Recorded, edges: NDArray[np.float64]) -> dict[Direction, float]:
     """Per direction, the aggregate goodput's best interval between EDGES."""
-    by_direction: dict[Direction, list[np.ndarray]] = {}
+    by_direction: dict[Direction, list[NDArray[np.int64]]] = {}
     for f in test.flows:
         if (c := captured.get(f.index)) is not None and c.delivered is not None:
             by_direction.setdefault(f.direction, []).append(c.delivered)
-    return {d: peak for d in ("up", "down") if d in by_direction
+    return {d: peak for d in DIRECTIONS if d in by_direction
             and (peak := delivery.peak_mbit(by_direction[d], edges)) is not None}
 
 
@@ -380,7 +387,7 @@ def goodput_interval(rate_bps: float) -> float:
 
 
 def _flow_series(r_pk: Any, got: pcap.Conn, window: tuple[float, float], interval: float, t0: float,
-                 departed: np.ndarray, delays: np.ndarray) -> FlowSeries:
+                 departed: NDArray[np.float64], delays: NDArray[np.float64]) -> FlowSeries:
     """A flow's per-packet delays and its goodput per INTERVAL over WINDOW (epoch s), on Flent's axis."""
     edges = np.arange(window[0], window[1] - interval / 2, interval)
     edges = np.append(edges, window[1]) if len(edges) else np.array(window)

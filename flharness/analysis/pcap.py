@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .capture import Packets, read
 
@@ -29,11 +30,11 @@ class Conn:
     data: int  # data segments
     retrans: int
     ecn: dict[str, int]
-    sent: np.ndarray  # indices of the data segments (sender → receiver)
-    acks: np.ndarray  # indices of the packets from the receiver
+    sent: NDArray[np.intp]  # indices of the data segments (sender → receiver)
+    acks: NDArray[np.intp]  # indices of the packets from the receiver
 
 
-def unwrap(raw: np.ndarray, base: int) -> np.ndarray:
+def unwrap(raw: NDArray[np.int64], base: int) -> NDArray[np.int64]:
     """32-bit sequence (or ACK) numbers as bytes after BASE, across wrap-arounds."""
     if not len(raw):
         return raw.astype(np.int64)
@@ -57,7 +58,7 @@ def connections(pk: Packets) -> dict[Key, Conn]:
     return out
 
 
-def _conn(pk: Packets, idx: np.ndarray, from_lo: np.ndarray) -> tuple[Key, Conn] | None:
+def _conn(pk: Packets, idx: NDArray[np.intp], from_lo: NDArray[np.bool_]) -> tuple[Key, Conn] | None:
     has_data = pk.payload[idx] > 0
     forward = int(np.count_nonzero(has_data & from_lo)) >= int(np.count_nonzero(has_data & ~from_lo))
     by_sender = from_lo if forward else ~from_lo

@@ -11,11 +11,13 @@ time report it too (dualpi2: delay-c, delay-l; cake: its tins' average delay).""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..results.cell_metrics import QueueSummary, Spread
 from ..results.cell_record import CellConfig, Direction
@@ -37,12 +39,12 @@ class QueueSeries:
     """One port's bottleneck qdisc, sample by sample (t in epoch seconds; drops and
     marks are the qdisc's cumulative counters)."""
     kind: str
-    t: np.ndarray
-    backlog_bytes: np.ndarray
-    backlog_pkts: np.ndarray
-    drops: np.ndarray
-    marks: np.ndarray
-    own: dict[str, np.ndarray] = field(default_factory=dict)  # OWN_DELAYS (ms), DUALPI2_COUNTERS
+    t: NDArray[np.float64]
+    backlog_bytes: NDArray[np.float64]
+    backlog_pkts: NDArray[np.float64]
+    drops: NDArray[np.float64]
+    marks: NDArray[np.float64]
+    own: dict[str, NDArray[np.float64]] = field(default_factory=dict)  # OWN_DELAYS (ms), DUALPI2_COUNTERS
 
 
 def load(path: Path) -> dict[str, QueueSeries]:
@@ -82,7 +84,7 @@ def bottleneck(qdiscs: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def _series(rows: list[dict[str, Any]]) -> QueueSeries:
-    def col(get) -> np.ndarray:
+    def col(get: Callable[..., Any]) -> NDArray[np.float64]:  # GET(row); a lambda may bind its key as a default
         return np.array([get(r) for r in rows], dtype=float)
     own = {name: col(lambda r, k=key: r.get(k, np.nan)) / 1e3 for name, key in OWN_DELAYS.items()
            if any(key in r for r in rows)}
@@ -102,7 +104,7 @@ def _marks(r: dict[str, Any]) -> int:
     return sum(r.get(k, 0) for k in MARK_KEYS)
 
 
-def drain_ms(q: QueueSeries, t0: float, config: CellConfig, direction: Direction) -> np.ndarray:
+def drain_ms(q: QueueSeries, t0: float, config: CellConfig, direction: Direction) -> NDArray[np.float64]:
     """Each sample's backlog as the time the link takes to send it (T0: Flent's origin)."""
     return q.backlog_bytes * 8 / rate_at(q.t - t0, config, direction) * 1e3
 
@@ -130,7 +132,7 @@ def summary(q: QueueSeries, t0: float, window: tuple[float, float], config: Cell
         drops=int(q.drops[last] - q.drops[first]), marks=int(q.marks[last] - q.marks[first]), **own)
 
 
-def _stats(values: np.ndarray) -> Spread | None:
+def _stats(values: NDArray[np.float64]) -> Spread | None:
     values = values[~np.isnan(values)]
     if not len(values):
         return None

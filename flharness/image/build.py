@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -73,7 +74,7 @@ class Build:
         self.debs: dict[str, str] = {}  # a kernel given as .deb files: file name → sha256
 
     @contextmanager
-    def step(self, what: str):
+    def step(self, what: str) -> Iterator[None]:
         self.stage += 1
         t0 = time.time()
         LOG.info("image %s: [%d/%d] %s …", self.image.name, self.stage, STAGES, what)
@@ -109,6 +110,7 @@ class Build:
 
     def _kernel(self) -> KernelPackages:
         k = self.image.recipe.kernel
+        assert k.package is not None  # a kernel without debs names its package (Kernel)
         kernel = resolve_kernel(self.build_root, k.package, k.version, k.suite, self.log)
         LOG.info("image %s:   %s %s (release %s)", self.image.name, kernel.packages[0], kernel.version, kernel.release)
         wanted = []
@@ -288,7 +290,7 @@ def supports(config: Path, extra: list[str]) -> dict[str, list[str]]:
 # --- the command ------------------------------------------------------------------------------
 
 @contextmanager
-def _locked(name: str):
+def _locked(name: str) -> Iterator[None]:
     lock = cache_root() / f".{name}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with lock.open("w") as f:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
@@ -18,8 +19,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, mod
 
 from .. import REPO
 from ..errors import FlError, ScenarioError
-from ..scenario.load import SUFFIXES, _key_path, _message, read_yaml
+from ..scenario.load import SUFFIXES, _key_path, _message
 from ..scenario.values import check_name
+from ..scenario.yaml_file import read_yaml
 
 RECIPE_DIR = REPO / "images"
 
@@ -43,7 +45,7 @@ BOOT_SYSCTL_RE = re.compile(r"^(net|kernel|vm)(\.[A-Za-z0-9_-]+)+$")
 BOOT_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}$")
 
 
-def _match(pattern: re.Pattern[str], what: str):
+def _match(pattern: re.Pattern[str], what: str) -> AfterValidator:
     def check(value: str) -> str:
         if not pattern.match(value):
             raise ValueError(f"{value!r} is not a {what}")
@@ -251,7 +253,7 @@ def load_recipe(name: str, base: Path = RECIPE_DIR) -> ImageRecipe:
     return ImageRecipe(name=image_name, path=path, recipe=recipe, digest=_digest(path, recipe))
 
 
-def _recipe_message(err: dict[str, Any]) -> str:
+def _recipe_message(err: Mapping[str, Any]) -> str:
     if err["type"] == "extra_forbidden":
         return f"unknown key {err['loc'][-1]!r}"
     return _message(err)

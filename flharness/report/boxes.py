@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from numpy.typing import NDArray
 
 from ..results.cell_series import SERIES_FILE, read_series
 from .collect import CellResult
@@ -25,10 +26,10 @@ def box_key(cells: list[CellResult], capacity: float) -> list[Any]:
     return [sorted((c.name, c.metrics.key if c.metrics else "") for c in cells), capacity]
 
 
-def samples(cells: list[CellResult]) -> tuple[dict[str, list[tuple[str, np.ndarray]]], float]:
+def samples(cells: list[CellResult]) -> tuple[dict[str, list[tuple[str, NDArray[np.float64]]]], float]:
     """Scheme ('cc, qdisc') → per flow (its label, its goodput per interval over every
     repetition), flows in fl's order; and the intervals' width (s)."""
-    pooled: dict[str, dict[int, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
+    pooled: dict[str, dict[int, list[NDArray[np.float64]]]] = defaultdict(lambda: defaultdict(list))
     labels: dict[tuple[str, int], str] = {}
     interval = 0.0
     for c in cells:
@@ -45,12 +46,12 @@ def samples(cells: list[CellResult]) -> tuple[dict[str, list[tuple[str, np.ndarr
             for scheme, flows in sorted(pooled.items())}, interval
 
 
-def draw(data: dict[str, list[tuple[str, np.ndarray]]], capacity: float, interval: float, heading: str,
+def draw(data: dict[str, list[tuple[str, NDArray[np.float64]]]], capacity: float, interval: float, heading: str,
          path: Path) -> None:
     figure(data, capacity, interval, heading).savefig(path)
 
 
-def figure(data: dict[str, list[tuple[str, np.ndarray]]], capacity: float, interval: float, heading: str) -> Figure:
+def figure(data: dict[str, list[tuple[str, NDArray[np.float64]]]], capacity: float, interval: float, heading: str) -> Figure:
     """DATA: scheme → per flow (label, goodput samples): one horizontal box per flow, named
     by its scheme and flow, coloured by the flow's position; the capacity a dashed line."""
     names, values, colours = [], [], []

@@ -40,8 +40,9 @@ def is_current(path: Path, data: Any) -> bool:
     return path.is_file() and stamp.is_file() and stamp.read_text() == key
 
 
-def draw_if_changed(path: Path, data: Any, draw: Callable[[Path], None]) -> bool:
-    """Draw PATH unless it exists and was drawn from the same DATA (a .key file beside it)."""
+def draw_if_changed(path: Path, data: Any, draw: Callable[..., None]) -> bool:
+    """Draw PATH unless it exists and was drawn from the same DATA (a .key file beside it).
+    DRAW is called with PATH (callers' lambdas bind loop variables as defaults)."""
     if is_current(path, data):
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -56,7 +57,7 @@ def scenario_charts(s: ScenarioResult, out_dir: Path) -> list[dict[str, str]]:
     charts = []
     cells = [c for c in s.cells if c.valid]
     facets = [a for a in s.swept if a not in FACET_SKIP]
-    groups: dict[tuple, list[CellResult]] = defaultdict(list)
+    groups: dict[tuple[str | None, ...], list[CellResult]] = defaultdict(list)
     for c in cells:
         groups[tuple(c.label(a) for a in facets)].append(c)
     for key, group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
@@ -91,7 +92,7 @@ def _delay_charts(s: ScenarioResult, cells: list[CellResult], out_dir: Path) -> 
     condition has one CC, its qdiscs."""
     scheme = _scheme_axis(s, cells)
     conditions = [a for a in s.swept if a not in (scheme, "repetition")]
-    groups: dict[tuple, list[CellResult]] = defaultdict(list)
+    groups: dict[tuple[str | None, ...], list[CellResult]] = defaultdict(list)
     for c in cells:
         groups[tuple(c.label(a) for a in conditions)].append(c)
     charts = []
@@ -124,7 +125,7 @@ def _scheme_axis(s: ScenarioResult, cells: list[CellResult]) -> str:
     if "qdisc" not in s.swept:
         return "cc"
     conditions = [a for a in s.swept if a not in ("cc", "repetition")]
-    ccs: dict[tuple, set] = defaultdict(set)
+    ccs: dict[tuple[str | None, ...], set[str | None]] = defaultdict(set)
     for c in cells:
         ccs[tuple(c.label(a) for a in conditions)].add(c.label("cc"))
     return "cc" if any(len(v) > 1 for v in ccs.values()) else "qdisc"

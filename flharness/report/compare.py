@@ -85,6 +85,7 @@ def compare_sides(sides: list[Side], matching: Matching) -> Comparison:
     out = Comparison(sides, matching, [row for k in matched for row in _rows(k, [(s.groups or {}).get(k, []) for s in sides])],
                      matched, [(k, [s.name for s in sides if k in (s.groups or {})]) for k in keys if k not in matched])
     for side in others:
+        assert side.groups is not None  # as every side's, above
         pairs = [(base.groups[k], side.groups[k]) for k in matched if k in (side.groups or {})]
         _coordinate_changes(out, side.name, pairs, matching)
         out.config += [(side.name, k, va, vb, n) for k, va, vb, n in config_differences(pairs)]
@@ -111,7 +112,8 @@ def _coordinate_changes(out: Comparison, side: str, pairs: list[tuple[list[CellR
     out.compared[side] = []
     for axis, changes in by_axis.items():
         if len(changes) == len(pairs):
-            out.compared[side].append((axis, *("/".join(dict.fromkeys(v[i] for v in changes)) for i in (0, 1))))
+            va, vb = ("/".join(dict.fromkeys(v[i] for v in changes)) for i in (0, 1))
+            out.compared[side].append((axis, va, vb))
         else:
             out.coordinates += [(side, axis, va, vb, n) for (va, vb), n in Counter(changes).items()]
 

@@ -13,7 +13,7 @@ from . import compare_chart
 from .charts import draw_if_changed
 from .compare import Comparison, Row, compared_text
 from .index import environment, to_html
-from .measures import MEASURES
+from .measures import MEASURES, Measure
 from .stats import LEVEL
 
 #: The metrics drawn as charts (every metric is in the tables).
@@ -72,7 +72,7 @@ def _context(cmp: Comparison, charts: dict[str, list[dict[str, str]]]) -> dict[s
 
 def margins() -> str:
     """Each metric's practical margin, as the page states it."""
-    def one(m) -> str:
+    def one(m: Measure) -> str:
         share = f"{100 * m.margin:g} % of the baseline" if m.margin else ""
         floor = f"{m.floor:g}{' ' + m.unit if m.unit else ''}"
         return f"{m.title}: " + (f"{share}, at least {floor}" if share else floor)

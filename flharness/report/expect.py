@@ -81,7 +81,7 @@ def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
     if not got or None in got:
         return verdict(False, f"{e.metric}: no value")
     passed = all(OPERATORS[e.op](v, limit) for v in got)  # type: ignore[arg-type]
-    shown = ", ".join(f"{v:.4g}" for v in got)  # type: ignore[str-format]
+    shown = ", ".join(f"{v:.4g}" for v in got)
     return verdict(passed, f"{e.metric} = {shown}, expected {e.op} {limit:.4g}" + (f" ({e.bound})" if e.bound != f"{limit:g}" else ""))
 
 

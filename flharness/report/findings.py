@@ -83,5 +83,5 @@ def key_result(key: KeyNumber, s: ScenarioResult) -> KeyResult:
     m = measure(key.metric)
     got = [values(m, c.metrics) for c in cells if c.metrics is not None]
     width = max((len(v) for v in got), default=1)
-    means = [fmean(xs) if (xs := [v[i] for v in got if i < len(v) and v[i] is not None]) else None for i in range(width)]
+    means = [fmean(xs) if (xs := [x for v in got if i < len(v) and (x := v[i]) is not None]) else None for i in range(width)]
     return KeyResult(key, means, [c.name for c in cells])

@@ -8,9 +8,11 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from numpy.typing import NDArray
 
 from ..results.cell_series import SERIES_FILE, FlowSeries, read_series
 from .charts import draw_if_changed, is_current
@@ -24,7 +26,7 @@ def owd_plot_path(cell: CellResult) -> Path:
     return cell.dir / f"{cell.name}_owd.svg"
 
 
-def cdf(delays: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def cdf(delays: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The empirical CDF of DELAYS: every value in order, and the share of values up to it."""
     x = np.sort(np.asarray(delays, dtype=float))
     return x, np.arange(1, len(x) + 1) / max(len(x), 1)
@@ -48,7 +50,7 @@ def draw_owd_plots(scenarios: list[ScenarioResult], workers: int | None = None) 
     return {"drawn": len(todo), "current": len(jobs) - len(todo)}
 
 
-def _draw_one(cell_dir: Path, out: Path, key: list) -> None:
+def _draw_one(cell_dir: Path, out: Path, key: list[Any]) -> None:
     _, labels, seconds, heading = key
     draw_if_changed(out, key, lambda p: draw(read_series(cell_dir / SERIES_FILE).flows, labels, seconds, heading, p))
 

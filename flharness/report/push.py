@@ -97,4 +97,5 @@ def _get(url: str, head: bool = False) -> bytes:
     with urllib.request.urlopen(req, timeout=30) as r:
         if r.status != 200:
             raise urllib.error.URLError(f"HTTP {r.status}")
-        return r.read()
+        body: bytes = r.read()
+        return body

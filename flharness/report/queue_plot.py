@@ -29,7 +29,7 @@ def draw_queue_plots(scenarios: list[ScenarioResult]) -> dict[str, int]:
         for c in s.cells:
             log = c.dir / queue.QUEUE_LOG
             directions = sorted(c.metrics.queue) if c.metrics else []
-            if not directions or not log.is_file() or c.metrics.t0 is None:
+            if c.metrics is None or not directions or not log.is_file() or c.metrics.t0 is None:
                 continue
             key = [log.stat().st_size, log.stat().st_mtime_ns, c.metrics.t0, seconds,
                    c.record.config.model_dump(mode="json"), title(c)]
@@ -40,6 +40,7 @@ def draw_queue_plots(scenarios: list[ScenarioResult]) -> dict[str, int]:
 
 def _draw(cell: CellResult, directions: list[Direction], seconds: float, out: Path) -> None:
     series = queue.load(cell.dir / queue.QUEUE_LOG)
+    assert cell.metrics is not None and cell.metrics.t0 is not None  # draw_queue_plots draws only such cells
     t0 = cell.metrics.t0
     fig = Figure(figsize=(8, 2.6 * len(directions) + 0.6), layout="constrained")
     axes = fig.subplots(len(directions), 2, squeeze=False, sharex=True)

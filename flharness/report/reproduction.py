@@ -63,7 +63,7 @@ def _row(s: ScenarioResult, ref: Reference, row: Row) -> list[Line]:
     for name, (published, source) in row.published().items():
         m = measure(name)
         runs = [values(m, c.metrics) for c in valid if c.metrics]
-        got = [fmean(col) if None not in col else None for col in zip(*runs)]  # type: ignore[arg-type]
+        got = [fmean(col) if None not in col else None for col in zip(*runs)]
         if row.order == "any":
             published, got = sorted(published, reverse=True), sorted(got, key=lambda v: -(v or 0))
         for i, pub in enumerate(published):

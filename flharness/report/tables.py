@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +29,11 @@ class Stat:
         return s if self.ci is None else f"{s} ± {self.ci:.{digits}f}"
 
 
-def stat(values: list[float]) -> Stat | None:
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    if not values:
+def stat(values: Sequence[float | None]) -> Stat | None:
+    known = [v for v in values if v is not None and not math.isnan(v)]
+    if not known:
         return None
-    return Stat(statistics.fmean(values), t_half_width(values), len(values))
+    return Stat(statistics.fmean(known), t_half_width(known), len(known))
 
 
 def _groups(cells: list[CellResult], key: Callable[[CellResult], Any]) -> dict[Any, list[CellResult]]:
@@ -135,8 +135,8 @@ def _per_run(runs: list[list[FlowMetrics]]) -> dict[str, Stat | None]:
         return 100 * sum(o.loss * o.sent for o in owd) / sum(o.sent for o in owd) if owd else None
 
     def pantheon_loss(flows: list[FlowMetrics]) -> float | None:
-        owd = [f.owd_ms for f in flows if f.owd_ms and f.owd_ms.sent and f.owd_ms.loss_by_end is not None]
-        return 100 * sum(o.loss_by_end * o.sent for o in owd) / sum(o.sent for o in owd) if owd else None
+        owd = [(o.loss_by_end, o.sent) for f in flows if (o := f.owd_ms) and o.sent and o.loss_by_end is not None]
+        return 100 * sum(loss * sent for loss, sent in owd) / sum(sent for _, sent in owd) if owd else None
 
     return {"throughput": each(lambda fs: sum(f.mean_mbit or 0 for f in fs)),
             "owd_p95": each(lambda fs: mean([f.owd_ms.p95 for f in fs if f.owd_ms and f.owd_ms.p95 is not None])),
@@ -155,7 +155,7 @@ def udp_table(s: ScenarioResult) -> dict[str, Any] | None:
     axes = varying or ["qdisc"]  # the axes that tell these cells apart
     rows = []
     for group in _groups(cells, _without_repetition).values():
-        udp = [_metrics(g).udp for g in group]
+        udp = [u for g in group if (u := _metrics(g).udp) is not None]  # every cell here has one
         rows.append({"axes": [group[0].label(a) or "" for a in axes], "declared": udp[0].declared_mbit,
                      "sent": stat([u.sent_mbit for u in udp]), "received": stat([u.received_mbit for u in udp]),
                      "loss": stat([u.loss_pct for u in udp]), "jitter": stat([u.jitter_ms for u in udp]),

@@ -19,6 +19,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Polygon
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from numpy.typing import NDArray
 
 MARKERS = "os^Dv<>ph*"
 ELLIPSE_RUNS = 3  # fewer runs draw no ellipse
@@ -70,7 +71,7 @@ def draw(data: dict[str, Any], title: str, path: Path) -> None:
     plt.close(fig)
 
 
-def _log_mean(xs: np.ndarray) -> float:
+def _log_mean(xs: NDArray[np.float64]) -> float:
     """The mean on the chart's axis: geometric for positive delays."""
     return float(2 ** np.log2(xs).mean()) if np.all(xs > 0) else float(xs.mean())
 
@@ -90,7 +91,7 @@ def _delay_axis(ax: Any, delays: list[float]) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def _ellipse(xs: np.ndarray, ys: np.ndarray, colour: Any) -> Polygon:
+def _ellipse(xs: NDArray[np.float64], ys: NDArray[np.float64], colour: Any) -> Polygon:
     """The runs' 1-σ covariance ellipse, computed where the chart draws them: log2 of delay."""
     lx = np.log2(xs)
     cov = np.cov(np.vstack([lx, ys]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import REPO
 from ..capabilities import Capabilities
@@ -32,7 +33,7 @@ class Run:
     opts: RunOptions
     inventory: Inventory  # the first testbed's (ports, addresses for dry runs)
     caps: Capabilities
-    provenance: dict = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def virtual_clock(self) -> bool:

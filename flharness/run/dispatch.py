@@ -19,6 +19,7 @@ from ..cells import Cell
 from ..errors import FlError
 from ..results import CellRecord
 from ..testbed.testbed import Testbed, TestbedError
+from .evaluate import Verdict
 from .finish import Attempt, finish, give_up
 from .planning import ScenarioPlan
 from .progress import Progress, progress_detail
@@ -62,7 +63,7 @@ class Slot:
     stopwatch: Callable[[], Callable[[], float]] = lambda: wall_stopwatch()  # a cell's, started
     state: State = State.BUILDING
     attempt: Attempt | None = None
-    future: Future | None = None
+    future: Future[None] | None = None
     built: bool = False  # it was ready for a cell once (a failure later is a restart, not a build error)
     restarts: int = 0
     retired: str = ""
@@ -79,7 +80,7 @@ class Dispatch:
     start_cell: Callable[[ScenarioPlan, Cell, Testbed], Attempt]  # records the cell and gives it to the testbed
     progress: Progress
     records: list[CellRecord] = field(default_factory=list)
-    finishing: dict[Future, Attempt] = field(default_factory=dict)
+    finishing: dict[Future[tuple[CellRecord, Verdict]], Attempt] = field(default_factory=dict)
     retried: set[tuple[str, str]] = field(default_factory=set)  # (scenario, cell) run again once
 
     def run_all(self) -> list[CellRecord]:

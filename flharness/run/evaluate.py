@@ -10,7 +10,7 @@ from ..analysis import flent_data, sockets
 from ..analysis.teardown_log import command_output
 from ..cells import Cell
 from ..hosts import ENDPOINTS
-from ..results.cell_record import CcCheck, Checks, Endpoints, FlowConfig
+from ..results.cell_record import CcCheck, Checks, Direction, Endpoints, FlowConfig, Status
 from ..testbed.ansible import PlaybookResult
 from .calibration import calibration
 from .cell_files import CellFiles
@@ -28,10 +28,10 @@ REQUIRED_FILES = ("setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.
 
 @dataclass
 class Verdict:
-    status: str = "ok"
+    status: Status = "ok"
     reasons: list[str] = field(default_factory=list)
     checks: Checks = field(default_factory=Checks)  # recorded in cell.json
-    utilisation: dict[str, float] = field(default_factory=dict)  # per direction, for the progress line
+    utilisation: dict[Direction, float] = field(default_factory=dict)  # per direction, for the progress line
     analysis_error: str | None = None
     retry: bool = False  # the failure is the testbed's timing, not the cell's: run it again
 
@@ -95,7 +95,7 @@ def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> dict[str, Any] 
     return data
 
 
-def _check_test_window(cell: Cell, data: dict, names: list[str], v: Verdict) -> None:
+def _check_test_window(cell: Cell, data: dict[str, Any], names: list[str], v: Verdict) -> None:
     """Flows whose data began late (their connection could not start in time)."""
     origin, lead, length = flent_data.t0(data), flent_data.lead_in(data), cell.config.length
     late: dict[str, float] = {}

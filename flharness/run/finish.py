@@ -16,6 +16,7 @@ from ..analysis import cache
 from ..analysis.metrics import Settings
 from ..cells import Cell
 from ..results import CellRecord, ScenarioResults
+from ..results.cell_record import Status
 from ..testbed.ansible import PlaybookResult
 from ..testbed.plan import XZ_LEVEL
 from .cell_logs import write_cell_logs
@@ -77,7 +78,7 @@ def _analyse(cell_dir: Path, verdict: Verdict) -> None:
         verdict.analysis_error = f"{type(e).__name__}: {e}"
 
 
-def give_up(attempt: Attempt, status: str, reason: str, result: PlaybookResult | None = None) -> CellRecord:
+def give_up(attempt: Attempt, status: Status, reason: str, result: PlaybookResult | None = None) -> CellRecord:
     """Record a cell that did not complete (interrupted, or its testbed died)."""
     rec = attempt.record
     rec.status, rec.reason = status, reason

@@ -66,6 +66,13 @@ def load_selected(path: Path, only: list[str], require_match: bool = True) -> tu
     return scenario, select(expand(scenario, path), only, require_match)
 
 
+def scenario_name(scenario: Scenario) -> str:
+    """The name a run stores a scenario under: load_scenario gives it its file's unless
+    the file says `name: null`, which a run cannot store."""
+    assert scenario.name is not None, "a scenario without a name"
+    return scenario.name
+
+
 @dataclass(frozen=True)
 class Kernel:
     """What a testbed runs cells with, as far as it is known: its kernel release and the
@@ -115,7 +122,8 @@ def all_done(selected: list[tuple[Scenario, list[Cell]]], paths: list[Path], roo
     None too where the testbed's kernel is not known without probing it."""
     if kernel.release is None:
         return None
-    plans = [ScenarioPlan(path, s.name, ScenarioResults(root / s.name), []) for (s, _), path in zip(selected, paths)]
+    plans = [ScenarioPlan(path, scenario_name(s), ScenarioResults(root / scenario_name(s)), [])
+             for (s, _), path in zip(selected, paths)]
     for sp, (_, cells) in zip(plans, selected):
         for c in cells:
             rec = sp.store.record(c.name) if sp.store.is_done(c.name, c.config_hash) else None

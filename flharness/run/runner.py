@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -28,6 +29,7 @@ from ..provenance import controller, fl_source
 from ..results import CellRecord, ScenarioResults, files
 from ..results.cell_record import CcModule
 from ..results.run_record import RunRecord
+from ..scenario import Scenario
 from ..scenario.load import read_merged
 from ..testbed.inventory import Inventory, load_testbeds, moved
 from ..testbed.plan import cell_vars, estimated_seconds, run_vars
@@ -37,7 +39,7 @@ from . import pace
 from .context import Run, RunOptions
 from .dispatch import Dispatch, Slot, wall_stopwatch
 from .finish import Attempt
-from .planning import Kernel, Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan, require_some
+from .planning import Kernel, Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan, require_some, scenario_name
 from .progress import Progress
 from .provenance_log import append_invocation, backend_record, on_testbed
 from .recovery import recover_stale
@@ -53,7 +55,7 @@ HOST_CELL_MARGIN = 300.0
 def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     check_run_name(opts.run)
     selected = [load_selected(path, opts.only, require_match=len(paths) == 1) for path in paths]
-    names = [s.name for s, _ in selected]
+    names = [scenario_name(s) for s, _ in selected]
     if len(set(names)) != len(names):
         raise FlError(f"two scenarios of this run have the same name: {', '.join(names)}")
     inventories = _testbed_inventories(opts)
@@ -67,7 +69,7 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     _check_readable(run_dir, names)
     if not opts.dry_run:
         check_space(run_dir, [c for s, cs in selected for c in cs
-                              if opts.force or not ScenarioResults(run_dir / s.name).is_done(c.name, c.config_hash)])
+                              if opts.force or not ScenarioResults(run_dir / scenario_name(s)).is_done(c.name, c.config_hash)])
     if not (opts.force or opts.dry_run) and (done := all_done(selected, paths, run_dir, _known_kernel(opts, inventories))):
         LOG.info("every selected cell completed earlier with the same configuration: nothing to run "
                  "(--force runs them again)")
@@ -182,7 +184,11 @@ def _testbeds(opts: RunOptions, inventories: list[Inventory], run_dir: Path, sta
     if opts.vm:  # the guests write into it: it must exist before they boot
         made = not run_dir.exists()
         run_dir.mkdir(parents=True, exist_ok=True)
-        stack.callback(lambda: made and not any(run_dir.iterdir()) and run_dir.rmdir())
+
+        def remove_if_empty() -> None:
+            if made and not any(run_dir.iterdir()):
+                run_dir.rmdir()
+        stack.callback(remove_if_empty)
     many = len(inventories) > 1
     testbeds = []
     for i, inv in enumerate(inventories):
@@ -225,10 +231,10 @@ def _probe(testbeds: list[Testbed], cells: list[Cell], opts: RunOptions) -> Capa
     return caps
 
 
-def _plan(run: Run, selected: list, paths: list[Path]) -> list[ScenarioPlan]:
+def _plan(run: Run, selected: list[tuple[Scenario, list[Cell]]], paths: list[Path]) -> list[ScenarioPlan]:
     for (_, cells), path in zip(selected, paths):
         run.caps.check_specs(cells, path)
-    plans = [ScenarioPlan(path, s.name, ScenarioResults(run.root / s.name), [])
+    plans = [ScenarioPlan(path, scenario_name(s), ScenarioResults(run.root / scenario_name(s)), [])
              for (s, _), path in zip(selected, paths)]
     for sp, (_, cells) in zip(plans, selected):
         sp.planned = plan(cells, run.caps, sp.store, run.opts.force)
@@ -237,7 +243,7 @@ def _plan(run: Run, selected: list, paths: list[Path]) -> list[ScenarioPlan]:
     return plans
 
 
-def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict,
+def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict[str, Any],
                testbeds: list[Testbed]) -> list[CellRecord]:
     queue = deque(sorted(to_run, key=lambda sc: -estimated_seconds(sc[1], CELL_OVERHEAD)))
     rv |= {"batches": len(queue) // BATCH + 2, "batch": BATCH}
@@ -273,7 +279,7 @@ def _stopwatch(tb: Testbed) -> Callable[[], Callable[[], float]]:
     return wall_stopwatch
 
 
-def _cell_limit(run: Run):
+def _cell_limit(run: Run) -> Callable[[Cell], float]:
     """Seconds a cell may take before its testbed is taken for hung (_stopwatch's)."""
     vm = run.opts.vm
 

@@ -1,6 +1,7 @@
 """Locate and read scenario files: strict YAML, ``extends`` merging, schema validation."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,7 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     return "".join(parts) or "(top level)"
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: Mapping[str, Any]) -> str:
     if err["type"] == "extra_forbidden":
         model = Matrix if err["loc"][:1] == ("matrix",) else Scenario
         allowed = ", ".join(f for f in model.model_fields if f != "matrix_is_list")

@@ -145,7 +145,7 @@ def phases(events: list[dict[str, Any]], started: float, ended: float,
     return {k: v for k, v in out.items() if v or k not in (lead, "ansible exit")}
 
 
-def wait_or_kill(proc: subprocess.Popen) -> int:
+def wait_or_kill(proc: subprocess.Popen[Any]) -> int:
     """Wait for a child started in its own session; on any exception kill its group."""
     try:
         return proc.wait()
@@ -154,7 +154,7 @@ def wait_or_kill(proc: subprocess.Popen) -> int:
         raise
 
 
-def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
+def kill_group(proc: subprocess.Popen[Any], grace: float = 5.0) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)

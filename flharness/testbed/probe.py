@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -352,7 +353,7 @@ class Probe:
         return ""
 
 
-def sysctl_set_key(pairs: list[list[str]]) -> str:
+def sysctl_set_key(pairs: Iterable[Sequence[str]]) -> str:
     """How a set of sysctl settings is named in the probe's answer."""
     return " ".join(f"{k}={v}" for k, v in pairs)
 

@@ -51,7 +51,7 @@ class Session:
 
     def __init__(self, inventory: Path, extra_vars: dict[str, Any], folder: Path, log: Path) -> None:
         self.inventory, self.extra_vars, self.folder, self.log = inventory, extra_vars, folder, log
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.events = Events(folder / "events.jsonl")
         self.started = 0.0
         self._cell_events: list[dict[str, Any]] = []

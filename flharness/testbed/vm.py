@@ -212,7 +212,7 @@ class Vm:
         self.cfg, self.folder, self.results, self.kernel_log = cfg, folder, results, kernel_log
         self.share = folder / "share"
         self.port = 0
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.console = folder / "console.log"
         self.booted = 0.0
         self._log_from = 0  # the kernel log's size at boot: what the guest writes comes after
@@ -361,7 +361,8 @@ def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def _last_lines(text: str, n: int = 5) -> str:

@@ -13,6 +13,7 @@ negotiates nothing and the client sends its data Not-ECT.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ...analysis.capture import Packets, identity
 from ...analysis.teardown_log import rule_counters
@@ -44,8 +45,8 @@ def _name(r: FlowRule) -> str:
     return f"flow {r.flow}: {'+'.join(r.actions)}"
 
 
-def _headers(pk: Packets, idx: np.ndarray) -> Headers:
-    return Headers(pk.tos[idx] & 3, pk.flags[idx].copy(), pk.ae[idx].copy())
+def _headers(pk: Packets, idx: NDArray[np.intp]) -> Headers:
+    return Headers(pk.tos[idx] & np.uint8(3), pk.flags[idx].copy(), pk.ae[idx].copy())
 
 
 def _flow(r: FlowRule, cli: Packets, srv: Packets, server: int, counters: dict[str, int],
@@ -81,7 +82,7 @@ def _arrivals(r: FlowRule, before: Headers, expected: Headers, got: Headers) -> 
     return Effect(feature=_name(r), evidence=evidence, ok=ok)
 
 
-def _counter(flow: int, action: str, counters: dict[str, int], matched: np.ndarray, i_sent: np.ndarray,
+def _counter(flow: int, action: str, counters: dict[str, int], matched: NDArray[np.bool_], i_sent: NDArray[np.intp],
              at_mid: bool) -> Effect:
     """The rule's own counter against the replay: at the middlebox it saw at least the
     packets that arrived and at most all the client sent; at a tunnel entrance the
@@ -104,7 +105,7 @@ def _counter(flow: int, action: str, counters: dict[str, int], matched: np.ndarr
                            f"({low} of them reached the server)")
 
 
-def _negotiation(r: FlowRule, cli: Packets, srv: Packets, sent: np.ndarray, server: int,
+def _negotiation(r: FlowRule, cli: Packets, srv: Packets, sent: NDArray[np.intp], server: int,
                  check_data: bool) -> Effect:
     """A stripped negotiation's outcome: the server's SYN-ACKs to the flow's port carry
     no AE, CWR or ECE, and (before any rewrite: middlebox cells) its data left Not-ECT."""
