@@ -4,11 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import layout
 from .cells import Cell
 from .errors import ScenarioError
 from .qdisc import kernel_module
 from .results.cell_record import CcModule, LinkConfig
-from .testbed import ecn_rules, layout, probe
+from .testbed import ecn_rules, probe
 from .testbed.commands import delay_plan, header_hash_queues
 from .testbed.probe_reply import ProbeReply, QdiscVerdict, parse_reply
 

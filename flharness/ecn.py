@@ -88,3 +88,23 @@ def replay(actions: list[str], h: Headers) -> tuple[Headers, dict[str, NDArray[n
         matched[name] = action.matches(out)
         action.rewrite(out, matched[name])
     return out, matched
+
+
+def rule_comment(flow: int, action: str) -> str:
+    """How a rule is named in its counter's line, the teardown log and the verdict."""
+    return f"flow {flow}: {action}"
+
+
+def tc_cookie(flow: int) -> str:
+    """The tc action cookie naming a flow's strip-negotiation filter: hex, at most 16 bytes."""
+    return f"fl-flow-{flow}".encode().hex()
+
+
+def cookie_flow(cookie: str) -> int | None:
+    """The flow a tc cookie names (tc_cookie), or None for any other cookie."""
+    try:
+        text = bytes.fromhex(cookie).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    number = text.removeprefix("fl-flow-")
+    return int(number) if number != text and number.isdigit() else None

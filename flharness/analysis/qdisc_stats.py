@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..testbed import layout
+from .. import layout
 from .teardown_log import device_blocks
 
 _QDISC_RE = re.compile(r"^qdisc (\S+) ([0-9a-f]+:) (?:root|parent \S+)")

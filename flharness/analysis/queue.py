@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import layout
 from ..results.cell_metrics import QueueSummary, Spread
 from ..results.cell_record import CellConfig, Direction
-from ..testbed import layout
 from .link import rate_at
 
 QUEUE_LOG = "mid.qdisc.log"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ..ecn import cookie_flow, rule_comment
+
 _HOST_RE = re.compile(r"^======== (\w+) ========$", re.M)
 _TC_RE = re.compile(r"^\$ tc -s -d qdisc show dev (\S+);.*$", re.M)
 
@@ -38,8 +40,7 @@ def command_output(section: str, command: str) -> str | None:
 def rule_counters(section: str) -> dict[str, int]:
     """The per-flow ECN rules' counters in a host's part: "flow N: ACTION" → packets
     matched; nftables rules carry the name as their comment, tc filters (strip-negotiation)
-    their flow in their actions' cookie (testbed/ecn_rules.py)."""
-    from ..testbed.ecn_rules import cookie_flow, rule_comment
+    their flow in their actions' cookie (ecn.py)."""
     out = {name: int(n) for n, name in _NFT_COUNTER_RE.findall(section)}
     for chunk in re.split(r"^filter ", section, flags=re.M):
         cookie, sent = _TC_COOKIE_RE.search(chunk), _TC_SENT_RE.search(chunk)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import layout
 from ..hosts import HOSTS
+from ..layout import TUNNEL_DEV
 from ..results.cell_record import CellConfig, Direction, LinkConfig
 from ..scenario.features import RTT_SPLITS
 from ..units import Duration
-from . import ecn_rules, layout
+from . import ecn_rules
 from .inventory import Inventory
-from .layout import TUNNEL_DEV
 from .tunnel import ENDS, TunnelEnd, tunnel_ip
 
 HostFiles = dict[str, str]  # file name → its text

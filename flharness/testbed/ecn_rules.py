@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..ecn import ACTIONS, CONTROL_FLAGS, CWR, ECE, SYN
+from ..ecn import ACTIONS, CONTROL_FLAGS, CWR, ECE, SYN, rule_comment, tc_cookie
 from ..results.cell_record import FlowConfig
 
 #: nftables statements (match, then rewrite) of the actions on the IP ECN field.
@@ -58,26 +58,6 @@ class EcnCommands:
 
     def as_vars(self) -> dict[str, list[str]]:
         return {"nft": self.nft, "tc": self.tc}
-
-
-def rule_comment(flow: int, action: str) -> str:
-    """How a rule is named in its counter's line, the teardown log and the verdict."""
-    return f"flow {flow}: {action}"
-
-
-def tc_cookie(flow: int) -> str:
-    """The tc action cookie naming a flow's strip-negotiation filter: hex, at most 16 bytes."""
-    return f"fl-flow-{flow}".encode().hex()
-
-
-def cookie_flow(cookie: str) -> int | None:
-    """The flow a tc cookie names (tc_cookie), or None for any other cookie."""
-    try:
-        text = bytes.fromhex(cookie).decode()
-    except (ValueError, UnicodeDecodeError):
-        return None
-    number = text.removeprefix("fl-flow-")
-    return int(number) if number != text and number.isdigit() else None
 
 
 def commands(rules: list[FlowRule], dev: str, at: Literal["mid", "cli"], tcp_rewrite: TcpRewrite | None,

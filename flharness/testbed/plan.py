@@ -7,9 +7,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from .. import layout
 from ..cells import Cell
 from ..results.cell_record import CellConfig, FlowConfig
-from . import ecn_rules, layout, tunnel
+from . import ecn_rules, tunnel
 from .commands import PARAM_HOSTS, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .inventory import Inventory
 

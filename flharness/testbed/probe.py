@@ -3,7 +3,7 @@
 
 Standard library only: fl runs it in-process on the controller and ships it as a
 script to ssh hosts. Input (JSON, argv[1] or stdin): ``layout`` (where fl puts a qdisc,
-from testbed/layout.py: ``shaper`` lines, ``root`` and ``child`` lines for ``{dev}`` and
+from layout.py: ``shaper`` lines, ``root`` and ``child`` lines for ``{dev}`` and
 ``{qdisc}``, and the ``root_handle``), optional lists ``qdiscs``
 (``[tokens, self_shaping]``), ``ccs``, ``sysctls`` (keys) and ``sysctl_sets`` (one host's
 ``[key, value]`` settings of one cell, tried in order) and ``tcp_rewrite`` (the ways fl
@@ -68,7 +68,7 @@ ESP_TRIAL = ["src", "192.0.2.1", "dst", "192.0.2.2", "proto", "esp", "spi", "0x1
 
 
 class Layout(TypedDict):
-    """Where fl puts a qdisc (testbed/layout.py): batch lines for {dev} and {qdisc}."""
+    """Where fl puts a qdisc (layout.py): batch lines for {dev} and {qdisc}."""
     shaper: list[str]
     root: str
     child: str
@@ -184,7 +184,7 @@ def flent_version() -> str | None:
 
 class Probe:
     def __init__(self, layout: Layout) -> None:
-        """LAYOUT: where fl puts a qdisc (testbed/layout.py, in the request): the htb shaper's
+        """LAYOUT: where fl puts a qdisc (layout.py, in the request): the htb shaper's
         lines, and the root's and the htb child's line, for a device {dev} and a qdisc {qdisc}."""
         self.ns = f"fl-probe-{uuid.uuid4().hex[:6]}"
         self.dev = "fl0"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .layout import TUNNEL_DEV
+from ..layout import TUNNEL_DEV
 
 End = Literal["cli", "srv"]
 ENDS: tuple[End, End] = ("cli", "srv")

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flharness.ecn import ACK, CE, CWR, ECE, ECT0, ECT1, NOT_ECT, SYN, Headers, replay
-from flharness.testbed.ecn_rules import commands, cookie_flow, flow_rules, tc_cookie
+from flharness.ecn import ACK, CE, CWR, ECE, ECT0, ECT1, NOT_ECT, SYN, Headers, cookie_flow, replay, tc_cookie
+from flharness.testbed.ecn_rules import commands, flow_rules
 
 EXPECTED = Path(__file__).parents[1] / "fixtures" / "commands"
 #: The behaviours test's four flows (tests/scenarios/behaviours-paths.yml), DSCPs as fl marks them.

@@ -17,9 +17,9 @@ from numpy.typing import NDArray
 
 from ...analysis.capture import Packets, identity
 from ...analysis.teardown_log import rule_counters
-from ...ecn import ACK, ACTIONS, CE, CODEPOINTS, CWR, ECE, ECT0, ECT1, NOT_ECT, SYN, Headers, replay
+from ...ecn import ACK, ACTIONS, CE, CODEPOINTS, CWR, ECE, ECT0, ECT1, NOT_ECT, SYN, Headers, replay, rule_comment
 from ...results.cell_record import Effect
-from ...testbed.ecn_rules import FlowRule, cell_rules, rule_comment
+from ...testbed.ecn_rules import FlowRule, cell_rules
 from ..cell_files import CellFiles
 
 COUNT_TOLERANCE = (2, 0.01)  # packets, share: a counter beyond the replay's range by more is wrong

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 
+from ... import layout
 from ...analysis.qdisc_stats import ports, qdiscs
 from ...analysis.teardown_log import command_output, device_blocks, sysctl_values
 from ...analysis.udp_flow import udp_flow
+from ...layout import TUNNEL_DEV
 from ...results.cell_record import Effect
-from ...testbed import layout
 from ...testbed.commands import PARAM_HOSTS, module_param_path
-from ...testbed.layout import TUNNEL_DEV
 from ...units import Rate
 from ..cell_files import CellFiles
 
