@@ -4,22 +4,22 @@ the Flent command."""
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from ..hosts import HOSTS
 from ..testbed.plan import cell_vars
+from ..testbed.playbook_vars import IpsecVars, RunVars
 from ..testbed.tunnel import MTU
 from .context import Run
 from .planning import ScenarioPlan
 
 
-def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: dict[str, Any]) -> None:
+def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: RunVars) -> None:
     inv = run.inventory
     print(f"dry run of {sp.path} — nothing is configured or started")
     print(f"testbed: {inv.backend} hosts from {inv.path}; kernel {run.caps.kernel}; "
           f"results into {sp.store.root}")
-    print(f"run-wide: IFBs for path delay: {'yes' if run_vars['ifb'] else 'no'}; "
-          f"firewall counters: {'yes' if run_vars['nft'] else 'no'}")
+    print(f"run-wide: IFBs for path delay: {'yes' if run_vars.ifb else 'no'}; "
+          f"firewall counters: {'yes' if run_vars.nft else 'no'}")
     for i, p in enumerate(sp.planned, 1):
         print(f"\n== [{i}/{len(sp.planned)}] {p.cell.name}  (config {p.cell.config_hash})")
         if p.action != "run":
@@ -28,13 +28,14 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: dict[str, Any]) -> None:
         cv = cell_vars(p.cell, inv, sp.store.root / p.cell.name, not run.virtual_clock,
                        tcp_rewrite=run.caps.tcp_rewrite, run_vars=run_vars)
         for host in HOSTS:
-            files = cv["files"].get(host, {})
+            files = cv.files.get(host, {})
             print(f"   {host}:" + ("" if files else " nothing of its own"))
             for name, text in files.items():
                 print(f"      {name}:")
                 for line in text.splitlines():
                     print(f"         {line}")
-            if host in ("cli", "srv") and cv["tunnel"]:
-                print(f"      (tunnel.ip: {MTU} is the underlay's MTU less {cv['tunnel']['overhead']} bytes, read on "
-                      "the host" + (", and the keys are made per cell" if "keys" in cv["tunnel"] else "") + ")")
-        print(f"   cli: {shlex.join(cv['flent'])}")
+            if host in ("cli", "srv") and cv.tunnel:
+                print(f"      (tunnel.ip: {MTU} is the underlay's MTU less {cv.tunnel.overhead} bytes, read on "
+                      "the host" + (", and the keys are made per cell" if isinstance(cv.tunnel, IpsecVars) else "")
+                      + ")")
+        print(f"   cli: {shlex.join(cv.flent)}")

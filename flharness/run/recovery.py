@@ -10,9 +10,12 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..errors import FlError
 from ..testbed import netns
 from ..testbed.inventory import load_inventory
+from ..testbed.playbook_vars import RunVars
 from ..testbed.testbed import STATE_DIR, Testbed, stale_testbeds
 
 LOG = logging.getLogger(__name__)
@@ -39,11 +42,21 @@ def remove_testbed(state: dict[str, Any]) -> None:
             netns.remove(ns)
         (STATE_DIR / f"{state['id']}.json").unlink(missing_ok=True)
         return
-    tb = Testbed(inv, state.get("run_vars") or {}, Path("/tmp/fl-clean.log"), testbed_id=state["id"])
+    tb = Testbed(inv, _run_vars(state), Path("/tmp/fl-clean.log"), testbed_id=state["id"])
     tb.touched = state.get("kind") != "vm"  # a VM's namespaces went with it
     if tb.touched and not tb.inventory.is_file():
         tb.ready()
     tb.down()
+
+
+def _run_vars(state: dict[str, Any]) -> RunVars | None:
+    """The killed run's fl_run (the teardown reads it), or None: it had none yet, or
+    another fl wrote the state file."""
+    try:
+        return RunVars.model_validate(state["run_vars"]) if state.get("run_vars") else None
+    except ValidationError as e:
+        LOG.info("  its run settings are unreadable (%s); removing without them", e.error_count())
+        return None
 
 
 def _stop_group(pid: int | None, program: bytes) -> None:

@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -33,6 +32,7 @@ from ..scenario import Scenario
 from ..scenario.load import read_merged
 from ..testbed.inventory import Inventory, load_testbeds, moved
 from ..testbed.plan import cell_vars, estimated_seconds, run_vars
+from ..testbed.playbook_vars import RunVars
 from ..testbed.probing import merge_hosts
 from ..testbed.testbed import BATCH, Testbed
 from . import pace
@@ -130,7 +130,7 @@ def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed], debug
     for sp in plans:
         sp.store.root.mkdir(parents=True, exist_ok=True)
         _save_scenario(sp)
-    LOG.debug("run-wide settings (fl_run): %s", json.dumps(rv, sort_keys=True))
+    LOG.debug("run-wide settings (fl_run): %s", json.dumps(rv.to_ansible(), sort_keys=True))
     LOG.debug("debug log: %s", debug.write_to(run.root))
     run.provenance = {"fl": fl_source(), "controller": controller(),
                       "testbeds": {tb.label: tb.id for tb in testbeds}}
@@ -193,7 +193,7 @@ def _testbeds(opts: RunOptions, inventories: list[Inventory], run_dir: Path, sta
     testbeds = []
     for i, inv in enumerate(inventories):
         label = (f"vm{i + 1}" if opts.vm else inv.name if inv.backend == "ssh" else f"ns{i + 1}") if many else ""
-        testbeds.append(Testbed(inv, {}, log, label, opts.vm, run_dir.resolve()))
+        testbeds.append(Testbed(inv, None, log, label, opts.vm, run_dir.resolve()))
     for tb in testbeds:
         stack.callback(tb.down)
     if opts.vm:
@@ -243,10 +243,10 @@ def _plan(run: Run, selected: list[tuple[Scenario, list[Cell]]], paths: list[Pat
     return plans
 
 
-def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict[str, Any],
+def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: RunVars,
                testbeds: list[Testbed]) -> list[CellRecord]:
     queue = deque(sorted(to_run, key=lambda sc: -estimated_seconds(sc[1], CELL_OVERHEAD)))
-    rv |= {"batches": len(queue) // BATCH + 2, "batch": BATCH}
+    rv = rv.batched(len(queue) // BATCH + 2, BATCH)
     for tb in testbeds:
         tb.run_vars = rv
     measured = pace.pace(_kind(run))
@@ -259,7 +259,7 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: dict[str, 
         rec.started = time.time()
         attempt = Attempt(sp, cell, sp.store.new_partial(cell.name), rec, tb.label)
         tb.give(cell_vars(cell, tb.inv, tb.path_on_testbed(attempt.partial), not run.virtual_clock,
-                          tcp_rewrite=run.caps.tcp_rewrite, run_vars=tb.run_vars))
+                          tcp_rewrite=run.caps.tcp_rewrite, run_vars=rv))
         return attempt
 
     return Dispatch(slots, queue, start_cell, progress).run_all()

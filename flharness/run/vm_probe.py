@@ -18,7 +18,7 @@ LOG = logging.getLogger(__name__)
 def probe_in_vm(cfg: VmConfig, inventory: Path, request: Request) -> Capabilities:
     LOG.info("booting %s (%s, %s clock) to probe it", cfg.release, cfg.accel, cfg.clock)
     with tempfile.TemporaryDirectory(prefix="fl-vm-probe-") as tmp:
-        tb = Testbed(load_inventory(inventory), {}, Path(tmp) / "fl.log", vm=cfg, results=Path(tmp))
+        tb = Testbed(load_inventory(inventory), None, Path(tmp) / "fl.log", vm=cfg, results=Path(tmp))
         try:
             tb.boot()
             tb.ready()

@@ -13,6 +13,7 @@ from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .commands import PARAM_HOSTS, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .inventory import Inventory
+from .playbook_vars import CellVars, EcnVars, IpsecKeys, IpsecVars, RunVars, TunnelVars
 
 UDP_PORT = 5001  # the iperf UDP server's port (competing unresponsive flows, scenario key udp)
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
@@ -23,7 +24,7 @@ QUEUE_INTERVAL_MIN = {"host": 0.1, "vm": 1.0}
 
 
 def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None = None,
-             dilation: float = 1.0, shared_fs: bool = True, vm: bool = False) -> dict[str, Any]:
+             dilation: float = 1.0, shared_fs: bool = True, vm: bool = False) -> RunVars:
     """fl_run: what the testbed must provide for all cells of this run.
 
     DILATION stretches timeouts measured in the testbed's clock: in a VM on QEMU's
@@ -34,24 +35,32 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
         for host, settings in config.sysctls.items():
             keys.setdefault(host, set()).update(settings)
     params = sorted({path for config in configs for path in module_param_paths(config)})
-    return {"ifb": ifb and any(c.needs_path_netem for c in configs), "nft": nft,
-            "udp": any(c.udp for c in configs), "tunnels": sorted({c.tunnel for c in configs if c.tunnel}),
-            "sysctl_keys": {h: sorted(k) for h, k in keys.items()}, "htb_args": htb_args or [],
-            "module_params": {h: params for h in PARAM_HOSTS} if params else {},
-            "wait_timeout": int(15 * dilation), "dilation": dilation, "shared_fs": shared_fs, "stage_cells": vm,
-            "xz_level": XZ_LEVEL, "queue_interval_min": QUEUE_INTERVAL_MIN["vm" if vm else "host"]}
+    return RunVars(ifb=ifb and any(c.needs_path_netem for c in configs), nft=nft,
+                   udp=any(c.udp for c in configs), tunnels=sorted({c.tunnel for c in configs if c.tunnel}),
+                   sysctl_keys={h: sorted(k) for h, k in keys.items()}, htb_args=htb_args or [],
+                   module_params={h: params for h in PARAM_HOSTS} if params else {},
+                   wait_timeout=int(15 * dilation), dilation=dilation, shared_fs=shared_fs, stage_cells=vm,
+                   xz_level=XZ_LEVEL, queue_interval_min=QUEUE_INTERVAL_MIN["vm" if vm else "host"])
 
 
-def testbed_vars(inv: Inventory, run_vars: dict[str, Any]) -> dict[str, Any]:
+def testbed_vars(inv: Inventory, run_vars: RunVars | None) -> dict[str, Any]:
     """What every playbook fl runs on a testbed gets besides fl_run and the cell: names,
     addresses and ports decided here (playbooks/group_vars derives none of them). The
     server listens on its address, or on every address in runs with tunnels (built per
-    cell, after the servers start); RUN_VARS: the run's fl_run ({} when only probing)."""
+    cell, after the servers start); RUN_VARS: the run's fl_run (None when only probing)."""
     return {**layout.ANSIBLE_VARS, **tunnel.ANSIBLE_VARS, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT,
-            "fl_srv_bind": "0.0.0.0" if run_vars.get("tunnels") else inv.srv_ip}
+            "fl_srv_bind": "0.0.0.0" if run_vars and run_vars.tunnels else inv.srv_ip}
 
 
-def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> dict[str, Any] | None:
+def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
+                        run_vars: RunVars | None) -> dict[str, Any]:
+    """The extra vars of every playbook on a testbed: its id, fl's state folder, fl_run
+    (the one place it turns into plain data; {} before the run has one) and testbed_vars."""
+    return {"fl_testbed_id": testbed_id, "fl_state_root": state_root,
+            "fl_run": run_vars.to_ansible() if run_vars else {}, **testbed_vars(inv, run_vars)}
+
+
+def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> EcnVars | None:
     """Where the cell's per-flow ECN rewrites happen (their commands: commands.py): at the
     middlebox on packets from cli, or in tunnelled cells at the client's tunnel entrance;
     whether tc filters do some (the teardown log shows their counters)."""
@@ -59,11 +68,11 @@ def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | Non
     if made is None:
         return None
     tunnelled = cell.config.tunnel is not None
-    return {"at": "cli" if tunnelled else "mid", "dev": ports(inv).tunnel if tunnelled else ports(inv).mid_cli,
-            "tc": bool(made.tc)}
+    return EcnVars(at="cli" if tunnelled else "mid", dev=ports(inv).tunnel if tunnelled else ports(inv).mid_cli,
+                   tc=bool(made.tc))
 
 
-def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
+def tunnel_vars(cell: Cell, inv: Inventory) -> IpsecVars | TunnelVars | None:
     """The cli-srv tunnel of a cell (its commands: each end's tunnel.ip, tunnel.py). IPsec
     keys are made here, per cell, and reach the hosts only as (temporary) extra vars, which
     fill the file's placeholders; WireGuard keys are made on the hosts."""
@@ -72,13 +81,13 @@ def tunnel_vars(cell: Cell, inv: Inventory) -> dict[str, Any] | None:
         return None
     for host in ("cli", "srv"):
         inv.tunnel_ip(host)  # both ends have an inner address
-    out: dict[str, Any] = {"kind": kind, "overhead": tunnel.OVERHEAD[kind]}
-    if kind == "ipsec":
-        out["replay_window"] = cell.config.replay_window
-        out["keys"] = {h: {"auth": "0x" + secrets.token_hex(32), "enc": "0x" + secrets.token_hex(16)}
-                       for h in ("cli", "srv")}
-        out["fill"] = {tunnel.key(h, part): value for h, keys in out["keys"].items() for part, value in keys.items()}
-    return out
+    if kind != "ipsec":
+        return TunnelVars.model_validate({"kind": kind, "overhead": tunnel.OVERHEAD[kind]})
+    keys = {h: IpsecKeys(auth="0x" + secrets.token_hex(32), enc="0x" + secrets.token_hex(16)) for h in tunnel.ENDS}
+    fill = {p: v for h, k in keys.items() for p, v in ((tunnel.key(h, "auth"), k.auth), (tunnel.key(h, "enc"), k.enc))}
+    return IpsecVars(kind="ipsec", overhead=tunnel.OVERHEAD[kind], replay_window=cell.config.replay_window,
+                     keys=keys, fill=fill)
+
 
 def netperf_cc(flow: FlowConfig) -> str:
     """A flow's CC as Flent hands it to netperf's -K (local[,remote]: netperf is the
@@ -132,24 +141,24 @@ def test_parameter(key: str, value: str) -> str:
 
 
 def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = True, *,
-              tcp_rewrite: ecn_rules.TcpRewrite | None, run_vars: dict[str, Any]) -> dict[str, Any]:
+              tcp_rewrite: ecn_rules.TcpRewrite | None, run_vars: RunVars) -> CellVars:
     """fl_cell: everything the roles need for one cell (passed as Ansible extra vars), its
     commands as each host's files (commands.py). TCP_REWRITE: how the testbed clears a
     SYN's ECN flags (Capabilities.tcp_rewrite); RUN_VARS: the run's fl_run."""
     tunnel = tunnel_vars(cell, inv)
-    settings = RunSettings(ifb=run_vars["ifb"], nft=run_vars["nft"], htb_args=tuple(run_vars["htb_args"]))
+    settings = RunSettings(ifb=run_vars.ifb, nft=run_vars.nft, htb_args=tuple(run_vars.htb_args))
     config, udp = cell.config, cell.config.udp_rate
-    return {
-        "name": cell.name, "scenario": cell.scenario, "config_hash": cell.config_hash,
-        "dir": str(cell_dir), "sysctls": config.sysctls,
-        "files": host_files(config, ports(inv), settings, tcp_rewrite), "summary": summary(cell),
-        "ecn": ecn_plan(cell, inv, tcp_rewrite), "tunnel": tunnel, "schedule": bool(config.steps),
-        "client_qdisc": config.client_qdisc_words or None,
-        "udp": udp.text if udp else None, "udp_bps": udp.bps if udp else 0, "flent_delay": config.lead_s,
-        "target": target(cell, inv), "length": config.length, "step_size": config.step_size,
-        "samplers": samplers(config),
-        "flent": flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)
-    }
+    return CellVars(
+        name=cell.name, scenario=cell.scenario, config_hash=cell.config_hash,
+        dir=str(cell_dir), sysctls=config.sysctls,
+        files=host_files(config, ports(inv), settings, tcp_rewrite), summary=summary(cell),
+        ecn=ecn_plan(cell, inv, tcp_rewrite), tunnel=tunnel, schedule=bool(config.steps),
+        client_qdisc=config.client_qdisc_words or None,
+        udp=udp.text if udp else None, udp_bps=udp.bps if udp else 0, flent_delay=config.lead_s,
+        target=target(cell, inv), length=config.length, step_size=config.step_size,
+        samplers=samplers(config),
+        flent=flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)
+    )
 
 
 def samplers(config: CellConfig) -> list[str]:

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from ..errors import FlError
 from .ansible import run_playbook
 from .inventory import Inventory, testbed_inventory
-from .plan import testbed_vars
+from .plan import playbook_extra_vars
+from .playbook_vars import CellVars, RunVars
 
 #: Per host, the templates of one cell's phases (roles/cell/templates/).
 SCRIPTS = {"cli": ["setup.sh.j2", "flent.sh.j2", "collect.sh.j2"],
@@ -21,7 +21,7 @@ SCRIPTS = {"cli": ["setup.sh.j2", "flent.sh.j2", "collect.sh.j2"],
 DRY_RUN_ID = "fl-000000"  # the testbed id shown in rendered scripts
 
 
-def render_cells(inv: Inventory, run_vars: dict[str, Any], cells: list[dict[str, Any]],
+def render_cells(inv: Inventory, run_vars: RunVars, cells: list[CellVars],
                  templates: dict[str, list[str]] | None = None,
                  testbed: dict[str, list[str]] | None = None) -> dict[str, dict[str, dict[str, str]]]:
     """Rendered scripts: {cell name: {host: {script: text}}} (script = template name without
@@ -33,8 +33,8 @@ def render_cells(inv: Inventory, run_vars: dict[str, Any], cells: list[dict[str,
         out = folder / "out"
         out.mkdir()
         result = run_playbook("render", inventory, {
-            "fl_testbed_id": DRY_RUN_ID, "fl_state_root": "/run/fl", "fl_run": run_vars, **testbed_vars(inv, run_vars),
-            "fl_render_cells": cells, "fl_render_templates": templates or SCRIPTS,
+            **playbook_extra_vars(DRY_RUN_ID, "/run/fl", inv, run_vars),
+            "fl_render_cells": [c.to_ansible() for c in cells], "fl_render_templates": templates or SCRIPTS,
             "fl_render_testbed": testbed or {}, "fl_render_dir": str(out)}, folder / "ansible.log")
         if not result.ok:
             raise FlError(f"rendering the cells' scripts failed: {result.reason()}")

@@ -20,6 +20,7 @@ import yaml
 
 from .. import REPO
 from .ansible import PlaybookResult, UnsafeDumper, ansible_env, ansible_playbook, failure_of, kill_group, outputs_of, phases
+from .playbook_vars import CellVars
 
 LOG = logging.getLogger(__name__)
 PLAYBOOK = REPO / "playbooks" / "session.yml"
@@ -90,12 +91,12 @@ class Session:
     def exited(self) -> int | None:
         return self.proc.poll() if self.proc else None
 
-    def give(self, cell: dict[str, Any] | None) -> None:
+    def give(self, cell: CellVars | None) -> None:
         """The next cell's variables, or None: no more cells (the playbook ends)."""
         self._cell_events = []
         self.events.read()  # what came before this cell (the build, the last cell) is read
         tmp = self.folder / "next.tmp"
-        tmp.write_text(json.dumps(cell if cell is not None else {"stop": True}))
+        tmp.write_text(json.dumps(cell.to_ansible() if cell is not None else {"stop": True}))
         tmp.chmod(0o600)
         tmp.rename(self.folder / "next.json")
         self._handed = time.time()

@@ -25,7 +25,8 @@ from ..errors import FlError
 from . import netns, probe
 from .ansible import PlaybookResult, run_playbook
 from .inventory import Inventory, testbed_inventory
-from .plan import testbed_vars
+from .plan import playbook_extra_vars
+from .playbook_vars import CellVars, RunVars
 from .probe_reply import ProbeReply
 from .probing import probe_hosts
 from .session import Session
@@ -46,11 +47,11 @@ class Testbed:
     """`start` builds the testbed (booting its VM first, if any); `want_cell` / `give`
     hand it cells; `down` removes everything of it."""
 
-    def __init__(self, inv: Inventory, run_vars: dict[str, Any], log: Path, label: str = "",
+    def __init__(self, inv: Inventory, run_vars: RunVars | None, log: Path, label: str = "",
                  vm: VmConfig | None = None, results: Path | None = None, testbed_id: str | None = None) -> None:
         self.inv, self.log, self.label = inv, log, label
         self.id = testbed_id or f"fl-{secrets.token_hex(3)}"
-        self.run_vars = run_vars
+        self.run_vars = run_vars  # fl_run: None until the run has planned its cells
         self.folder = STATE_ROOT / "ctl" / self.id  # this machine's: session, inventory, VM
         self.inventory = self.folder / "inventory.yml"
         self.state_file = STATE_DIR / f"{self.id}.json"
@@ -65,8 +66,7 @@ class Testbed:
         return "vm" if self.vm else self.inv.backend
 
     def extra_vars(self) -> dict[str, Any]:
-        return {"fl_testbed_id": self.id, "fl_state_root": str(STATE_ROOT), "fl_run": self.run_vars,
-                **testbed_vars(self.inv, self.run_vars)}
+        return playbook_extra_vars(self.id, str(STATE_ROOT), self.inv, self.run_vars)
 
     # --- building ---------------------------------------------------------------------------
 
@@ -115,7 +115,7 @@ class Testbed:
     def want_cell(self) -> bool:
         return self.session is not None and self.session.wants_cell()
 
-    def give(self, cell: dict[str, Any] | None) -> None:
+    def give(self, cell: CellVars | None) -> None:
         assert self.session is not None
         self.session.give(cell)
 
@@ -182,7 +182,7 @@ class Testbed:
     def _save_state(self) -> None:
         state = {"id": self.id, "kind": self.kind, "label": self.label, "inventory": str(self.inventory),
                  "source": str(self.inv.path), "backend": self.inv.backend, "pid": os.getpid(),
-                 "started": self.started, "run_vars": self.run_vars,
+                 "started": self.started, "run_vars": self.run_vars.to_ansible() if self.run_vars else {},
                  "playbook_pid": self.session.pid if self.session else None,
                  "vm_pid": self.vm.pid if self.vm else None}
         tmp = self.state_file.with_suffix(".tmp")

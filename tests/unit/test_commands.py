@@ -192,5 +192,5 @@ def test_module_params_are_written_on_both_endpoints(scenario_file):
     assert "module_params.conf" not in made["mid"]
     assert params.name.endswith("ai_cwnd_limited0_pacing_ca_pct120") and plain.config.module_params is None
     paths = sorted(x.split()[0] for x in lines)
-    assert run_vars([plain, params], ifb=False, nft=False)["module_params"] == {"cli": paths, "srv": paths}
-    assert run_vars([plain], ifb=False, nft=False)["module_params"] == {}
+    assert run_vars([plain, params], ifb=False, nft=False).module_params == {"cli": paths, "srv": paths}
+    assert run_vars([plain], ifb=False, nft=False).module_params == {}

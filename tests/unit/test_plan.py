@@ -13,6 +13,7 @@ from flharness.scenario import load_scenario
 from flharness.testbed.commands import DelayClass, TosFilter, delay_plan
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import cell_vars, flent_argv, run_vars
+from flharness.testbed.playbook_vars import IpsecVars
 from flharness.testbed.render import render_cells
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,7 +29,7 @@ def one_cell(scenario_file, text):
     return expand(load_scenario(path), path)
 
 
-RV = {"ifb": True, "nft": True, "htb_args": []}  # fl_run's settings the command files use
+RV = run_vars([], ifb=True, nft=True).model_copy(update={"ifb": True})  # fl_run: IFBs and nft, no htb_args
 #: The features every probe tries, none working.
 FEATURES = dict.fromkeys(("ifb", "ingress", "u32_mirred", "netem", "nftables", "veth", "accecn"), False)
 
@@ -51,12 +52,12 @@ def reply(*cells, **over):
 def setup_scripts(cell_vars_list, rv, inv, host="mid"):
     """Each cell's setup script for HOST, rendered by Ansible from the cell role's templates."""
     rendered = render_cells(inv, rv, cell_vars_list, {host: ["setup.sh.j2"]})
-    return [rendered[cv["name"]][host]["setup.sh"] for cv in cell_vars_list]
+    return [rendered[cv.name][host]["setup.sh"] for cv in cell_vars_list]
 
 
 def files(cv, host="mid"):
     """One host's command files of a cell, all in one text."""
-    return "".join(cv["files"].get(host, {}).values())
+    return "".join(cv.files.get(host, {}).values())
 
 
 def test_per_flow_rtt_delay_classes(scenario_file):
@@ -105,7 +106,7 @@ def test_bottleneck_script_shapes(scenario_file, inv):
           rate: [{up: 5mbit, down: 100mbit}]
           qdisc: ["pfifo limit {{ packets('250ms') }}", cake bandwidth 50mbit]
     """)
-    fifo, cake = (cell_vars(c, inv, Path("/tmp/x"), tcp_rewrite="tc", run_vars=RV)["files"]["mid"]["bottleneck.tc"]
+    fifo, cake = (cell_vars(c, inv, Path("/tmp/x"), tcp_rewrite="tc", run_vars=RV).files["mid"]["bottleneck.tc"]
                   for c in cells)
     assert "class add dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n" in fifo
     assert "qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 103\n" in fifo
@@ -134,13 +135,13 @@ def test_path_features_render(scenario_file, inv, tmp_path):
         rate_schedule: [{at: 10s, rate: 5mbit}]
     """)
     cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV)
-    mid = cv["files"]["mid"]
+    mid = cv.files["mid"]
     assert "root handle 1: netem delay 50ms 75ms distribution normal loss 5% limit 100000\n" in mid["bottleneck.tc"]
     assert "root handle 1: netem delay 50ms duplicate 1% limit 100000\n" in mid["bottleneck.tc"]
     assert mid["ecn.nft"] == ("flush chain inet fl ecn_rewrite\nadd rule inet fl ecn_rewrite iifname \"mid.l\" ip dscp 19 "
                               "ip ecn set not-ect counter comment \"flow 1: bleach\"\nreset counters table inet fl\n")
-    assert cv["files"]["cli"] == {"client.tc": "qdisc add dev cli.r root fq\n"}
-    assert cv["udp_bps"] == 5_000_000 and cv["target"] == "10.71.2.1" and cv["schedule"]
+    assert cv.files["cli"] == {"client.tc": "qdisc add dev cli.r root fq\n"}
+    assert cv.udp_bps == 5_000_000 and cv.target == "10.71.2.1" and cv.schedule
     assert mid["schedule.steps"] == "10000000 schedule-1.tc up 5mbit pfifo limit 100, down 5mbit pfifo limit 100 (planned t=10.0)\n"
     assert mid["schedule-1.tc"] == ("class change dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
                                     "qdisc change dev mid.r parent 1:1 handle 10: pfifo limit 100\n"
@@ -154,11 +155,12 @@ def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
     cell = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\ncc: reno\n"
                                    "qdisc: {value: 'pfifo limit 10', label: \"x y (z)\"}\n")[0]
     cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV)
-    batch = cv["files"]["mid"]["bottleneck.tc"]
-    cv["files"]["mid"]["bottleneck.tc"] = batch.replace("rate 5mbit", "rate 5mbit; reboot $(reboot)")  # as if validation were bypassed
+    batch = cv.files["mid"]["bottleneck.tc"]
+    evil = batch.replace("rate 5mbit", "rate 5mbit; reboot $(reboot)")  # as if validation were bypassed
+    cv = cv.model_copy(update={"files": {**cv.files, "mid": {**cv.files["mid"], "bottleneck.tc": evil}}})
     script, = setup_scripts([cv], run_vars([cell], False, False), inv)
     written = re.search(r"^printf '%s' (.*) > \"\$cmd/\"bottleneck.tc$", script, re.M | re.S)
-    assert written and shlex.split(written.group(1)) == [cv["files"]["mid"]["bottleneck.tc"]]
+    assert written and shlex.split(written.group(1)) == [cv.files["mid"]["bottleneck.tc"]]
 
 
 def test_flent_command(scenario_file, inv, tmp_path):
@@ -217,7 +219,7 @@ def test_a_receiver_of_its_own_cc(scenario_file, inv, tmp_path):
     assert flent_lists(flent_argv(down, inv, tmp_path))["cc_algos"] == ["reno,dctcp", "reno,bbr"]
     with pytest.raises(ScenarioError, match="tcp_bidirectional sets one congestion control for flows both ways"):
         one_cell(scenario_file, "test: tcp_bidirectional\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nreceiver_cc: reno\n")
-    assert cell_vars(up, inv, tmp_path, tcp_rewrite="tc", run_vars=RV)["samplers"] == ["cli", "srv"]
+    assert cell_vars(up, inv, tmp_path, tcp_rewrite="tc", run_vars=RV).samplers == ["cli", "srv"]
     same, = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: prague\n")
     assert "receiver_cc" not in same.config.model_dump(exclude_none=True)["flows"][0]  # the hash of older cells kept
     assert "cc_algos=prague" in flent_argv(same, inv, tmp_path)
@@ -240,13 +242,14 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
         matrix: {replay_window: [0, 256]}
     """)
     cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc", run_vars=RV) for c in cells)
-    assert cv["target"] == "10.71.9.2" and cv["flent"][cv["flent"].index("-H") + 1] == "10.71.9.2"
-    assert cv["tunnel"]["replay_window"] == 256 and cv["ecn"]["at"] == "cli"
-    keys = [cv0["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["cli"]["auth"], cv["tunnel"]["keys"]["srv"]["auth"]]
+    assert cv.target == "10.71.9.2" and cv.flent[cv.flent.index("-H") + 1] == "10.71.9.2"
+    assert isinstance(cv.tunnel, IpsecVars) and isinstance(cv0.tunnel, IpsecVars)
+    assert cv.tunnel.replay_window == 256 and cv.ecn is not None and cv.ecn.at == "cli"
+    keys = [cv0.tunnel.keys["cli"].auth, cv.tunnel.keys["cli"].auth, cv.tunnel.keys["srv"].auth]
     assert len(set(keys)) == 3 and all(len(k) == 66 for k in keys)
     rv = run_vars(cells, True, True)
     assert "ecn set" not in files(cv, "mid")
-    tunnel_ip = cv["files"]["cli"]["tunnel.ip"].splitlines()
+    tunnel_ip = cv.files["cli"]["tunnel.ip"].splitlines()
     assert tunnel_ip == [
         "link add dev fl-tun type xfrm dev cli.r if_id 113",
         "xfrm state add src 10.71.1.1 dst 10.71.2.1 proto esp spi 0x0f170001 reqid 113 mode tunnel if_id 113 "
@@ -262,11 +265,11 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     assert "/wg.key\nmtu=$(( $(cat /sys/class/net/cli.r/mtu) - 77 ))\n" in cli  # the included clean-up ends on its own line
     assert "ip xfrm state delete src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002 " in cli  # a leftover's
     for sender in ("cli", "srv"):  # each key once, in the command that fills its placeholder
-        for part, key in cv["tunnel"]["keys"][sender].items():
+        for part, key in cv.tunnel.keys[sender].model_dump().items():
             assert cli.count(key) == 1 and f" -e s/@{part.upper()}_{sender}@/{key}/ " in cli and f"echo {key}" not in cli
     assert '"$cmd/tunnel.ip" | ip -batch - >/dev/null' in cli
     assert 'add rule inet fl_tunnel ecn_rewrite oifname "fl-tun" ip dscp 19 ip ecn set not-ect counter comment ' \
-           '"flow 1: bleach"\n' in cv["files"]["cli"]["ecn-tunnel.nft"]
+           '"flow 1: bleach"\n' in cv.files["cli"]["ecn-tunnel.nft"]
     srv, = setup_scripts([cv], rv, inv, "srv")
     assert "ecn set" not in srv + files(cv, "srv") and "addr add 10.71.9.2/24 dev fl-tun\n" in files(cv, "srv")
     assert "xfrm state add src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002" in files(cv, "srv")

@@ -1,0 +1,133 @@
+"""What the playbooks receive from fl, typed: the run's fl_run and each cell's fl_cell
+(built in plan.py). The roles read these keys (tests/unit/test_playbook_vars.py checks
+every `fl_run.X` and `fl_cell.X.Y` of roles/ and playbooks/ against the models); the
+hand-over dumps them with `to_ansible()`, which is the JSON the hosts get."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+
+from .tunnel import End
+
+
+class PlaybookVars(BaseModel):
+    """A part of what a playbook receives: an unknown key is an error; values are fixed once made."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    def to_ansible(self) -> dict[str, Any]:
+        """The plain data Ansible gets (extra vars, next.json)."""
+        return self.model_dump(mode="json")
+
+
+class RunVars(PlaybookVars):
+    """fl_run: what the testbed must provide for all cells of a run."""
+
+    ifb: bool
+    """IFBs for path delay on the middlebox (some cell needs path netem and the kernel has them)."""
+    nft: bool
+    """nftables (firewall counters, ECN rewrites)."""
+    udp: bool
+    """Some cell has a competing UDP flow: the servers run iperf's."""
+    tunnels: list[str]
+    """The tunnel kinds the cells use."""
+    sysctl_keys: dict[str, list[str]]
+    """Per host: every sysctl some cell sets (saved at setup, restored at teardown)."""
+    htb_args: list[str]
+    """Extra words for htb qdiscs."""
+    module_params: dict[str, list[str]]
+    """Per host (cli, srv): the module parameter files some cell sets; {} if none does."""
+    wait_timeout: int
+    """Seconds to wait for a daemon or a capture to start (dilated)."""
+    dilation: float
+    shared_fs: bool
+    """The hosts write into the controller's results folder directly."""
+    stage_cells: bool
+    """A VM guest: cells are written locally, then moved to the shared folder."""
+    xz_level: int
+    queue_interval_min: float
+    """Shortest interval between the middlebox's queue samples, seconds."""
+    batches: int | None = None
+    """Session batches of cells (set when the run starts its testbeds; left out until then)."""
+    batch: int | None = None
+    """Cells per batch (idem)."""
+
+    @model_serializer(mode="wrap")
+    def _batches_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        return {k: v for k, v in out.items() if k not in ("batches", "batch") or v is not None}
+
+    def batched(self, batches: int, batch: int) -> RunVars:
+        return self.model_copy(update={"batches": batches, "batch": batch})
+
+
+class EcnVars(PlaybookVars):
+    """Where a cell's per-flow ECN rewrites happen."""
+
+    at: Literal["cli", "mid"]
+    """The middlebox, or the client's tunnel entrance in tunnelled cells."""
+    dev: str
+    """The device whose filters rewrite."""
+    tc: bool
+    """tc filters do some of them (the teardown shows their counters)."""
+
+
+class TunnelVars(PlaybookVars):
+    """A WireGuard or FOU tunnel between cli and srv (its keys, if any, are made on the hosts)."""
+
+    kind: Literal["wireguard", "fou"]
+    overhead: int
+    """Bytes the tunnel adds to a packet: its MTU is the underlay's less this."""
+
+
+class IpsecKeys(PlaybookVars):
+    auth: str
+    enc: str
+
+
+class IpsecVars(PlaybookVars):
+    """An IPsec tunnel: its keys are made by fl per cell and fill the placeholders of tunnel.ip."""
+
+    kind: Literal["ipsec"]
+    overhead: int
+    replay_window: int | None
+    keys: dict[End, IpsecKeys]
+    """Per sender: its SA's keys."""
+    fill: dict[str, str]
+    """Placeholder in tunnel.ip → its key."""
+
+
+class CellVars(PlaybookVars):
+    """fl_cell: everything the roles need for one cell."""
+
+    name: str
+    scenario: str
+    config_hash: str
+    dir: str
+    """The cell's results folder as the hosts see it."""
+    sysctls: dict[str, dict[str, str]]
+    """Per host: the sysctls set for the cell."""
+    files: dict[str, dict[str, str]]
+    """Per host: its command files (file name → text, commands.py)."""
+    summary: str
+    """One line for the setup log."""
+    ecn: EcnVars | None
+    tunnel: IpsecVars | TunnelVars | None
+    schedule: bool
+    """The bottleneck's rate changes during the test."""
+    client_qdisc: list[str] | None
+    udp: str | None
+    """The competing UDP flow's rate (tc words)."""
+    udp_bps: float | int
+    """Its bits per second; 0 (an int, as ever) without one."""
+    flent_delay: int
+    """Seconds Flent runs alone before the flows (the UDP flow starts after them)."""
+    target: str
+    """The server address the tools talk to (inside the tunnel, if any)."""
+    length: int
+    step_size: float
+    samplers: list[str]
+    """The hosts whose sockets are sampled."""
+    flent: list[str]
+    """Flent's argv, run in the cell's folder."""

@@ -1,0 +1,162 @@
+"""The contract between fl and the roles (flharness/testbed/playbook_vars.py): every
+`fl_run.X` and `fl_cell.X.Y` that roles/ and playbooks/ read is a field of the models,
+and the cells of shipped scenarios hand over data that has each of them."""
+from __future__ import annotations
+
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from pydantic import BaseModel
+
+from flharness.cells import expand
+from flharness.scenario import load_scenario
+from flharness.testbed.inventory import load_inventory
+from flharness.testbed.plan import cell_vars, run_vars
+from flharness.testbed.playbook_vars import CellVars, RunVars
+
+REPO = Path(__file__).resolve().parents[2]
+ROOTS: dict[str, type[BaseModel]] = {"fl_run": RunVars, "fl_cell": CellVars}
+#: Names read as keys that are none of fl_cell's, on purpose.
+NOT_KEYS = {"fl_cell.stop": "the hand-over's last word ({'stop': true}, session.py), no cell",
+            "fl_cell.py": "plugins/lookup/fl_cell.py, named in a comment"}
+#: One step of a chain: .get('k', …) (may be absent), ['k'], or .k.
+STEP = r"""\.get\(\s*['"](\w+)['"]|\[\s*['"](\w+)['"]\s*\]|\.(\w+)"""
+CHAIN = re.compile(rf"\b(fl_run|fl_cell)\b((?:{STEP})+)")
+ALIAS = re.compile(rf"{{%-?\s*set\s+(\w+)\s*=\s*(fl_run|fl_cell)((?:{STEP})*)\s*-?%}}")
+SCENARIOS = ["tests/scenarios/every-feature.yml", "scenarios/s5-tunnel.yml", "scenarios/s9-tunnel-reordering.yml",
+             "scenarios/s10-ect1-gaming.yml", "scenarios/demo.yml"]
+
+
+class Ref(NamedTuple):
+    """A chain of keys read, root first; SOFT: the indices read with .get (may be absent)."""
+
+    where: str
+    chain: tuple[str, ...]
+    soft: frozenset[int]
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.chain)
+
+
+def _steps(text: str) -> list[tuple[str, bool]]:
+    return [(got or item or attr, bool(got)) for got, item, attr in re.findall(STEP, text)]
+
+
+def references(text: str, where: str = "<string>") -> list[Ref]:
+    """Every fl_run / fl_cell key chain in TEXT, through `{% set x = fl_cell.… %}` aliases too."""
+    found = [(m.group(1), _steps(m.group(2)), m.start()) for m in CHAIN.finditer(text)]
+    for alias in ALIAS.finditer(text):  # t.kind after {% set t = fl_cell.tunnel %}: fl_cell.tunnel.kind
+        name, root, prefix = alias.group(1), alias.group(2), _steps(alias.group(3))
+        found.extend((root, prefix + _steps(m.group(1)), m.start())
+                     for m in re.compile(rf"(?<![\w.]){name}((?:{STEP})+)").finditer(text, alias.end()))
+    return [Ref(f"{where}:{text.count(chr(10), 0, at) + 1}", (root, *(k for k, _ in steps)),
+                frozenset(i + 1 for i, (_, soft) in enumerate(steps) if soft)) for root, steps, at in found]
+
+
+def template_references() -> list[Ref]:
+    files = sorted(p for d in ("roles", "playbooks") for p in (REPO / d).rglob("*")
+                   if p.suffix in (".j2", ".yml", ".yaml") and p.is_file())
+    return [r for p in files for r in references(p.read_text(), str(p.relative_to(REPO)))]
+
+
+def _choices(annotation: Any) -> list[Any]:
+    """A field's types: a union's members (None too), else the one."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    return list(typing.get_args(annotation)) if union else [annotation]
+
+
+def missing_key(ref: Ref) -> str | None:
+    """The first key along REF that no model there has (as root.a.b), or None. The walk
+    stops where the value is no model (a dict, list or string: its own keys and methods)."""
+    if ref.name in NOT_KEYS:
+        return None
+    kinds: list[Any] = [ROOTS[ref.chain[0]]]
+    for i, key in enumerate(ref.chain[1:], 1):
+        models = [k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)]
+        if not models:
+            return None
+        fields = [m.model_fields[key].annotation for m in models if key in m.model_fields]
+        if not fields:
+            return ".".join(ref.chain[:i + 1])
+        kinds = [k for f in fields for k in _choices(f)]
+    return None
+
+
+def absent_in(ref: Ref, data: dict[str, Any]) -> str | None:
+    """The first key along REF (after its root) that DATA, as dumped, lacks where its parent
+    is there; a None parent (no tunnel), a non-mapping or a .get ends the walk."""
+    if ref.name in NOT_KEYS:
+        return None
+    value: Any = data
+    for i, key in enumerate(ref.chain[1:], 1):
+        if not isinstance(value, dict):
+            return None
+        if key not in value:
+            return None if i in ref.soft else ".".join(ref.chain[:i + 1])
+        value = value[key]
+    return None
+
+
+def reaches(ref: Ref, data: dict[str, Any]) -> bool:
+    """DATA has REF's keys all the way (or up to a list or string, whose methods it reads)."""
+    value: Any = data
+    for key in ref.chain[1:]:
+        if value is None or (isinstance(value, dict) and key not in value):
+            return False
+        if not isinstance(value, dict):
+            return True
+        value = value[key]
+    return True
+
+
+def test_the_templates_read_only_keys_the_models_have():
+    refs = template_references()
+    assert len({r.name for r in refs}) > 30 and any(r.chain[:2] == ("fl_cell", "tunnel") and len(r.chain) > 2
+                                                     for r in refs)
+    wrong = [f"{r.where}: {key} (read as {r.name})" for r in refs if (key := missing_key(r))]
+    assert not wrong, "keys the roles read that playbook_vars.py's models lack:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize(("text", "missing"), [
+    ("{{ fl_cell.nonexistent }}", "fl_cell.nonexistent"),
+    ("{% if fl_cell.ecn and fl_cell.ecn.devv %}", "fl_cell.ecn.devv"),
+    ("x: \"{{ fl_run['nope'] | int }}\"", "fl_run.nope"),
+    ("{% set t = fl_cell.tunnel %}\n{{ t.kind }} {{ t.get('fil', {}) }}", "fl_cell.tunnel.fil"),
+    ("{{ fl_cell.tunnel.keys.cli.auth }} {{ fl_cell.tunnel.keys.cli.authx }}", None),  # a dict's keys: not checked
+    ("{{ fl_cell.flent.index('flent') }} {{ fl_cell_dir }} {{ fl_run.module_params[inventory_hostname] }}", None),
+])
+def test_the_scanner_names_the_key_a_model_lacks(text, missing):
+    assert [k for r in references(text) if (k := missing_key(r))] == ([missing] if missing else [])
+
+
+@pytest.fixture(scope="module")
+def handed_over() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """fl_run (as a run's testbeds get it, with its batches) and each cell's fl_cell, dumped."""
+    inv = load_inventory(REPO / "inventory.ini")
+    cells = [c for s in SCENARIOS for c in expand(load_scenario(REPO / s), REPO / s)]
+    rv = run_vars(cells, ifb=True, nft=True)
+    made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv) for c in cells]
+    return rv.batched(3, 16).to_ansible(), [cv.to_ansible() for cv in made]
+
+
+def test_the_cells_hand_over_every_key_the_templates_read(handed_over):
+    fl_run, fl_cells = handed_over
+    data = [("fl_run", "fl_run", fl_run), *(("fl_cell", f"cell {c['name']}", c) for c in fl_cells)]
+    refs = template_references()
+    lacking = {f"{r.where}: {who} lacks {key}" for r in refs for root, who, d in data
+               if r.chain[0] == root and (key := absent_in(r, d))}
+    assert not lacking, "\n".join(sorted(lacking))
+    whole = sorted({r.name for r in refs if r.name not in NOT_KEYS
+                    and not any(reaches(r, d) for root, _, d in data if root == r.chain[0])})
+    assert not whole, f"no cell of {SCENARIOS} has these whole (cover them with another scenario): {whole}"
+
+
+def test_a_handed_over_cell_lacking_a_key_is_named():
+    ref, = references("{{ fl_cell.ecn.dev }}")
+    assert absent_in(ref, {"ecn": {"at": "mid", "tc": False}}) == "fl_cell.ecn.dev"
+    assert absent_in(ref, {"ecn": None}) is None  # no ECN rewrites: the templates test fl_cell.ecn first
