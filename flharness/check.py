@@ -8,7 +8,8 @@ from .capabilities import OPTIONAL_TOOLS, REQUIRED_TOOLS, Capabilities, probe_re
 from .results.cell_record import CcModule
 from .testbed import probe
 from .testbed.ansible import ansible_playbook
-from .testbed.probe_reply import parse_reply
+from .testbed.probe_reply import ProbeReply, parse_reply
+from .testbed.probing import merge_hosts
 
 if TYPE_CHECKING:
     from .testbed.vm import VmConfig
@@ -21,13 +22,30 @@ TCP_REWRITE = {"tc": "tc filter (u32, pedit, csum)",
                None: "NOT POSSIBLE here (no act_pedit/act_csum, and nftables' TCP header writes refused)"}
 
 
+def print_hosts(per_host: dict[str, ProbeReply]) -> None:
+    """Per host of an ssh testbed: its kernel, and what fl needs there that it lacks."""
+    for host, reply in per_host.items():
+        lacks = [f"{t} ({REQUIRED_TOOLS[t]})" for t in REQUIRED_TOOLS if not reply.tools.get(t)]
+        lacks += [] if reply.root else ["root (fl configures qdiscs, sysctls and captures)"]
+        lacks += [f"a working probe: {reply.error}"] if reply.error else []
+        optional = [t for t in OPTIONAL_TOOLS if not reply.tools.get(t)]
+        print(f"{host}: kernel {reply.kernel}; lacks: {'; '.join(lacks) or 'nothing fl needs'}"
+              + (f"; optional, missing: {', '.join(optional)}" if optional else ""))
+
+
 def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
     """This machine's kernel and tools, or (VM) the guest's, probed for real."""
+    from .run.vm_probe import probe_in_vm, probe_ssh, ssh_inventory
+    request = probe_request([], catalogue=True)
     if vm is not None and inventory is not None:
-        from .run.vm_probe import probe_in_vm
-        caps = probe_in_vm(vm, inventory, probe_request([], catalogue=True))
+        caps = probe_in_vm(vm, inventory, request)
+    elif (inv := ssh_inventory(inventory)) is not None:
+        per_host = probe_ssh(inv, request)
+        print_hosts(per_host)
+        caps = Capabilities(merge_hosts(per_host))
+        print("\nthe testbed as a whole (qdiscs: the middlebox's; a tool or CC: if every host that needs it has it):")
     else:
-        caps = Capabilities(parse_reply(probe.probe(probe_request([], catalogue=True)), "this machine"))
+        caps = Capabilities(parse_reply(probe.probe(request), "this machine"))
     ok = True
     print(f"kernel {caps.kernel}; running as {'root' if caps.reply.root else 'a regular user'}")
     print("\ntools:")

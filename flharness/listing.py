@@ -13,6 +13,7 @@ from .run import pace
 from .run.planning import require_some, select
 from .scenario import list_scenarios, load_scenario
 from .scenario.load import SCENARIO_DIR
+from .testbed.probing import merge_hosts
 from .units import human_duration
 
 if TYPE_CHECKING:
@@ -35,16 +36,19 @@ def list_all() -> int:
 def list_cells(paths: list[Path], label: str, only: list[str], results: Path, vm: VmConfig | None = None,
                inventory: Path | None = None, parallel: int | None = None) -> int:
     """The cells of one or more scenarios, with what this kernel (or the VM's, probed in
-    one boot for all of them) can run, and how long that takes on PARALLEL testbeds at
+    one boot for all of them, or an ssh inventory's hosts') can run, and how long that takes on PARALLEL testbeds at
     the pace this machine ran such cells before (run/pace.py)."""
     scenarios = [(path, load_scenario(path)) for path in paths]
     cells = {path: select(expand(scenario, path), only, require_match=len(paths) == 1) for path, scenario in scenarios}
     everything = [c for cs in cells.values() for c in cs]
     require_some(everything, only)
     caps: Capabilities | None
+    from .run.vm_probe import probe_in_vm, probe_ssh, ssh_inventory
+    place = "this"
     if vm is not None and inventory is not None:
-        from .run.vm_probe import probe_in_vm
-        caps = probe_in_vm(vm, inventory, probe_request(everything))
+        caps, place = probe_in_vm(vm, inventory, probe_request(everything)), "the VM's"
+    elif (inv := ssh_inventory(inventory)) is not None:
+        caps, place = Capabilities(merge_hosts(probe_ssh(inv, probe_request(everything)))), "the ssh testbed's"
     else:
         caps = probe_for(everything) if os.geteuid() == 0 else None
     measured = pace.pace(_kind(vm, inventory))
@@ -54,7 +58,7 @@ def list_cells(paths: list[Path], label: str, only: list[str], results: Path, vm
         if len(scenarios) > 1:
             print(f"{'' if i == 0 else chr(10)}== {scenario.name or path.stem}")
         pending += _print_cells(scenario.name or path.stem, sorted(set(scenario.repetitions_list())), cells[path],
-                                label, results, caps, vm, measured, testbeds)
+                                label, results, caps, place, measured, testbeds)
     if len(scenarios) > 1:
         print(f"\nall: {len(pending)} cells to run, ~{human_duration(measured.run_s(pending, testbeds))} on "
               f"{testbeds} testbed(s) ({measured.describe()})")
@@ -68,7 +72,7 @@ def _kind(vm: VmConfig | None, inventory: Path | None) -> str:
 
 
 def _print_cells(name: str, repetitions: list[int], cells: list[Cell], label: str, results: Path,
-                 caps: Capabilities | None, vm: VmConfig | None, measured: pace.Pace, testbeds: int) -> list[Cell]:
+                 caps: Capabilities | None, place: str, measured: pace.Pace, testbeds: int) -> list[Cell]:
     store = ScenarioResults(results / label / name)
     pending = []
     width = max((len(c.name) for c in cells), default=10)
@@ -80,9 +84,8 @@ def _print_cells(name: str, repetitions: list[int], cells: list[Cell], label: st
         note = f"skip: {why}" if why else ""
         print(f"{cell.name:<{width}}  {cell.config_hash}  {status:<7} {note}")
     kernel = f"kernel {caps.kernel}" if caps else "kernel support not probed (needs root)"
-    where = f"this {kernel}" if vm is None else f"the VM's {kernel}"
     print(f"\n{len(cells)} cells ({' or '.join(map(str, repetitions))} repetition(s)), "
-          f"~{human_duration(measured.run_s(cells, testbeds))} for all; {len(pending)} to run on {where}, "
+          f"~{human_duration(measured.run_s(cells, testbeds))} for all; {len(pending)} to run on {place} {kernel}, "
           f"~{human_duration(measured.run_s(pending, testbeds))} on {testbeds} testbed(s) ({measured.describe()})")
     return pending
 

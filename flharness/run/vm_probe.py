@@ -1,5 +1,6 @@
-"""What a VM's kernel can do, for `fl check --vm` and `fl list --vm`: one boot, the probe
-run in the guest through Ansible, the VM removed."""
+"""What a VM's kernel, or an ssh inventory's hosts, can do, for `fl check` and `fl list`
+(--vm, --inventory): the probe run through Ansible in the guest (one boot, the VM
+removed after) or on each host of the inventory's first testbed."""
 from __future__ import annotations
 
 import logging
@@ -7,8 +8,9 @@ import tempfile
 from pathlib import Path
 
 from ..capabilities import Capabilities
-from ..testbed.inventory import load_inventory
+from ..testbed.inventory import Inventory, load_inventory
 from ..testbed.probe import Request
+from ..testbed.probe_reply import ProbeReply
 from ..testbed.testbed import Testbed
 from ..testbed.vm import VmConfig
 
@@ -23,5 +25,27 @@ def probe_in_vm(cfg: VmConfig, inventory: Path, request: Request) -> Capabilitie
             tb.boot()
             tb.ready()
             return Capabilities(tb.probe(request)["nsroot"])
+        finally:
+            tb.down()
+
+
+def ssh_inventory(inventory: Path | None) -> Inventory | None:
+    """INVENTORY's first testbed if its hosts are reached over ssh (a namespaces
+    inventory is probed in-process, on this machine)."""
+    if inventory is None or not inventory.is_file():
+        return None
+    inv = load_inventory(inventory)
+    return inv if inv.backend == "ssh" else None
+
+
+def probe_ssh(inv: Inventory, request: Request) -> dict[str, ProbeReply]:
+    """The probe on each host of an ssh testbed: host name → its reply."""
+    LOG.info("probing the hosts of %s over ssh", inv.path)
+    with tempfile.TemporaryDirectory(prefix="fl-ssh-probe-") as tmp:
+        tb = Testbed(inv, None, Path(tmp) / "fl.log")
+        try:
+            tb.boot()
+            tb.ready()
+            return tb.probe(request)
         finally:
             tb.down()

@@ -9,6 +9,8 @@ the sysctls it changed restored.
 from __future__ import annotations
 
 import json
+import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -126,6 +128,21 @@ def hosts(ssh_testbeds, tmp_path):
     inventory.write_text("[testbed]\n" + "\n".join(host_line(h, h, mgmt[h], 0) for h in HOSTS)
                          + "\n\n[testbed:vars]\n" + common_vars(tmp_path / "id"))
     return ns, inventory
+
+
+def test_check_and_list_probe_the_inventorys_hosts(hosts, tmp_path):
+    """`fl check --inventory` and `fl list --inventory` of an ssh inventory probe its hosts
+    over ssh, not this machine: one line per host (named as the inventory names it) with
+    its kernel and what fl needs there that it lacks; the list counts the cells the ssh
+    testbed's kernel can run."""
+    _, inventory = hosts
+    p = run_fl("check", "--inventory", str(inventory), timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for h in HOSTS:
+        assert re.search(rf"^{h}: kernel {re.escape(os.uname().release)}; lacks: nothing fl needs", p.stdout, re.M), p.stdout
+    p = run_fl("list", str(REPO / "tests" / "scenarios" / "ssh-short.yml"), "--inventory", str(inventory),
+               "--results", str(tmp_path / "results"), timeout=300)
+    assert p.returncode == 0 and "1 to run on the ssh testbed's kernel" in p.stdout, p.stdout + p.stderr
 
 
 def test_roles_run_unchanged_over_ssh_and_leave_the_hosts_as_found(hosts, tmp_path):
