@@ -4,7 +4,7 @@ The test builds three namespaces itself, links them, and runs an sshd in each on
 management link of its own; the inventory says fl_backend=ssh. fl must configure them
 through Ansible's ssh connection, fetch the results, and at the end leave the hosts as
 it found them: no qdiscs, IFBs, nftables table, processes or scratch files of fl, and
-the sysctls it changed restored.
+the sysctls, addresses, routes, links' state and offloads it changed restored.
 """
 from __future__ import annotations
 
@@ -145,9 +145,24 @@ def test_check_and_list_probe_the_inventorys_hosts(hosts, tmp_path):
     assert p.returncode == 0 and "1 to run on the ssh testbed's kernel" in p.stdout, p.stdout + p.stderr
 
 
+def host_state(ns: str) -> dict[str, str]:
+    """What fl changes on a host besides qdiscs and sysctls, read back: IPv4 addresses
+    (the kernel's own IPv6 link-local ones come and go with a link), routes, links up or
+    down, each data link's offloads."""
+    links = [line.split()[1].split("@")[0] for line in sh("ip", "-o", "link", ns=ns).splitlines()]
+    offloads = {dev: [line for line in sh("ethtool", "-k", dev, ns=ns).splitlines()
+                      if line.split(":")[0] in ("tcp-segmentation-offload", "generic-segmentation-offload",
+                                                 "generic-receive-offload")]
+                for dev in links if dev in ("e0", "e1")}
+    return {"addr": sh("ip", "-o", "-4", "addr", ns=ns), "route": sh("ip", "route", ns=ns),
+            "link": sh("ip", "-br", "link", ns=ns), "offloads": repr(offloads)}
+
+
 def test_roles_run_unchanged_over_ssh_and_leave_the_hosts_as_found(hosts, tmp_path):
     ns, inventory = hosts
     before = {h: sh("sysctl", "-n", "net.ipv4.tcp_ecn", ns=ns[h]) for h in HOSTS}
+    state = {h: host_state(ns[h]) for h in HOSTS}
+    assert all("on" in state[h]["offloads"] for h in HOSTS), state  # fl turns them off: restored?
     results = tmp_path / "results"
     p = run_fl("run", str(REPO / "tests" / "scenarios" / "ssh-short.yml"), "--inventory", str(inventory),
                "--results", str(results), timeout=600)
@@ -167,6 +182,8 @@ def test_roles_run_unchanged_over_ssh_and_leave_the_hosts_as_found(hosts, tmp_pa
     assert "fl" not in sh("nft", "list", "tables", ns=ns["mid"])
     assert sh("sysctl", "-n", "net.ipv4.ip_forward", ns=ns["mid"]).strip() == "0"
     assert {h: sh("sysctl", "-n", "net.ipv4.tcp_ecn", ns=ns[h]) for h in HOSTS} == before
+    for h in HOSTS:  # addresses, routes, links' state and offloads read back as before
+        assert host_state(ns[h]) == state[h], h
     for h in HOSTS:
         leftover = [pid for pid in sh("ip", "netns", "pids", ns[h]).split()
                     if "sshd" not in Path(f"/proc/{pid}/comm").read_text(errors="replace")]
