@@ -53,6 +53,7 @@ class Manifest(BaseModel):
     build_seconds: float
     kernel: KernelRecord
     userland_suite: str
+    mirror: str = ""  # where its packages came from (a snapshot's address pins them); '' in older manifests
     packages: dict[str, str]  # every Debian package in the root: version
     modules: list[ModuleRecord]
     boot_modules: list[str]
