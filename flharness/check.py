@@ -43,7 +43,7 @@ def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
         per_host = probe_ssh(inv, request)
         print_hosts(per_host)
         caps = Capabilities(merge_hosts(per_host))
-        print("\nthe testbed as a whole (qdiscs: the middlebox's; a tool or CC: if every host that needs it has it):")
+        print("\nthe testbed as a whole (qdiscs: the middlebox's; a CC: if both ends have it; a tool: if every host has it):")
     else:
         caps = Capabilities(parse_reply(probe.probe(request), "this machine"))
     ok = True

@@ -47,12 +47,12 @@ def list_cells(paths: list[Path], label: str, only: list[str], results: Path, vm
     place = "this"
     if vm is not None and inventory is not None:
         caps, place = probe_in_vm(vm, inventory, probe_request(everything)), "the VM's"
-    elif (inv := ssh_inventory(inventory)) is not None:
+    elif (inv := ssh_inventory(inventory)) is not None and os.geteuid() == 0:
         caps, place = Capabilities(merge_hosts(probe_ssh(inv, probe_request(everything)))), "the ssh testbed's"
     else:
         caps = probe_for(everything) if os.geteuid() == 0 else None
     measured = pace.pace(_kind(vm, inventory))
-    testbeds = parallel or 1
+    testbeds = _testbeds(parallel, vm, inventory)
     pending = []
     for i, (path, scenario) in enumerate(scenarios):
         if len(scenarios) > 1:
@@ -63,6 +63,18 @@ def list_cells(paths: list[Path], label: str, only: list[str], results: Path, vm
         print(f"\nall: {len(pending)} cells to run, ~{human_duration(measured.run_s(pending, testbeds))} on "
               f"{testbeds} testbed(s) ({measured.describe()})")
     return 0
+
+
+def _testbeds(parallel: int | None, vm: VmConfig | None, inventory: Path | None) -> int:
+    """How many testbeds fl run would use: --parallel N, else one VM, or every testbed of
+    an ssh inventory."""
+    if parallel is not None and parallel < 1:
+        raise FlError(f"--parallel {parallel}: give 1 or more testbeds")
+    if parallel is not None or vm is not None:
+        return parallel or 1
+    from .testbed.inventory import load_testbeds
+    found = load_testbeds(inventory) if inventory is not None and inventory.is_file() else []
+    return len(found) if found and found[0].backend == "ssh" else 1
 
 
 def _kind(vm: VmConfig | None, inventory: Path | None) -> str:

@@ -277,6 +277,9 @@ def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: fl
     possible = v * 1e6 <= highest_rate(t - RATE_SAMPLE_SPAN, t, test.config, f.direction)
     out.steady_excluded = int(np.count_nonzero(~possible))
     if not possible.any():
+        out.flag = Flag(kind="incomplete", code="steady_window_empty",
+                        text=f"flow {f.index} ({f.label}): no D_SS: all {len(v)} socket samples in its steady "
+                             f"window, {start:.1f}-{end:.1f} s, are above the link's rate")
         return out
     out.steady_mbit = float(v[possible].mean())
     cap = float(payload_capacity_bps(rate_at(t[possible], test.config, f.direction)).mean()) / 1e6

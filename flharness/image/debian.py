@@ -32,9 +32,14 @@ def source_lines(mirror: str, suite: str, components: list[str]) -> list[str]:
 RETRIES = 3
 
 
-def apt_options(*suites: str) -> list[str]:
+#: A mirror that serves the archive as it was (snapshot.debian.org): every suite's
+#: Release file there is past its Valid-Until.
+SNAPSHOT = "/archive/debian/"
+
+
+def apt_options(*suites: str, mirrors: tuple[str, ...] = ()) -> list[str]:
     retry = [f'--aptopt=Acquire::Retries "{RETRIES}"']
-    if any(s in UNSTABLE for s in suites):
+    if any(s in UNSTABLE for s in suites) or any(SNAPSHOT in m for m in mirrors):
         return [*retry, '--aptopt=Acquire::Check-Valid-Until "false"']
     return retry
 
@@ -44,7 +49,8 @@ def mmdebstrap(target: Path, suite: str, sources: list[str], include: list[str],
     """A directory root of SUITE with apt and INCLUDE (variant apt: essential packages,
     apt, and what INCLUDE depends on; no recommends)."""
     argv = ["mmdebstrap", "--variant=apt", "--mode=root", f"--include={','.join(include)}",
-            *apt_options(suite, *(line.split()[2] for line in sources)), *(extra or []),
+            *apt_options(suite, *(line.split()[2] for line in sources), mirrors=tuple(line.split()[1] for line in sources)),
+            *(extra or []),
             suite, str(target), *sources]
     run_logged(argv, log, f"mmdebstrap {suite}")
 

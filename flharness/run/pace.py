@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import statistics
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from ..results.cell_record import CellRecord
 LOG = logging.getLogger(__name__)
 PACE_FILE = "pace.json"
 KEEP = 400  # measured cells kept, the newest
-KNEE_MBPS = 8.0  # an emulated cell's cost doubles every this many Mbit/s of link rate
+KNEE_MBPS = 8.0  # an emulated cell's cost grows by its Flent run for every this many Mbit/s
 #: Wall seconds per unit before any run measured them (a VM's boot aside): namespaces run
 #: in real time plus setup; TCG's 0.6 is this machine's of 2026-11-27 (above).
 DEFAULTS = {"host": 1.05, "ssh": 1.1, "vm-kvm": 1.2, "vm-tcg": 0.6}
@@ -56,9 +57,11 @@ def units(cell: Cell, kind: str) -> float:
 
 
 def share(testbeds: int, kind: str) -> float:
-    """How much TESTBEDS of KIND share this machine's cores (VMs need one each)."""
+    """How much TESTBEDS of KIND stretch each other's wall time: TCG guests need a core
+    each (on the virtual clock more of them than cores take longer; elsewhere cells run
+    in real time, and a shared core shows as cpu_busy flags instead)."""
     cores = os.cpu_count() or 1
-    return max(1.0, testbeds / cores) if kind.startswith("vm") else 1.0
+    return max(1.0, testbeds / cores) if kind == "vm-tcg" else 1.0
 
 
 def _file() -> Path:
@@ -81,9 +84,9 @@ def record(done: list[tuple[Cell, CellRecord]], kind: str, testbeds: int) -> Non
     kept = (load() + new)[-KEEP:]
     try:
         _file().parent.mkdir(parents=True, exist_ok=True)
-        tmp = _file().with_suffix(".tmp")
-        tmp.write_text(json.dumps([asdict(s) for s in kept]))
-        tmp.replace(_file())
+        with tempfile.NamedTemporaryFile("w", dir=_file().parent, prefix=".pace-", delete=False) as tmp:
+            tmp.write(json.dumps([asdict(s) for s in kept]))  # a run beside this one may lose its
+        Path(tmp.name).replace(_file())                       # samples, never the file
     except OSError as e:
         LOG.debug("pace not kept: %s", e)
 

@@ -31,7 +31,7 @@ from ..results.run_record import RunRecord
 from ..scenario import Scenario
 from ..scenario.load import read_merged
 from ..testbed.inventory import Inventory, load_testbeds, moved
-from ..testbed.plan import cell_vars, estimated_seconds, run_vars
+from ..testbed.plan import cell_vars, run_vars
 from ..testbed.playbook_vars import RunVars
 from ..testbed.probing import merge_hosts
 from ..testbed.testbed import BATCH, Testbed
@@ -47,7 +47,6 @@ from .space import check_space
 from .summary import print_summary
 
 LOG = logging.getLogger(__name__)
-CELL_OVERHEAD = 2.0  # seconds of setup and collection per cell on namespaces, for estimates
 #: Wall seconds a cell may take on namespaces or ssh hosts beyond Flent's own limit.
 HOST_CELL_MARGIN = 300.0
 
@@ -245,11 +244,11 @@ def _plan(run: Run, selected: list[tuple[Scenario, list[Cell]]], paths: list[Pat
 
 def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: RunVars,
                testbeds: list[Testbed]) -> list[CellRecord]:
-    queue = deque(sorted(to_run, key=lambda sc: -estimated_seconds(sc[1], CELL_OVERHEAD)))
+    measured = pace.pace(_kind(run))
+    queue = deque(sorted(to_run, key=lambda sc: -measured.cell_s(sc[1])))  # the longest first
     rv = rv.batched(len(queue) // BATCH + 2, BATCH)
     for tb in testbeds:
         tb.run_vars = rv
-    measured = pace.pace(_kind(run))
     progress = Progress([measured.cell_s(c, len(testbeds)) for _, c in queue], len(testbeds))
     slots = [Slot(tb, _cell_limit(run), _stopwatch(tb)) for tb in testbeds]
 

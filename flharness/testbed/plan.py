@@ -178,7 +178,3 @@ def summary(cell: Cell) -> str:
 def target(cell: Cell, inv: Inventory) -> str:
     """The server address Flent, iperf and the ss sampler talk to (inside the tunnel, if any)."""
     return inv.tunnel_ip("srv") if cell.config.tunnel is not None else inv.srv_ip
-
-
-def estimated_seconds(cell: Cell, overhead: float) -> float:
-    return cell.config.flent_s + overhead

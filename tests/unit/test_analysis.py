@@ -206,6 +206,10 @@ def test_delivery_rate_samples_above_the_link_rate_are_left_out(tmp_path):
     assert one.steady_mbit is None and (one.flag.kind, one.flag.code) == ("incomplete", "steady_window_empty")
     assert one.flag.text == ("flow 1 (cubic (20 ms)): no D_SS: no socket sample in its steady window, "
                              "8.0-8.0 s (after the rate schedule's last step)")
+    rs = _Samples(1000.0, {"TCP upload::1": [(x, 15.0, 50.0) for x in t]})  # all above the 10 Mbit/s link
+    one = socket_figures(rs, _config(), 3, 1, 2.0)
+    assert one.steady_mbit is None and one.steady_excluded == 4 and one.flag.code == "steady_window_empty"
+    assert "all 4 socket samples in its steady window, 5.0-7.0 s, are above the link's rate" in one.flag.text
 
 
 #: The server's samples of a tcp_bidirectional cell (srv.ss.log, as fl-ss-sample writes

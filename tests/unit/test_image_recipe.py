@@ -150,6 +150,8 @@ def test_backports_come_with_their_base_suite_and_sid_with_an_expired_release_al
     assert source_lines("http://m/debian", "sid", ["main", "non-free"]) == ["deb http://m/debian sid main non-free"]
     assert any("Check-Valid-Until" in o for o in apt_options("sid"))
     assert not any("Check-Valid-Until" in o for o in apt_options("trixie", "trixie-backports"))
+    snapshot = "http://snapshot.debian.org/archive/debian/20261127T000000Z"  # the archive as it was: all expired
+    assert any("Check-Valid-Until" in o for o in apt_options("trixie", "trixie-backports", mirrors=(snapshot,)))
 
 
 def test_what_an_image_supports_comes_from_its_kernel_config(tmp_path):
