@@ -4,3 +4,5 @@ from __future__ import annotations
 
 HOSTS = ("cli", "mid", "srv")
 ENDPOINTS = ("cli", "srv")  # the hosts that send and receive (and capture)
+UDP_PORT = 5001  # the server's iperf UDP server for competing UDP flows (scenario key udp)
+VIDEO_PORT = 5002  # and the one for video flows (scenario key video)

@@ -1,4 +1,5 @@
-"""fl's captures as numpy arrays: the header fields of every IPv4 TCP packet.
+"""fl's captures as numpy arrays: the header fields of every IPv4 TCP packet, and of
+every IPv4 UDP datagram with the first word of its payload (iperf's datagram number).
 
 Only the walk from one pcap record to the next is a Python loop (it reads one length
 per packet); every field is then gathered for all packets at once with numpy, so a
@@ -21,7 +22,7 @@ _MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e-6), b"\xa1\xb2\xc3\xd4": (">", 1e-6),
           b"\x4d\x3c\xb2\xa1": ("<", 1e-9), b"\xa1\xb2\x3c\x4d": (">", 1e-9)}
 #: link type → (bytes before the IP header, offset of the EtherType or None)
 _LINK = {1: (14, 12), 113: (16, 14), 101: (0, None), 12: (0, None)}
-_IPV4, _TCP = 0x0800, 6
+_IPV4, _TCP, _UDP = 0x0800, 6, 17
 _GLOBAL_HEADER, _RECORD_HEADER = 24, 16
 
 
@@ -49,12 +50,38 @@ class Packets:
         return Packets(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
 
 
+@dataclass(frozen=True)
+class Datagrams:
+    """One capture's IPv4 UDP datagrams, in capture order (one array per field)."""
+
+    ts: NDArray[np.float64]  # epoch seconds
+    src: NDArray[np.uint32]
+    dst: NDArray[np.uint32]
+    sport: NDArray[np.uint32]
+    dport: NDArray[np.uint32]
+    payload: NDArray[np.int64]  # UDP payload bytes (from the IP total length)
+    tos: NDArray[np.uint8]  # DSCP << 2 | ECN
+    first_word: NDArray[np.int64]  # the payload's first 4 bytes, big-endian signed (iperf: datagram number); -1 if cut
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def take(self, idx: NDArray[np.intp] | NDArray[np.bool_]) -> Datagrams:
+        return Datagrams(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
+
+
 def read(path: Path) -> Packets:
     """The IPv4 TCP packets of a pcap file (xz-compressed when its name ends in .xz). The
     last two files read are kept (a cell's two captures: its verdict and its metrics read
     them one after the other); their arrays are shared, so never write into them."""
     st = path.stat()
-    return _read(path.resolve(), st.st_size, st.st_mtime_ns)
+    return _read(path.resolve(), st.st_size, st.st_mtime_ns)[0]
+
+
+def read_udp(path: Path) -> Datagrams:
+    """The IPv4 UDP datagrams of a pcap file (read with its TCP packets, kept with them)."""
+    st = path.stat()
+    return _read(path.resolve(), st.st_size, st.st_mtime_ns)[1]
 
 
 def forget() -> None:
@@ -63,7 +90,7 @@ def forget() -> None:
 
 
 @functools.lru_cache(maxsize=2)
-def _read(path: Path, size: int, mtime_ns: int) -> Packets:
+def _read(path: Path, size: int, mtime_ns: int) -> tuple[Packets, Datagrams]:
     if path.suffix == ".xz":
         with lzma.open(path) as f:
             buf = f.read()
@@ -76,7 +103,8 @@ def _read(path: Path, size: int, mtime_ns: int) -> Packets:
     if link not in _LINK:
         raise ValueError(f"{path}: link type {link} not supported")
     records, lengths = _records(buf, order)
-    return _parse(np.frombuffer(buf, np.uint8), records, lengths, order, unit, *_LINK[link])
+    d = np.frombuffer(buf, np.uint8)
+    return _parse(d, records, lengths, order, unit, *_LINK[link]), _parse_udp(d, records, lengths, order, unit, *_LINK[link])
 
 
 def _records(buf: bytes, order: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -113,26 +141,52 @@ def _le32(d: NDArray[np.uint8], at: NDArray[np.int64]) -> NDArray[np.int64]:
     return out
 
 
-def _parse(d: NDArray[np.uint8], records: NDArray[np.int64], lengths: NDArray[np.int64], order: str, unit: float,
-           link_len: int, ethertype_at: int | None) -> Packets:
+def _ipv4(d: NDArray[np.uint8], records: NDArray[np.int64], lengths: NDArray[np.int64], link_len: int,
+          ethertype_at: int | None, proto: int, header: int) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """The records of IPv4 packets of protocol PROTO captured with at least HEADER bytes of
+    it: their record offsets, IP header offsets and the ends of what was captured."""
     data = records + _RECORD_HEADER
-    ok = lengths >= link_len + 40
+    ok = lengths >= link_len + 20 + header
     if ethertype_at is not None:
         ok &= _be(d, np.where(ok, data + ethertype_at, 0), 2) == _IPV4
     ip = data + link_len
     ok &= (d[np.where(ok, ip, 0)] >> 4) == 4
-    ok &= d[np.where(ok, ip + 9, 0)] == _TCP
+    ok &= d[np.where(ok, ip + 9, 0)] == proto
     ihl = (d[np.where(ok, ip, 0)] & 15).astype(np.int64) * 4
-    ok &= lengths >= link_len + ihl + 20
-    records, ip, ihl = records[ok], ip[ok], ihl[ok]
+    ok &= lengths >= link_len + ihl + header
+    return records[ok], ip[ok], (data + lengths)[ok]
+
+
+def _stamps(d: NDArray[np.uint8], records: NDArray[np.int64], order: str, unit: float) -> NDArray[np.float64]:
+    ts = _header_u32(d, records, order) + _header_u32(d, records + 4, order) * unit
+    return ts.astype(np.float64)
+
+
+def _parse(d: NDArray[np.uint8], records: NDArray[np.int64], lengths: NDArray[np.int64], order: str, unit: float,
+           link_len: int, ethertype_at: int | None) -> Packets:
+    records, ip, _ = _ipv4(d, records, lengths, link_len, ethertype_at, _TCP, 20)
+    ihl = (d[ip] & 15).astype(np.int64) * 4
     tcp = ip + ihl
     doff = (d[tcp + 12] >> 4).astype(np.int64) * 4
-    ts = _header_u32(d, records, order) + _header_u32(d, records + 4, order) * unit
     return Packets(
-        ts=ts.astype(np.float64), src=_be(d, ip + 12, 4).astype(np.uint32), dst=_be(d, ip + 16, 4).astype(np.uint32),
+        ts=_stamps(d, records, order, unit), src=_be(d, ip + 12, 4).astype(np.uint32), dst=_be(d, ip + 16, 4).astype(np.uint32),
         sport=_be(d, tcp, 2).astype(np.uint32), dport=_be(d, tcp + 2, 2).astype(np.uint32),
         seq=_be(d, tcp + 4, 4), ack=_be(d, tcp + 8, 4), flags=d[tcp + 13].copy(), ae=d[tcp + 12] & 1,
         payload=_be(d, ip + 2, 2) - ihl - doff, tos=d[ip + 1].copy(), ipid=_be(d, ip + 4, 2))
+
+
+def _parse_udp(d: NDArray[np.uint8], records: NDArray[np.int64], lengths: NDArray[np.int64], order: str, unit: float,
+               link_len: int, ethertype_at: int | None) -> Datagrams:
+    records, ip, end = _ipv4(d, records, lengths, link_len, ethertype_at, _UDP, 8)
+    ihl = (d[ip] & 15).astype(np.int64) * 4
+    udp = ip + ihl
+    word = np.where(end >= udp + 12, udp + 8, 0)
+    first = _be(d, word, 4)
+    return Datagrams(
+        ts=_stamps(d, records, order, unit), src=_be(d, ip + 12, 4).astype(np.uint32),
+        dst=_be(d, ip + 16, 4).astype(np.uint32), sport=_be(d, udp, 2).astype(np.uint32),
+        dport=_be(d, udp + 2, 2).astype(np.uint32), payload=_be(d, ip + 2, 2) - ihl - 8, tos=d[ip + 1].copy(),
+        first_word=np.where(end >= udp + 12, np.where(first >= 2**31, first - 2**32, first), -1))
 
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))

@@ -48,6 +48,7 @@ from ..results.cell_metrics import (
     QueueSummary,
     RttSpike,
     UdpFlow,
+    VideoFlow,
 )
 from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..results.cell_series import CellSeries, FlowSeries
@@ -63,6 +64,7 @@ from .rtt_spike import rtt_spike
 from .ss_samples import Sample
 from .teardown_log import host_sections
 from .udp_flow import udp_flow
+from .video import video_flow
 
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
 OVER_CAPACITY = 1.01  # goodput above this × payload capacity is a measurement error
@@ -173,11 +175,12 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: Cell
     flags = _flags(record, flows, utilisation, peaks, capacities, queues,
                    [s.flag for s in sampled.values() if s.flag])
     udp, udp_flag = _udp(cell_dir, record.config)
+    video, video_flag = _video(cell_dir, record.config)
     return CellMetrics(ipsec=_ipsec(cell_dir, record.config),
-        cell=record.cell, invalid=invalid + _problems(flows, rs, record.config), flags=flags + udp_flag,
+        cell=record.cell, invalid=invalid + _problems(flows, rs, record.config), flags=flags + udp_flag + video_flag,
         steady_window_s=window, flows=flows, ping_ms=_ping(rs, test.lead, test.all_run, test.end), t0=rs.t0,
         queue=queues, qdisc_totals=_qdisc_totals(cell_dir), peak_mbit=peaks, jain=jain, ratio=ratio,
-        capacity=capacities, utilisation=utilisation, udp=udp)
+        capacity=capacities, utilisation=utilisation, udp=udp, video=video)
 
 
 def cell_metrics(cell_dir: Path, record: CellRecord | dict[str, Any], settings: Settings) -> dict[str, Any]:
@@ -212,6 +215,15 @@ def _udp(cell_dir: Path, config: CellConfig) -> tuple[UdpFlow | None, list[Flag]
     if isinstance(udp, str):
         return None, [Flag(kind="incomplete", code="udp_unreported", text=f"udp flow: {udp}")]
     return udp, []
+
+
+def _video(cell_dir: Path, config: CellConfig) -> tuple[VideoFlow | None, list[Flag]]:
+    if not config.video:
+        return None, []
+    video = video_flow(cell_dir / "cli.pcap.xz", cell_dir / "srv.pcap.xz", config.video)
+    if isinstance(video, str):
+        return None, [Flag(kind="incomplete", code="video_unreported", text=f"video flow: {video}")]
+    return video, []
 
 
 def _ipsec(cell_dir: Path, config: CellConfig) -> dict[str, IpsecEnd]:
@@ -463,8 +475,8 @@ def _starved(f: FlowMetrics, config: CellConfig) -> bool:
 
 
 def _limited_by_more_than_the_rate(config: CellConfig) -> bool:
-    """A rate schedule, pacing client qdisc, competing UDP, tunnel overhead or netem impairment."""
-    return any(v is not None for v in (config.rate_schedule, config.client_qdisc, config.udp, config.tunnel,
+    """A rate schedule, pacing client qdisc, competing UDP or video, tunnel overhead or netem impairment."""
+    return any(v is not None for v in (config.rate_schedule, config.client_qdisc, config.udp, config.video, config.tunnel,
                                        config.netem))
 
 

@@ -15,6 +15,9 @@ from .collect import UNREADABLE, CellResult, RunResult
 ECN = ("not_ect", "ect0", "ect1", "ce")
 #: The competing UDP flow's figures (metrics' udp), as columns udp_<name> of its cell's rows.
 UDP = ("declared_mbit", "sent_mbit", "received_mbit", "sent", "lost", "loss_pct", "jitter_ms")
+#: The video flow's figures (metrics' video), as columns video_<name>.
+VIDEO = ("declared_mbit", "declared_fps", "sent_mbit", "received_mbit", "sent_fps", "received_fps", "frames_sent",
+         "frames_received", "frame_loss_pct", "codepoint_pct", "ce_pct")
 
 
 def rows(result: RunResult) -> list[dict[str, Any]]:
@@ -52,6 +55,10 @@ def _cell_columns(result: RunResult, c: CellResult, axes: list[str]) -> dict[str
                  "ping_p99_ms": loaded.p99 if loaded else None, "steady_window_s": m.steady_window_s})
     udp = m.udp
     cols.update({f"udp_{k}": getattr(udp, k) if udp else None for k in UDP})
+    video = m.video
+    cols.update({f"video_{k}": getattr(video, k) if video else None for k in VIDEO})
+    delay = video.frame_delay_ms if video else None
+    cols.update({f"video_frame_delay_{k}_ms": getattr(delay, k) if delay else None for k in ("median", "p95", "p99")})
     return cols
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results.cell_metrics import CellMetrics, FlowMetrics
+from ..results.cell_metrics import CellMetrics, FlowMetrics, UdpFlow, VideoFlow
 from .collect import CellResult, ScenarioResult
 from .stats import t_half_width
 
@@ -148,17 +148,40 @@ def _per_run(runs: list[list[FlowMetrics]]) -> dict[str, Stat | None]:
 def udp_table(s: ScenarioResult) -> dict[str, Any] | None:
     """The competing UDP flow per cell (repetitions folded): what iperf sent and what
     arrived, its loss and jitter, beside the TCP flows' aggregate goodput."""
-    cells = [c for c in s.cells if c.valid and _metrics(c).udp is not None]
+    def row(udp: list[UdpFlow]) -> dict[str, Any]:
+        return {"declared": udp[0].declared_mbit, "sent": stat([u.sent_mbit for u in udp]),
+                "received": stat([u.received_mbit for u in udp]), "loss": stat([u.loss_pct for u in udp]),
+                "jitter": stat([u.jitter_ms for u in udp])}
+    return _side_flow_table(s, lambda m: m.udp, row)
+
+
+def video_table(s: ScenarioResult) -> dict[str, Any] | None:
+    """The video flow per cell (repetitions folded): frames and payload sent and received,
+    frames lost, each frame's delay (median, p99) and CE marks, beside the TCP flows' total."""
+    def row(video: list[VideoFlow]) -> dict[str, Any]:
+        delays = [v.frame_delay_ms for v in video]
+        return {"declared": video[0].declared_mbit, "fps": video[0].declared_fps,
+                "sent": stat([v.sent_mbit for v in video]), "received": stat([v.received_mbit for v in video]),
+                "received_fps": stat([v.received_fps for v in video]), "loss": stat([v.frame_loss_pct for v in video]),
+                "delay_median": stat([d.median if d else None for d in delays]),
+                "delay_p99": stat([d.p99 if d else None for d in delays]), "ce": stat([v.ce_pct for v in video])}
+    return _side_flow_table(s, lambda m: m.video, row)
+
+
+def _side_flow_table(s: ScenarioResult, flow_of: Callable[[CellMetrics], Any], row: Callable[[list[Any]], dict[str, Any]]
+                     ) -> dict[str, Any] | None:
+    """A table of the cells that have a flow beside the TCP ones (FLOW_OF reads it from a
+    cell's metrics; ROW makes its figures from the repetitions' flows): one row per cell,
+    repetitions folded, with the TCP flows' total goodput."""
+    cells = [c for c in s.cells if c.valid and flow_of(_metrics(c)) is not None]
     if not cells:
         return None
     varying = [a for a in s.swept if a != "repetition" and len({c.label(a) for c in cells}) > 1]
     axes = varying or ["qdisc"]  # the axes that tell these cells apart
     rows = []
     for group in _groups(cells, _without_repetition).values():
-        udp = [u for g in group if (u := _metrics(g).udp) is not None]  # every cell here has one
-        rows.append({"axes": [group[0].label(a) or "" for a in axes], "declared": udp[0].declared_mbit,
-                     "sent": stat([u.sent_mbit for u in udp]), "received": stat([u.received_mbit for u in udp]),
-                     "loss": stat([u.loss_pct for u in udp]), "jitter": stat([u.jitter_ms for u in udp]),
+        flows = [f for g in group if (f := flow_of(_metrics(g))) is not None]  # every cell here has one
+        rows.append({"axes": [group[0].label(a) or "" for a in axes], **row(flows),
                      "tcp": stat([sum(f.mean_mbit or 0 for f in _metrics(g).flows) for g in group]),
                      "n": len(group), "flagged": any(g.flags for g in group)})
     return {"axes": axes, "rows": rows}

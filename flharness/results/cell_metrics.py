@@ -9,7 +9,7 @@ from .files import Contract, Sparse, Versioned
 from .flags import Flag
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION: Final = 14  # and the version field's Literal below (mypy holds them equal)
+METRICS_VERSION: Final = 15  # and the version field's Literal below (mypy holds them equal)
 
 
 class Percentiles(Contract):
@@ -191,6 +191,39 @@ class UdpFlow(Contract):
     """The server's interval."""
 
 
+class VideoFlow(Contract):
+    """The video flow (scenario key video), from the captures (analysis/video.py): frames
+    told apart in the client's, followed into the server's."""
+
+    declared_mbit: float
+    """The scenario's mean rate of UDP payload."""
+    declared_fps: int
+    frames_sent: int
+    frames_received: int
+    """Frames whose every datagram arrived."""
+    frame_loss_pct: float
+    datagrams_sent: int
+    datagrams_received: int
+    sent_fps: float
+    """Frames per second the client sent (its capture, first frame to last)."""
+    received_fps: float | None
+    """Complete frames per second in the server's capture (first to last complete frame)."""
+    sent_mbit: float
+    """UDP payload per second the client sent, over the frames' span (n frame intervals)."""
+    received_mbit: float
+    """Of it, what arrived, over the same span."""
+    frame_bytes: Spread
+    """UDP payload per frame, as sent."""
+    codepoint_pct: float
+    """Datagrams sent with the declared ECN codepoint (client's capture)."""
+    ce_pct: float
+    """Datagrams that arrived marked CE (server's capture)."""
+    frame_delay_ms: Percentiles | None
+    """Each complete frame's first datagram sent (client's capture) to its last received
+    (server's): what a receiver waits for the frame."""
+    frame_delay_max_ms: float | None = None
+
+
 class Capacity(Contract):
     """The TCP payload the link could carry one way (analysis/link.py: rate × 1448/1514),
     over the window of that direction's flows: the first one's start to the test's end."""
@@ -228,7 +261,7 @@ class CellMetrics(Versioned):
     WHAT = "metrics file"
     ADVICE = "it is recomputed"
 
-    version: Literal[14] = METRICS_VERSION
+    version: Literal[15] = METRICS_VERSION
     key: str = ""
     """Fingerprint of the inputs and settings (analysis/cache.py)."""
     cell: str
@@ -260,5 +293,7 @@ class CellMetrics(Versioned):
     """Per direction: data delivered over what the payload capacity carries in the same window."""
     udp: UdpFlow | None = None
     """The competing UDP flow, where the scenario has one."""
+    video: VideoFlow | None = None
+    """The video flow, where the scenario has one."""
     ipsec: dict[str, IpsecEnd] = {}
     """Per tunnel end (cli, srv) of an IPsec cell: its SAs' anti-replay drops."""

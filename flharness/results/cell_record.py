@@ -112,6 +112,47 @@ class StepConfig(Links):
 #: The word that starts a second netem stage, chained after the path delay's.
 THEN = "then"
 
+#: The video flow's ECN codepoints (scenario words) → the IP ECN field (RFC 3168).
+VIDEO_CODEPOINTS: Final = {"not-ect": 0, "ect1": 1, "ect0": 2}
+
+
+class VideoConfig(Contract):
+    """The video-like flow (scenario key `video`): unresponsive UDP client → server in
+    frames, each a burst of datagrams at line rate, sent `fps` times a second at a mean
+    bit rate of UDP payload `rate` (iperf 2's isochronous mode; frame sizes log-normal
+    with standard deviation `sd` as a bit rate, fixed without it)."""
+
+    rate: str
+    """Mean bit rate of UDP payload (tc words)."""
+    fps: int
+    """Frames per second."""
+    sd: str | None = None
+    """Standard deviation of the frames' sizes, as a bit rate; None: every frame the same."""
+    codepoint: Literal["not-ect", "ect1", "ect0"]
+    """The ECN codepoint of every datagram (ect1: DualPI2's L queue)."""
+    dscp: int = 0
+    """The DSCP of every datagram."""
+
+    @property
+    def rate_bps(self) -> float:
+        return Rate.parse(self.rate).bps
+
+    @property
+    def tos(self) -> int:
+        """The IP TOS byte the sender sets: DSCP and ECN field."""
+        return self.dscp << 2 | VIDEO_CODEPOINTS[self.codepoint]
+
+    @property
+    def isochronous(self) -> str:
+        """iperf's --isochronous value: frames per second, mean and standard deviation (bits/s)."""
+        sd = Rate.parse(self.sd).bps if self.sd else 0
+        return f"{self.fps}:{self.rate_bps:.0f},{sd:.0f}"
+
+    @property
+    def label(self) -> str:
+        extras = (f"-sd{self.sd}" if self.sd else "") + (f"-dscp{self.dscp}" if self.dscp else "")
+        return f"video{self.rate}-{self.fps}fps-{self.codepoint}{extras}"
+
 
 class NetemConfig(Contract):
     up: list[str]
@@ -175,6 +216,8 @@ class CellConfig(Sparse):
     client_qdisc: str | None = None
     udp: str | None = None
     """Rate of the competing UDP flow."""
+    video: VideoConfig | None = None
+    """The video-like flow."""
     lead: int | None = None
     """Flent's lead-in and lead-out (-d), seconds, when not its default."""
 

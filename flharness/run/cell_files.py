@@ -54,10 +54,14 @@ class CellFiles:
     def server_addr(self) -> int:
         return int(ipaddress.IPv4Address(self.server))
 
+    def capture_path(self, host: str) -> Path:
+        """HOST's capture: compressed once the cell is done, plain before."""
+        path = self.dir / f"{host}.pcap.xz"
+        return path if path.is_file() else path.with_suffix("")
+
     def capture(self, host: str) -> Packets | None:
         if host not in self._captures:
-            path = self.dir / f"{host}.pcap.xz"
-            path = path if path.is_file() else path.with_suffix("")
+            path = self.capture_path(host)
             try:
                 self._captures[host] = read(path) if path.is_file() else None
             except ValueError:

@@ -25,7 +25,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
                   "lead", "matrix", "repetitions", "qdiscs", "vars", "include", "exclude", "extends", "name",
                   "description", "analysis", "expect", "reference", "findings")),
     ("Path and endpoint features", "Each is also an axis: set once, or sweep under `matrix:`.",
-     ("netem", "rtt_split", "rate_schedule", "ecn", "start", "client_qdisc", "udp", "tunnel", "replay_window")),
+     ("netem", "rtt_split", "rate_schedule", "ecn", "start", "client_qdisc", "udp", "video", "tunnel", "replay_window")),
 )
 
 DESCRIPTIONS: dict[str, str] = {
@@ -172,6 +172,17 @@ DESCRIPTIONS: dict[str, str] = {
         "iperf's client count and server report (payload rate sent and received, datagrams lost, jitter), are"
         " in `metrics.json` (`udp`), the dataset (`udp_*` columns) and the index's *Competing UDP flow* "
         "table, beside the TCP flows' total"
+    ),
+    "video": (
+        'a video-like flow client → server, unresponsive UDP in frames: `{rate: 2.5mbit, fps: 60, codepoint: ect1}`, '
+        'optionally `sd: 0.3mbit` (log-normal frame sizes; without it every frame is the same size) and `dscp: 0`…`63`. '
+        "Each frame is a burst of datagrams at line rate (iperf 2's isochronous mode, which draws the sizes from its own "
+        'fixed seed: every run sends the same sequence), sized to the MTU towards the server, started with the TCP '
+        'flows and lasting the test; `rate` is the mean bit rate of UDP payload, `codepoint` the ECN field of every '
+        'datagram (`ect1`: DualPI2\'s L queue; `ect0`, `not-ect`: its C queue). Frames are told apart in the '
+        "client's capture (a gap of a quarter of the frame interval) and followed into the server's: each frame's "
+        "delay (its first datagram sent to its last received), frames lost, the rates and codepoints, in "
+        "`metrics.json` (`video`) and the index's *Video flow* table"
     ),
     "tunnel": (
         "a tunnel between client and server, built per cell (each end's commands: `tunnel.ip` in `fl run --dry-run`, "

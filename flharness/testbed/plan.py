@@ -9,13 +9,13 @@ from typing import Any
 
 from .. import layout
 from ..cells import Cell
+from ..hosts import UDP_PORT, VIDEO_PORT
 from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .commands import PARAM_HOSTS, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .inventory import Inventory
-from .playbook_vars import CellVars, EcnVars, IpsecKeys, IpsecVars, RunVars, TunnelVars
+from .playbook_vars import CellVars, EcnVars, IpsecKeys, IpsecVars, RunVars, TunnelVars, VideoVars
 
-UDP_PORT = 5001  # the iperf UDP server's port (competing unresponsive flows, scenario key udp)
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
 #: The shortest interval between samples of the middlebox's queues (fl-qdisc-sample):
@@ -36,7 +36,7 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
             keys.setdefault(host, set()).update(settings)
     params = sorted({path for config in configs for path in module_param_paths(config)})
     return RunVars(ifb=ifb and any(c.needs_path_netem for c in configs), nft=nft,
-                   udp=any(c.udp for c in configs), tunnels=sorted({c.tunnel for c in configs if c.tunnel}),
+                   udp=any(c.udp for c in configs), video=any(c.video for c in configs), tunnels=sorted({c.tunnel for c in configs if c.tunnel}),
                    sysctl_keys={h: sorted(k) for h, k in keys.items()}, htb_args=htb_args or [],
                    module_params={h: params for h in PARAM_HOSTS} if params else {},
                    wait_timeout=int(15 * dilation), dilation=dilation, shared_fs=shared_fs, stage_cells=vm,
@@ -48,7 +48,7 @@ def testbed_vars(inv: Inventory, run_vars: RunVars | None) -> dict[str, Any]:
     addresses and ports decided here (playbooks/group_vars derives none of them). The
     server listens on its address, or on every address in runs with tunnels (built per
     cell, after the servers start); RUN_VARS: the run's fl_run (None when only probing)."""
-    return {**layout.ANSIBLE_VARS, **tunnel.ANSIBLE_VARS, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT,
+    return {**layout.ANSIBLE_VARS, **tunnel.ANSIBLE_VARS, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT, "fl_video_port": VIDEO_PORT,
             "fl_srv_bind": "0.0.0.0" if run_vars and run_vars.tunnels else inv.srv_ip}
 
 
@@ -155,6 +155,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         ecn=ecn_plan(cell, inv, tcp_rewrite), tunnel=tunnel, schedule=bool(config.steps),
         client_qdisc=config.client_qdisc_words or None,
         udp=udp.text if udp else None, udp_bps=udp.bps if udp else 0, flent_delay=config.lead_s,
+        video=VideoVars(isochronous=config.video.isochronous, tos=config.video.tos) if config.video else None,
         target=target(cell, inv), length=config.length, step_size=config.step_size,
         samplers=samplers(config),
         flent=flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)

@@ -30,6 +30,8 @@ class RunVars(PlaybookVars):
     """nftables (firewall counters, ECN rewrites)."""
     udp: bool
     """Some cell has a competing UDP flow: the servers run iperf's."""
+    video: bool
+    """Some cell has a video flow: the servers run a second iperf UDP server for it."""
     tunnels: list[str]
     """The tunnel kinds the cells use."""
     sysctl_keys: dict[str, list[str]]
@@ -98,6 +100,15 @@ class IpsecVars(PlaybookVars):
     """Placeholder in tunnel.ip → its key."""
 
 
+class VideoVars(PlaybookVars):
+    """The video flow's iperf client (flent.sh.j2)."""
+
+    isochronous: str
+    """iperf's --isochronous value: frames per second, mean and standard deviation (bits/s)."""
+    tos: int
+    """The IP TOS byte of its datagrams (DSCP and ECN field)."""
+
+
 class CellVars(PlaybookVars):
     """fl_cell: everything the roles need for one cell."""
 
@@ -121,6 +132,7 @@ class CellVars(PlaybookVars):
     """The competing UDP flow's rate (tc words)."""
     udp_bps: float | int
     """Its bits per second; 0 (an int, as ever) without one."""
+    video: VideoVars | None
     flent_delay: int
     """Seconds Flent runs alone before the flows (the UDP flow starts after them)."""
     target: str

@@ -16,12 +16,12 @@ from resultlib import CLI, codes, read_pcap, udp_received_mbit
 from flharness.analysis.flent_data import load as load_flent
 from flharness.capabilities import probe_for
 from flharness.cells import expand
+from flharness.hosts import UDP_PORT
 from flharness.scenario import load_scenario
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 GENI = REPO / "tests" / "scenarios" / "geni-short.yml"
 RATE = 100e6
-UDP_PORT = 5001  # the iperf server's (playbooks/group_vars/all.yml: fl_udp_port)
 
 
 @pytest.fixture(scope="module")

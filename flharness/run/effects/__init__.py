@@ -8,6 +8,8 @@ something fl did not configure itself:
 * rate schedule, tunnel, sysctls and the client's qdisc (state.py): the schedule's own
   log and the bottleneck class after the test, the tunnel device's counters, the values
   read back after the test, the client qdisc's counters;
+* the video flow (video.py): its frames in the client's capture against the declared
+  frame rate, mean rate and codepoint, and in the server's;
 * a scalable CC (l4s.py): each prague connection's data ECT(1) in the sender's capture
   where the server's SYN/ACK accepted AccECN, Not-ECT where it did not.
 
@@ -19,9 +21,9 @@ from __future__ import annotations
 
 from ...results.cell_record import Effect
 from ..cell_files import CellFiles
-from . import ecn, l4s, netem_loss, state
+from . import ecn, l4s, netem_loss, state, video
 
 
 def effects(files: CellFiles) -> list[Effect]:
     """Every declared path feature's effect in the finished cell."""
-    return [*ecn.check(files), *netem_loss.check(files), *state.check(files), *l4s.check(files)]
+    return [*ecn.check(files), *netem_loss.check(files), *state.check(files), *video.check(files), *l4s.check(files)]
