@@ -19,7 +19,7 @@ REQUIRED_TOOLS = {
     "fping": "Flent's ICMP ping", "tcpdump": "packet capture", "xz": "compresses captures",
     "tc": "qdiscs", "ip": "namespaces, links", "ss": "socket statistics", "ethtool": "offloads",
 }
-OPTIONAL_TOOLS = {"irtt": "UDP latency (rrul tests)", "nft": "firewall counters, ECN rewrites",
+OPTIONAL_TOOLS = {"irtt": "UDP latency (rrul tests, scenario key probe)", "nft": "firewall counters, ECN rewrites",
                   "iperf": "competing UDP flows and video flows (scenario keys udp, video)", "wg": "WireGuard tunnels (key tunnel)"}
 #: What the kernel needs for each kind of tunnel (scenario key tunnel).
 TUNNEL_MODULES = {"wireguard": "wireguard", "fou": "fou/ipip (IP in UDP)",
@@ -149,6 +149,8 @@ class Capabilities:
             return f"kernel lacks {kernel_module(q[0])} (client qdisc {' '.join(q)})"
         if config.udp and not self.tools.get("iperf"):
             return "no iperf on the testbed: needed for the competing UDP flow"
+        if config.probe and not self.tools.get("irtt"):
+            return "no irtt on the testbed: needed for the latency probe"
         if config.video and not self.tools.get("iperf"):
             return "no iperf on the testbed: needed for the video flow (2.1 or later: isochronous mode)"
         return None

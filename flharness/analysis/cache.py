@@ -20,10 +20,11 @@ from ..results.cell_record import CellRecord
 from ..results.cell_series import SERIES_FILE, CellSeries
 from ..results.store import CELL_FILE
 from .metrics import Settings, analyse
+from .probe import PROBE_FILE
 
 LOG = logging.getLogger(__name__)
 METRICS_FILE = "metrics.json"
-INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log", "udp.log", "teardown.log")
+INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log", "udp.log", PROBE_FILE, "teardown.log")
 #: compressed inputs, read whole to find damage
 OPENERS: dict[str, Callable[[Path, str], IO[Any] | io.BufferedIOBase]] = {".xz": lzma.open, ".gz": gzip.open}
 

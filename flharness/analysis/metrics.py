@@ -44,6 +44,7 @@ from ..results.cell_metrics import (
     PcapCounts,
     Percentiles,
     Ping,
+    ProbeFlow,
     QdiscTotals,
     QueueSummary,
     RttSpike,
@@ -60,6 +61,7 @@ from .flent_data import delivered_mbit, first_data_s
 from .flows import FlowInfo, declared_flows, match_connections
 from .ipsec_stats import ipsec_end
 from .link import capacity, highest_rate, payload_capacity_bps, rate_at
+from .probe import probe_flow
 from .rtt_spike import rtt_spike
 from .ss_samples import Sample
 from .teardown_log import host_sections
@@ -176,11 +178,12 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: Cell
                    [s.flag for s in sampled.values() if s.flag])
     udp, udp_flag = _udp(cell_dir, record.config)
     video, video_flag = _video(cell_dir, record.config)
+    probe, probe_flag = _probe(cell_dir, record)
     return CellMetrics(ipsec=_ipsec(cell_dir, record.config),
-        cell=record.cell, invalid=invalid + _problems(flows, rs, record.config), flags=flags + udp_flag + video_flag,
+        cell=record.cell, invalid=invalid + _problems(flows, rs, record.config), flags=flags + udp_flag + video_flag + probe_flag,
         steady_window_s=window, flows=flows, ping_ms=_ping(rs, test.lead, test.all_run, test.end), t0=rs.t0,
         queue=queues, qdisc_totals=_qdisc_totals(cell_dir), peak_mbit=peaks, jain=jain, ratio=ratio,
-        capacity=capacities, utilisation=utilisation, udp=udp, video=video)
+        capacity=capacities, utilisation=utilisation, udp=udp, video=video, probe=probe)
 
 
 def cell_metrics(cell_dir: Path, record: CellRecord | dict[str, Any], settings: Settings) -> dict[str, Any]:
@@ -224,6 +227,15 @@ def _video(cell_dir: Path, config: CellConfig) -> tuple[VideoFlow | None, list[F
     if isinstance(video, str):
         return None, [Flag(kind="incomplete", code="video_unreported", text=f"video flow: {video}")]
     return video, []
+
+
+def _probe(cell_dir: Path, record: CellRecord) -> tuple[ProbeFlow | None, list[Flag]]:
+    if not record.config.probe:
+        return None, []
+    probe = probe_flow(cell_dir, record.config.probe, record.backend.shared_clock)
+    if isinstance(probe, str):
+        return None, [Flag(kind="incomplete", code="probe_unreported", text=f"latency probe: {probe}")]
+    return probe, []
 
 
 def _ipsec(cell_dir: Path, config: CellConfig) -> dict[str, IpsecEnd]:

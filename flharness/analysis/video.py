@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from ..ecn import CE
 from ..hosts import VIDEO_PORT
 from ..results.cell_metrics import Percentiles, Spread, VideoFlow
-from ..results.cell_record import VIDEO_CODEPOINTS, VideoConfig
+from ..results.cell_record import CODEPOINT_WORDS, VideoConfig
 from .capture import Datagrams, read_udp
 
 #: A gap longer than this share of the frame interval starts a new frame.
@@ -93,7 +93,7 @@ def video_flow(cli_pcap: Path, srv_pcap: Path, config: VideoConfig) -> VideoFlow
         sent_mbit=float(f.payload.sum()) * 8 / span / 1e6,
         received_mbit=float(received.payload[np.unique(got, return_index=True)[1]].sum()) * 8 / span / 1e6,
         frame_bytes=Spread(mean=float(f.payload.mean()), p95=float(np.percentile(f.payload, 95)), max=float(f.payload.max())),
-        codepoint_pct=100 * float(((sent.tos & 3) == VIDEO_CODEPOINTS[config.codepoint]).mean()),
+        codepoint_pct=100 * float(((sent.tos & 3) == CODEPOINT_WORDS[config.codepoint]).mean()),
         ce_pct=100 * float(((received.tos & 3) == CE).mean()) if len(received) else 0.0,
         frame_delay_ms=Percentiles(median=float(np.median(delay)), p95=float(np.percentile(delay, 95)),
                                    p99=float(np.percentile(delay, 99)), n=len(delay)) if len(delay) else None,

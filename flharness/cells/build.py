@@ -62,6 +62,7 @@ def _config(scenario: Scenario, test: FlentTest, combo: dict[str, Point], rep: i
         "client_qdisc": " ".join(client_q.split()) if client_q else None,
         "udp": udp.text if udp else None,
         "video": combo["video"].value,
+        "probe": combo["probe"].value,
         "lead": scenario.lead if scenario.lead != FLENT_LEAD_S else None,
         "module_params": combo["module_params"].value if "module_params" in combo else None,
     }

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..flent_tests import FlentTest
 from ..results.cell_record import CellConfig
 from ..scenario.values import LinkRate, Point, QdiscSpec
@@ -53,4 +55,6 @@ def jsonable(value: Any) -> Any:
         return [jsonable(v) for v in value]
     if is_dataclass(value):
         return {f.name: jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, BaseModel):  # a part of the cell's configuration (the video flow)
+        return value.model_dump(mode="json", exclude_none=True)
     return value

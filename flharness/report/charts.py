@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from ..results.cell_metrics import FlowMetrics
-from . import boxes, throughput_delay
+from . import boxes, probe_chart, throughput_delay
 from .collect import CellResult, ScenarioResult
 from .tables import stat
 
@@ -69,7 +69,19 @@ def scenario_charts(s: ScenarioResult, out_dir: Path) -> list[dict[str, str]]:
         charts.append({"title": f"Steady-state goodput per flow, {title}", "path": path.name})
         charts += _box_chart(s, group, title, out_dir / f"{s.name}_goodput_box_{_slug(suffix)}.svg")
     charts += _delay_charts(s, cells, out_dir)
+    charts += _probe_chart(s, cells, out_dir)
     return charts
+
+
+def _probe_chart(s: ScenarioResult, cells: list[CellResult], out_dir: Path) -> list[dict[str, str]]:
+    """The queueing delay the latency probe saw, where some cell has one (report/probe_chart.py)."""
+    probed = [c for c in cells if c.metrics and c.metrics.probe]
+    if not probed:
+        return []
+    path = out_dir / f"{s.name}_probe_delay.svg"
+    draw_if_changed(path, probe_chart.key(probed), lambda p: probe_chart.draw(
+        probe_chart.curves(s, probed), probe_chart.source(probed), f"{s.name}: latency probe", p))
+    return [{"title": "Queueing delay the flows induce on the latency probe (share of packets above x)", "path": path.name}]
 
 
 def _box_chart(s: ScenarioResult, cells: list[CellResult], title: str, path: Path) -> list[dict[str, str]]:

@@ -59,6 +59,11 @@ def _cell_columns(result: RunResult, c: CellResult, axes: list[str]) -> dict[str
     cols.update({f"video_{k}": getattr(video, k) if video else None for k in VIDEO})
     delay = video.frame_delay_ms if video else None
     cols.update({f"video_frame_delay_{k}_ms": getattr(delay, k) if delay else None for k in ("median", "p95", "p99")})
+    probe = m.probe
+    queued = probe.queueing_ms if probe else None
+    cols.update({f"probe_queueing_{k}_ms": getattr(queued, k) if queued else None for k in ("median", "p99", "p999")})
+    cols.update({"probe_rtt_median_ms": probe.rtt_ms.median if probe and probe.rtt_ms else None,
+                 "probe_lost_pct": probe.lost_pct if probe else None})
     return cols
 
 

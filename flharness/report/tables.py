@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results.cell_metrics import CellMetrics, FlowMetrics, UdpFlow, VideoFlow
+from ..results.cell_metrics import CellMetrics, FlowMetrics, ProbeFlow, UdpFlow, VideoFlow
 from .collect import CellResult, ScenarioResult
 from .stats import t_half_width
 
@@ -166,6 +166,19 @@ def video_table(s: ScenarioResult) -> dict[str, Any] | None:
                 "delay_median": stat([d.median if d else None for d in delays]),
                 "delay_p99": stat([d.p99 if d else None for d in delays]), "ce": stat([v.ce_pct for v in video])}
     return _side_flow_table(s, lambda m: m.video, row)
+
+
+def probe_table(s: ScenarioResult) -> dict[str, Any] | None:
+    """The latency probe per cell (repetitions folded): the queueing delay the flows
+    induce on it (median, p99, p99.9), its round trip and losses, beside the TCP flows' total."""
+    def row(probes: list[ProbeFlow]) -> dict[str, Any]:
+        queued = [p.queueing_ms for p in probes]
+        return {"codepoint": probes[0].codepoint, "interval": probes[0].interval_ms,
+                "source": probes[0].queueing_from or "–",
+                "median": stat([q.median if q else None for q in queued]), "p99": stat([q.p99 if q else None for q in queued]),
+                "p999": stat([q.p999 if q else None for q in queued]),
+                "rtt": stat([p.rtt_ms.median if p.rtt_ms else None for p in probes]), "lost": stat([p.lost_pct for p in probes])}
+    return _side_flow_table(s, lambda m: m.probe, row)
 
 
 def _side_flow_table(s: ScenarioResult, flow_of: Callable[[CellMetrics], Any], row: Callable[[list[Any]], dict[str, Any]]

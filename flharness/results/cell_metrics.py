@@ -224,6 +224,36 @@ class VideoFlow(Contract):
     frame_delay_max_ms: float | None = None
 
 
+class DelayTail(Contract):
+    """A delay's distribution with its tail, ms."""
+
+    median: float
+    p95: float
+    p99: float
+    p999: float
+    max: float
+    n: int
+
+
+class ProbeFlow(Contract):
+    """The latency probe (scenario key probe), from irtt's own record of each round trip
+    (analysis/probe.py)."""
+
+    codepoint: str
+    interval_ms: float
+    sent: int
+    """Probe packets sent."""
+    lost_pct: float
+    """Round trips that did not complete (either way)."""
+    rtt_ms: DelayTail | None
+    owd_up_ms: DelayTail | None
+    """Client to server, from irtt's timestamps; None where the two ends do not share a clock."""
+    queueing_ms: DelayTail | None
+    """The delay the flows induce: one-way (upstream) delay above its minimum in the cell,
+    or the round trip's above its minimum where the ends do not share a clock."""
+    queueing_from: Literal["one-way", "round trip"] | None = None
+
+
 class Capacity(Contract):
     """The TCP payload the link could carry one way (analysis/link.py: rate × 1448/1514),
     over the window of that direction's flows: the first one's start to the test's end."""
@@ -295,5 +325,7 @@ class CellMetrics(Versioned):
     """The competing UDP flow, where the scenario has one."""
     video: VideoFlow | None = None
     """The video flow, where the scenario has one."""
+    probe: ProbeFlow | None = None
+    """The latency probe, where the scenario has one."""
     ipsec: dict[str, IpsecEnd] = {}
     """Per tunnel end (cli, srv) of an IPsec cell: its SAs' anti-replay drops."""

@@ -112,11 +112,29 @@ class StepConfig(Links):
 #: The word that starts a second netem stage, chained after the path delay's.
 THEN = "then"
 
-#: The video flow's ECN codepoints (scenario words) → the IP ECN field (RFC 3168).
-VIDEO_CODEPOINTS: Final = {"not-ect": 0, "ect1": 1, "ect0": 2}
+#: The ECN codepoints a video flow or a probe may send (scenario words) → the IP ECN field.
+CODEPOINT_WORDS: Final = {"not-ect": 0, "ect1": 1, "ect0": 2}
 
 
-class VideoConfig(Contract):
+class Marked(Contract):
+    """A UDP flow's marking: its ECN codepoint (which of DualPI2's queues it takes) and DSCP."""
+
+    codepoint: Literal["not-ect", "ect1", "ect0"]
+    """The ECN codepoint of every datagram (ect1: DualPI2's L queue)."""
+    dscp: int = 0
+    """The DSCP of every datagram."""
+
+    @property
+    def tos(self) -> int:
+        """The IP TOS byte the sender sets: DSCP and ECN field."""
+        return self.dscp << 2 | CODEPOINT_WORDS[self.codepoint]
+
+    @property
+    def dscp_label(self) -> str:
+        return f"-dscp{self.dscp}" if self.dscp else ""
+
+
+class VideoConfig(Marked):
     """The video-like flow (scenario key `video`): unresponsive UDP client → server in
     frames, each a burst of datagrams at line rate, sent `fps` times a second at a mean
     bit rate of UDP payload `rate` (iperf 2's isochronous mode; frame sizes log-normal
@@ -128,19 +146,10 @@ class VideoConfig(Contract):
     """Frames per second."""
     sd: str | None = None
     """Standard deviation of the frames' sizes, as a bit rate; None: every frame the same."""
-    codepoint: Literal["not-ect", "ect1", "ect0"]
-    """The ECN codepoint of every datagram (ect1: DualPI2's L queue)."""
-    dscp: int = 0
-    """The DSCP of every datagram."""
 
     @property
     def rate_bps(self) -> float:
         return Rate.parse(self.rate).bps
-
-    @property
-    def tos(self) -> int:
-        """The IP TOS byte the sender sets: DSCP and ECN field."""
-        return self.dscp << 2 | VIDEO_CODEPOINTS[self.codepoint]
 
     @property
     def isochronous(self) -> str:
@@ -150,8 +159,23 @@ class VideoConfig(Contract):
 
     @property
     def label(self) -> str:
-        extras = (f"-sd{self.sd}" if self.sd else "") + (f"-dscp{self.dscp}" if self.dscp else "")
-        return f"video{self.rate}-{self.fps}fps-{self.codepoint}{extras}"
+        return f"video{self.rate}-{self.fps}fps-{self.codepoint}" + (f"-sd{self.sd}" if self.sd else "") + self.dscp_label
+
+
+class ProbeConfig(Marked):
+    """The latency probe (scenario key `probe`): irtt's small UDP packets client → server
+    and back every `interval`, marked as declared, through the queues the flows fill."""
+
+    interval: str = "10ms"
+    """Time between probe packets (tc words)."""
+
+    @property
+    def interval_s(self) -> float:
+        return Duration.parse(self.interval).seconds
+
+    @property
+    def label(self) -> str:
+        return f"probe-{self.codepoint}-{self.interval}{self.dscp_label}"
 
 
 class NetemConfig(Contract):
@@ -218,6 +242,8 @@ class CellConfig(Sparse):
     """Rate of the competing UDP flow."""
     video: VideoConfig | None = None
     """The video-like flow."""
+    probe: ProbeConfig | None = None
+    """The latency probe."""
     lead: int | None = None
     """Flent's lead-in and lead-out (-d), seconds, when not its default."""
 

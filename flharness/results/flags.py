@@ -20,7 +20,7 @@ FlagCode = Literal[
     # finding: a result worth attention
     "starved", "late_start",
     # incomplete: a figure that could not be computed
-    "udp_unreported", "video_unreported", "steady_window_empty",
+    "udp_unreported", "video_unreported", "probe_unreported", "steady_window_empty",
 ]
 #: How each kind is introduced where flags are shown as text.
 LABELS: dict[FlagKind, str] = {"measurement_error": "measurement error", "calibration": "calibration",

@@ -25,7 +25,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
                   "lead", "matrix", "repetitions", "qdiscs", "vars", "include", "exclude", "extends", "name",
                   "description", "analysis", "expect", "reference", "findings")),
     ("Path and endpoint features", "Each is also an axis: set once, or sweep under `matrix:`.",
-     ("netem", "rtt_split", "rate_schedule", "ecn", "start", "client_qdisc", "udp", "video", "tunnel", "replay_window")),
+     ("netem", "rtt_split", "rate_schedule", "ecn", "start", "client_qdisc", "udp", "video", "probe", "tunnel",
+      "replay_window")),
 )
 
 DESCRIPTIONS: dict[str, str] = {
@@ -183,6 +184,14 @@ DESCRIPTIONS: dict[str, str] = {
         "client's capture (a gap of a quarter of the frame interval) and followed into the server's: each frame's "
         "delay (its first datagram sent to its last received), frames lost, the rates and codepoints, in "
         "`metrics.json` (`video`) and the index's *Video flow* table"
+    ),
+    "probe": (
+        "a latency probe beside the flows: irtt's small UDP packets client → server and back every `interval` (default "
+        "`10ms`, 1ms–1s), each with the ECN `codepoint` given (`ect1`: DualPI2's L queue; `ect0`, `not-ect`) and "
+        "optionally a `dscp`, e.g. `{codepoint: ect1}`; started with the flows and lasting the test (irtt's own record "
+        "in `probe.json.gz`). Its delay above its minimum in the cell is the queueing delay the other flows induce "
+        "(one-way client → server where both ends read one clock, else the round trip): `metrics.json` (`probe`), "
+        "the index's *Latency probe* table and its CDF figure"
     ),
     "tunnel": (
         "a tunnel between client and server, built per cell (each end's commands: `tunnel.ip` in `fl run --dry-run`, "

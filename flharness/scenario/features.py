@@ -12,7 +12,7 @@ from typing import Any
 
 from ..ecn import DESCRIPTIONS as ECN_ACTIONS
 from ..qdisc import check_template, default_label
-from ..results.cell_record import THEN, VIDEO_CODEPOINTS, VideoConfig
+from ..results.cell_record import CODEPOINT_WORDS, THEN, ProbeConfig, VideoConfig
 from ..units import Duration, Rate
 
 #: netem words fl passes through (fl itself writes `delay`, from the RTT).
@@ -131,32 +131,53 @@ def parse_udp(raw: Any) -> tuple[Rate | None, str]:
     return rate, f"udp{rate.text}"
 
 
+MARKING_KEYS = {"codepoint": "ECN codepoint of every datagram: " + ", ".join(CODEPOINT_WORDS),
+                "dscp": "DSCP, 0-63 (optional, default 0)"}
 VIDEO_KEYS = {"rate": "mean bit rate of UDP payload, e.g. 2.5mbit", "fps": "frames per second, 1-240",
-              "sd": "standard deviation of frame sizes as a bit rate (optional; none: fixed size)",
-              "codepoint": "ECN codepoint of every datagram: " + ", ".join(VIDEO_CODEPOINTS),
-              "dscp": "DSCP, 0-63 (optional, default 0)"}
+              "sd": "standard deviation of frame sizes as a bit rate (optional; none: fixed size)", **MARKING_KEYS}
+PROBE_KEYS = {**MARKING_KEYS, "interval": "time between probe packets, 1ms-1s (optional, default 10ms)"}
+
+
+def _mapping(key: str, raw: Any, keys: dict[str, str], required: tuple[str, ...]) -> dict[str, Any]:
+    """RAW as a mapping of KEYS with the REQUIRED ones, its DSCP and codepoint checked."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"{key} must be none or a mapping with " + "; ".join(f"{k} ({v})" for k, v in keys.items()))
+    if unknown := sorted(set(raw) - set(keys)):
+        raise ValueError(f"{key}: unknown key {unknown[0]!r} (allowed: {', '.join(keys)})")
+    if missing := [k for k in required if k not in raw]:
+        raise ValueError(f"{key}: {missing[0]} missing ({keys[missing[0]]})")
+    dscp = raw.get("dscp", 0)
+    if isinstance(dscp, bool) or not isinstance(dscp, int) or not 0 <= dscp <= 63:
+        raise ValueError(f"{key}: dscp {dscp!r} must be a whole number, 0-63")
+    if raw["codepoint"] not in CODEPOINT_WORDS:
+        raise ValueError(f"{key}: codepoint {raw['codepoint']!r} is none of: {', '.join(CODEPOINT_WORDS)}")
+    return raw
 
 
 def parse_video(raw: Any) -> tuple[VideoConfig | None, str]:
     """`none`, or a mapping of VIDEO_KEYS (rate, fps and codepoint required)."""
     if raw in (None, "none"):
         return None, "novideo"
-    if not isinstance(raw, dict):
-        raise ValueError("video must be none or a mapping with " + "; ".join(f"{k} ({v})" for k, v in VIDEO_KEYS.items()))
-    if unknown := sorted(set(raw) - set(VIDEO_KEYS)):
-        raise ValueError(f"video: unknown key {unknown[0]!r} (allowed: {', '.join(VIDEO_KEYS)})")
-    if missing := [k for k in ("rate", "fps", "codepoint") if k not in raw]:
-        raise ValueError(f"video: {missing[0]} missing ({VIDEO_KEYS[missing[0]]})")
-    fps, dscp = raw["fps"], raw.get("dscp", 0)
+    raw = _mapping("video", raw, VIDEO_KEYS, ("rate", "fps", "codepoint"))
+    fps = raw["fps"]
     if isinstance(fps, bool) or not isinstance(fps, int) or not 1 <= fps <= 240:
         raise ValueError(f"video: fps {fps!r} must be a whole number of frames per second, 1-240")
-    if isinstance(dscp, bool) or not isinstance(dscp, int) or not 0 <= dscp <= 63:
-        raise ValueError(f"video: dscp {dscp!r} must be a whole number, 0-63")
-    if raw["codepoint"] not in VIDEO_CODEPOINTS:
-        raise ValueError(f"video: codepoint {raw['codepoint']!r} is none of: {', '.join(VIDEO_CODEPOINTS)}")
     sd = Rate.parse(raw["sd"]).text if raw.get("sd") not in (None, 0, "0", "none") else None
-    video = VideoConfig(rate=Rate.parse(raw["rate"]).text, fps=fps, sd=sd, codepoint=raw["codepoint"], dscp=dscp)
+    video = VideoConfig(rate=Rate.parse(raw["rate"]).text, fps=fps, sd=sd, codepoint=raw["codepoint"],
+                        dscp=raw.get("dscp", 0))
     return video, video.label
+
+
+def parse_probe(raw: Any) -> tuple[ProbeConfig | None, str]:
+    """`none`, or a mapping of PROBE_KEYS (codepoint required)."""
+    if raw in (None, "none"):
+        return None, "noprobe"
+    raw = _mapping("probe", raw, PROBE_KEYS, ("codepoint",))
+    interval = Duration.parse(raw.get("interval", "10ms"))
+    if not 0.001 <= interval.seconds <= 1:
+        raise ValueError(f"probe: interval {interval.text!r} must be 1ms-1s")
+    probe = ProbeConfig(codepoint=raw["codepoint"], dscp=raw.get("dscp", 0), interval=interval.text)
+    return probe, probe.label
 
 
 def parse_rtt_split(raw: Any) -> tuple[str, str]:

@@ -21,7 +21,8 @@ AXES = ("cc", "qdisc", "rate", "rtt", *[a for a in AXIS_PARSERS if a not in ("cc
 NAMED_AXES = ("cc", "qdisc", "rate", "rtt")  # always part of a cell name
 REQUIRED_AXES = ("test", "rate", "qdisc", "cc")
 DEFAULTS: dict[str, Any] = {"rtt": "0ms", "length": 60, "start": "0s", "ecn": "none",
-                            "client_qdisc": "none", "udp": "none", "video": "none", "receiver_cc": "same", "tunnel": "none", "replay_window": 32}
+                            "client_qdisc": "none", "udp": "none", "video": "none", "probe": "none", "receiver_cc": "same",
+                            "tunnel": "none", "replay_window": 32}
 
 
 def _point(axis: str) -> Any:

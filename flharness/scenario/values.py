@@ -257,7 +257,7 @@ def _axis_parsers() -> dict[str, Parser]:
         "module_params": parse_module_params,
         "start": f.parse_start, "ecn": f.parse_ecn, "rtt_split": f.parse_rtt_split, "netem": f.parse_netem,
         "rate_schedule": f.parse_schedule, "client_qdisc": f.parse_client_qdisc, "udp": f.parse_udp,
-        "video": f.parse_video,
+        "video": f.parse_video, "probe": f.parse_probe,
         "tunnel": f.parse_tunnel, "replay_window": f.parse_replay_window,
     }
 

@@ -14,7 +14,7 @@ from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .commands import PARAM_HOSTS, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .inventory import Inventory
-from .playbook_vars import CellVars, EcnVars, IpsecKeys, IpsecVars, RunVars, TunnelVars, VideoVars
+from .playbook_vars import CellVars, EcnVars, IpsecKeys, IpsecVars, ProbeVars, RunVars, TunnelVars, VideoVars
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
@@ -156,6 +156,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         client_qdisc=config.client_qdisc_words or None,
         udp=udp.text if udp else None, udp_bps=udp.bps if udp else 0, flent_delay=config.lead_s,
         video=VideoVars(isochronous=config.video.isochronous, tos=config.video.tos) if config.video else None,
+        probe=ProbeVars(interval=config.probe.interval, tos=config.probe.tos) if config.probe else None,
         target=target(cell, inv), length=config.length, step_size=config.step_size,
         samplers=samplers(config),
         flent=flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)

@@ -109,6 +109,15 @@ class VideoVars(PlaybookVars):
     """The IP TOS byte of its datagrams (DSCP and ECN field)."""
 
 
+class ProbeVars(PlaybookVars):
+    """The latency probe's irtt client (flent.sh.j2)."""
+
+    interval: str
+    """irtt's -i (Go's duration words: 10ms, 500us)."""
+    tos: int
+    """The IP TOS byte of its packets (irtt's --dscp takes the whole byte)."""
+
+
 class CellVars(PlaybookVars):
     """fl_cell: everything the roles need for one cell."""
 
@@ -133,6 +142,7 @@ class CellVars(PlaybookVars):
     udp_bps: float | int
     """Its bits per second; 0 (an int, as ever) without one."""
     video: VideoVars | None
+    probe: ProbeVars | None
     flent_delay: int
     """Seconds Flent runs alone before the flows (the UDP flow starts after them)."""
     target: str

@@ -10,6 +10,8 @@ something fl did not configure itself:
   read back after the test, the client qdisc's counters;
 * the video flow (video.py): its frames in the client's capture against the declared
   frame rate, mean rate and codepoint, and in the server's;
+* the latency probe (probe.py): irtt's round trips, its packets' codepoint in the
+  client's capture;
 * a scalable CC (l4s.py): each prague connection's data ECT(1) in the sender's capture
   where the server's SYN/ACK accepted AccECN, Not-ECT where it did not.
 
@@ -21,9 +23,9 @@ from __future__ import annotations
 
 from ...results.cell_record import Effect
 from ..cell_files import CellFiles
-from . import ecn, l4s, netem_loss, state, video
+from . import ecn, l4s, netem_loss, probe, state, video
 
 
 def effects(files: CellFiles) -> list[Effect]:
     """Every declared path feature's effect in the finished cell."""
-    return [*ecn.check(files), *netem_loss.check(files), *state.check(files), *video.check(files), *l4s.check(files)]
+    return [*ecn.check(files), *netem_loss.check(files), *state.check(files), *video.check(files), *probe.check(files), *l4s.check(files)]
