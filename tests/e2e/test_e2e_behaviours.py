@@ -1,6 +1,6 @@
 """Path and endpoint behaviours on this machine's kernel, for real, from one session run of
 two scenario files on one testbed (conftest.behaviours_run: tests/scenarios/
-behaviours-paths.yml and behaviours-reps.yml, eight cells of 3-12 s).
+behaviours-paths.yml and behaviours-reps.yml, nine cells of 3-12 s).
 
 Every check reads an oracle of its own besides fl's records: the captures decoded with
 dpkt (codepoints, SYN flags, connection start times, DSCPs, what arrived per half second
@@ -12,6 +12,7 @@ samples.
 """
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import math
@@ -35,14 +36,17 @@ from resultlib import (
     SYN,
     arrival_bins,
     beyond_steal,
+    bursts,
     connections,
     find,
+    iperf_datagrams,
     mbit,
     read_pcap,
     ss_sockets,
 )
 
 from flharness.analysis.flent_data import t0 as flent_t0
+from flharness.hosts import VIDEO_PORT
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 PATHS, REPS = "behaviours-paths", "behaviours-reps"
@@ -59,9 +63,9 @@ def test_two_scenarios_run_in_one_invocation_on_one_testbed(behaviours_run):
     and nothing of it remains."""
     p, run = behaviours_run
     assert p.returncode == 0, p.stdout + p.stderr
-    assert f"{PATHS}: 6 cells — 6 ok, 0 failed" in p.stdout and f"{REPS}: 2 cells — 2 ok, 0 failed" in p.stdout, p.stdout
+    assert f"{PATHS}: 7 cells — 7 ok, 0 failed" in p.stdout and f"{REPS}: 2 cells — 2 ok, 0 failed" in p.stdout, p.stdout
     cells = sorted(run.glob("*/*/cell.json"))
-    assert len(cells) == 8
+    assert len(cells) == 9
     (tid,) = built_testbeds(p, *(c.parent for c in cells))
     records = sorted((json.loads(c.read_text()) for c in cells), key=lambda r: r["started"])
     assert {r["scenario"] for r in records} == {PATHS, REPS}
@@ -244,6 +248,36 @@ def test_rrul_runs_four_marked_flows_each_way_with_latency_probes(run):
         assert sum(1 for p in pkts if p.proto == 1 and p.src == sender) > 10
         got = mbit(pkts, sender, t0 + LEAD_IN, t0 + LEAD_IN + length, "payload", proto=6)
         assert 0 < got <= 1.01 * rate * PAYLOAD_SHARE, (host, got)
+
+
+def test_a_video_flow_and_a_latency_probe_beside_a_tcp_flow(behaviours_report):
+    """1 Mbit/s of video at 25 frames/s and irtt every 10 ms, both ECT(1), beside Cubic in
+    a 100-packet FIFO at 8 Mbit/s. The client's capture (read here) holds 25 bursts a second
+    (± 2 %) of ECT(1) datagrams to the video port, as many as fl counted frames, and the
+    server's 1 Mbit/s of their payload (± 5 %); irtt recorded a round trip per 10 ms; the
+    probe's queueing delay is physical (its p99 within the full FIFO's drain time); both
+    took effect, and the index shows both tables and the probe's chart."""
+    _, run = behaviours_report
+    rec, _, d = find(run, PATHS, video="video1mbit-25fps-ect1-sd0.2mbit")
+    assert rec["status"] == "ok", rec["reason"]
+    sent = iperf_datagrams(d / "cli.pcap.xz", VIDEO_PORT)
+    assert sent and all(ecn == ECT1 for *_, ecn in sent), {ecn for *_, ecn in sent}
+    frames, length = bursts(sent, 0.1 / 25), rec["config"]["length"]
+    assert abs(len(frames) - 25 * length) <= 0.02 * 25 * length, len(frames)
+    metrics = json.loads((d / "metrics.json").read_text())
+    video, probe = metrics["video"], metrics["probe"]
+    assert video["frames_sent"] == len(frames) and video["codepoint_pct"] == 100, video
+    got = sum(size for _, n, size, _ in iperf_datagrams(d / "srv.pcap.xz", VIDEO_PORT) if n > 0)
+    assert abs(got * 8 / length / 1e6 - 1.0) <= 0.05, got * 8 / length / 1e6
+    trips = len(json.loads(gzip.decompress((d / "probe.json.gz").read_bytes()))["round_trips"])
+    assert abs(trips - length / 0.01) <= 0.05 * length / 0.01 and probe["sent"] == trips, (trips, probe)
+    drain_ms = 100 * 1514 * 8 / 8e6 * 1e3
+    assert probe["queueing_from"] == "one-way" and 0 <= probe["queueing_ms"]["p99"] <= drain_ms + 5, probe
+    effects = {e["feature"]: e for e in rec["checks"]["calibration"]["effects"]}
+    assert effects["video flow"]["ok"] and effects["latency probe"]["ok"], effects
+    index = (run / "index.html").read_text()
+    assert "Video flow" in index and "Latency probe" in index
+    assert (run / PATHS / f"{PATHS}_probe_delay.svg").is_file()
 
 
 def _step_applied(cell: Path, planned: float) -> float:

@@ -261,3 +261,37 @@ def beyond_steal(flags: list[dict]) -> list[dict]:
     """FLAGS other than the CPU steal fl saw, and than the short shaper it explains."""
     stolen = STOLEN in codes(flags)
     return [f for f in flags if f["code"] != STOLEN and not (stolen and f["code"] == SHAPER_SHORT)]
+
+
+def iperf_datagrams(pcap: Path, port: int) -> list[tuple[float, int, int, int]]:
+    """(time, iperf's datagram number, UDP payload bytes, ECN field) of every IPv4 UDP
+    datagram to PORT in an (xz-compressed) capture, in capture order; iperf numbers its
+    datagrams from 1 in the payload's first word and negates the one that ends a test."""
+    out = []
+    opener = lzma.open if pcap.suffix == ".xz" else open
+    with opener(pcap, "rb") as f:
+        reader = dpkt.pcap.Reader(f)
+        at, _ = LINK_LAYERS[reader.datalink()]
+        for ts, buf in reader:
+            try:
+                ip = dpkt.ip.IP(buf[at:])
+            except dpkt.UnpackError:
+                continue
+            if isinstance(ip.data, dpkt.udp.UDP) and ip.data.dport == port and len(ip.data.data) >= 4:
+                number = int.from_bytes(bytes(ip.data.data[:4]), "big", signed=True)
+                out.append((ts, number, ip.len - ip.hl * 4 - 8, ip.tos & 3))
+    return out
+
+
+def bursts(datagrams: list[tuple[float, int, int, int]], gap_s: float) -> list[list[int]]:
+    """The datagram numbers of each burst (a frame) of DATAGRAMS from iperf_datagrams: a
+    new one after a gap longer than GAP_S; the datagram that ends the test left out."""
+    out: list[list[int]] = []
+    last = -1.0
+    for ts, number, _, _ in datagrams:
+        if number > 0:
+            if ts - last > gap_s:
+                out.append([])
+            out[-1].append(number)
+            last = ts
+    return out

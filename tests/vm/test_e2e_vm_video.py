@@ -9,46 +9,16 @@ dualpi2's own counters in the teardown log. Selected with `pytest -m vm`.
 from __future__ import annotations
 
 import json
-import lzma
-from pathlib import Path
 
-import dpkt
 import pytest
 from flrun import needs_vm
-from resultlib import find
+from resultlib import bursts, find, iperf_datagrams
 from test_e2e_vm_l4s import teardown_dualpi2
 
 from flharness.hosts import VIDEO_PORT
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 FPS, MBIT, LENGTH_S = 50, 2.0, 6
-
-
-def video_datagrams(pcap: Path) -> list[tuple[float, int, int, int]]:
-    """(time, iperf's datagram number, UDP payload bytes, ECN field) of every datagram to
-    the video port, in capture order."""
-    out = []
-    with lzma.open(pcap) as f:
-        for ts, buf in dpkt.pcap.Reader(f):
-            ip = dpkt.ethernet.Ethernet(buf).data
-            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.udp.UDP) and ip.data.dport == VIDEO_PORT:
-                number = int.from_bytes(bytes(ip.data.data[:4]), "big", signed=True)
-                out.append((ts, number, ip.len - 28, ip.tos & 3))
-    return out
-
-
-def bursts(sent: list[tuple[float, int, int, int]]) -> list[list[int]]:
-    """The datagram numbers of each burst the client sent: a new burst after a 5 ms gap
-    (a tenth of the frame interval; a frame's datagrams leave back to back)."""
-    out: list[list[int]] = []
-    last = -1.0
-    for ts, number, _, _ in sent:
-        if number > 0:
-            if ts - last > 0.1 / FPS:
-                out.append([])
-            out[-1].append(number)
-            last = ts
-    return out
 
 
 @pytest.fixture(scope="module", params=["video_l", "video_c"])
@@ -59,13 +29,14 @@ def video(request, l4s_lab):
     assert rec["status"] == "ok", rec["reason"]
     metrics = json.loads((d / "metrics.json").read_text()) if (d / "metrics.json").is_file() else None
     return {"label": request.param, "dir": d, "rec": rec, "metrics": metrics,
-            "sent": video_datagrams(d / "cli.pcap.xz"), "received": video_datagrams(d / "srv.pcap.xz")}
+            "sent": iperf_datagrams(d / "cli.pcap.xz", VIDEO_PORT),
+            "received": iperf_datagrams(d / "srv.pcap.xz", VIDEO_PORT)}
 
 
 def test_frames_arrive_at_the_declared_frame_rate_and_mean_rate(video):
     """The server's capture holds whole frames at 50/s (±2 %) and 2 Mbit/s of payload
     (±5 %), over the client's bursts (as many as 50/s for the test, ±2 %)."""
-    frames = bursts(video["sent"])
+    frames = bursts(video["sent"], 0.1 / FPS)  # a tenth of the frame interval: a frame leaves back to back
     arrived = {n for _, n, _, _ in video["received"] if n > 0}
     whole = [f for f in frames if set(f) <= arrived]
     assert abs(len(frames) - FPS * LENGTH_S) <= 0.02 * FPS * LENGTH_S, len(frames)
