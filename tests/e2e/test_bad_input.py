@@ -75,6 +75,8 @@ CASES = [
     ("start-negative", GOOD + "start: [0s, -5s]\n", "start", "negative"),
     ("client-qdisc-injection", GOOD + "client_qdisc: 'fq $(reboot)'\n", "client_qdisc", "not a tc argument"),
     ("udp-rate-typo", GOOD + "udp: 20mbits\n", "udp", "not a tc rate"),
+    ("video-codepoint", GOOD + "video: {rate: 2mbit, fps: 60, codepoint: ce}\n", "video", "codepoint 'ce' is none of"),
+    ("probe-interval", GOOD + "probe: {codepoint: ect1, interval: 5s}\n", "probe", "1ms-1s"),
     ("tunnel-unknown", GOOD + "tunnel: gre\n", "tunnel", "is none of"),
     ("replay-window-range", GOOD + "replay_window: 5000\n", "replay_window", "0 to 4096"),
     ("sysctl-template-statement", GOOD + "sysctls: {cli: {net.ipv4.tcp_ecn: '{% if 1 %}1{% endif %}'}}\n",
