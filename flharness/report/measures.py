@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..results.cell_metrics import CellMetrics, FlowMetrics
+from ..results.cell_metrics import CellMetrics, FlowMetrics, ProbeFlow, VideoFlow
 from ..scenario.expectations import METRICS
 
 Value = float | None
@@ -43,6 +43,14 @@ def _utilisation(m: CellMetrics) -> Value:
 
 def _replay_drops(m: CellMetrics) -> Value:
     return float(sum(end.replay_drops for end in m.ipsec.values())) if m.ipsec else None
+
+
+def _probe(pick: Callable[[ProbeFlow], Value]) -> Callable[[CellMetrics], Value]:
+    return lambda m: pick(m.probe) if m.probe else None
+
+
+def _video(pick: Callable[[VideoFlow], Value]) -> Callable[[CellMetrics], Value]:
+    return lambda m: pick(m.video) if m.video else None
 
 
 def _total(m: CellMetrics) -> Value:
@@ -102,6 +110,26 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
             definition="from a rate step to the flow's last TCP RTT sample more than 50 ms above its median of "
                        "the 5 s before the step (the longest of the cell's steps; at least this long where the "
                        "RTT was still that high when the test ended)"),
+    Measure("probe_queueing_p50_ms", "probe's queueing delay p50", "ms", False, 0.05, 0.2,
+            cell=_probe(lambda p: p.queueing_ms.median if p.queueing_ms else None),
+            definition="median delay of the latency probe (irtt) above its minimum in the cell: one-way client → "
+                       "server where both ends read one clock, else the round trip"),
+    Measure("probe_queueing_p99_ms", "probe's queueing delay p99", "ms", False, 0.05, 0.2,
+            cell=_probe(lambda p: p.queueing_ms.p99 if p.queueing_ms else None),
+            definition="99th percentile delay of the latency probe (irtt) above its minimum in the cell: one-way "
+                       "client → server where both ends read one clock, else the round trip"),
+    Measure("probe_rtt_p99_ms", "probe's RTT p99", "ms", False, 0.05, 0.2,
+            cell=_probe(lambda p: p.rtt_ms.p99 if p.rtt_ms else None),
+            definition="99th percentile round-trip time of the latency probe (irtt)"),
+    Measure("video_received_mbit", "video received", "Mbit/s", False, 0.02, 0.05, cell=_video(lambda v: v.received_mbit),
+            definition="the video flow's UDP payload that reached the server (its capture) over the frames' span"),
+    Measure("video_frame_loss_pct", "video frames lost", "%", False, 0.10, 0.1, cell=_video(lambda v: v.frame_loss_pct),
+            definition="share of the video's frames (bursts in the client's capture) with a datagram missing at "
+                       "the server"),
+    Measure("video_frame_delay_p99_ms", "video frame delay p99", "ms", False, 0.05, 0.5,
+            cell=_video(lambda v: v.frame_delay_ms.p99 if v.frame_delay_ms else None),
+            definition="99th percentile of each whole frame's first datagram leaving the client to its last "
+                       "reaching the server"),
 )}
 assert tuple(MEASURES) == METRICS, "scenario/expectations.py names the metrics, this table reads them"
 

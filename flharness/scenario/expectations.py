@@ -24,7 +24,8 @@ from typing import Any
 #: (a list in flow order) or per cell; report/measures.py defines how each is read.
 METRICS = ("goodput_mbit", "dss_mbit", "owd_p50_ms", "owd_p95_ms", "owd_p99_ms", "loss_pct", "loss_pantheon_pct",
            "retrans", "goodput_total_mbit", "jain", "ratio", "utilisation", "queue_delay_p95_ms", "replay_drops",
-           "rtt_peak_ms", "rtt_spike_ms", "rtt_spike_s")
+           "rtt_peak_ms", "rtt_spike_ms", "rtt_spike_s", "probe_queueing_p50_ms", "probe_queueing_p99_ms",
+           "probe_rtt_p99_ms", "video_received_mbit", "video_frame_loss_pct", "video_frame_delay_p99_ms")
 #: The cell's physics an expectation's bound can use.
 PHYSICS = {"capacity_mbit": "payload capacity of flow 1's direction (rate × 1448/1514) over the test, a rate "
                             "schedule's steps at their times (metrics.json capacity), Mbit/s",

@@ -18,14 +18,15 @@ SCENARIOS = Path(__file__).parents[2] / "scenarios"
 SHIPPED = sorted(p.stem for p in REFERENCE_DIR.glob("*.yml"))
 
 
-def test_six_references_ship_and_their_scenarios_name_them():
+def test_seven_references_ship_and_their_scenarios_name_them():
     assert SHIPPED == ["geni-exp-module", "geni-tcp-lab", "pantheon-1mbit", "s1-rttfair", "s2-codel-rate-step",
-                       "s6-rfc3168"]
+                       "s6-rfc3168", "video-underutilisation"]
     for name in SHIPPED:
         assert load_scenario(SCENARIOS / f"{name}.yml").reference == name
     assert len(load_reference("s1-rttfair").rows) == 192  # the seed's fairness table, every row
     assert len(load_reference("s6-rfc3168").rows) == 24
     assert len(load_reference("s2-codel-rate-step").rows) == 2  # all the numbers the report prints for it
+    assert len(load_reference("video-underutilisation").rows) == 8  # the report's goodput tables, one row a run
 
 
 @pytest.mark.parametrize("name", SHIPPED)

@@ -13,6 +13,7 @@ COUNTS = {
     "s9-tunnel-reordering": 11, "s10-ect1-gaming": 8, "s11-ect1-gaming-latency": 8, "s12-pacing": 2,
     "s13-rfc3168-prague-second": 8, "pantheon-1mbit": 10, "geni-tcp-lab": 35, "geni-exp-module": 12, "demo": 12, "aqm": 24,
     "prague-differential": 25, "prague-differential-dctcp": 3, "prague-differential-fifo": 6,
+    "video-underutilisation": 8, "video-induced-delay": 6, "video-open-question": 12,
 }
 
 
