@@ -28,6 +28,7 @@ class ProbeSamples:
     """Each completed round trip (one entry each), ms; NaN where irtt had no value."""
 
     sent: int
+    t: NDArray[np.float64]  # when the client sent it (epoch s)
     rtt: NDArray[np.float64]
     owd_up: NDArray[np.float64]
     port: int | None  # the server's port irtt talked to
@@ -47,14 +48,18 @@ def load(path: Path) -> ProbeSamples | str:
     def ms(kind: str) -> NDArray[np.float64]:
         return np.array([t.get("delay", {}).get(kind, np.nan) for t in done], dtype=float) / 1e6
     port = remote.rsplit(":", 1)[-1]
-    return ProbeSamples(sent=len(trips), rtt=ms("rtt"), owd_up=ms("send"), port=int(port) if port.isdigit() else None)
+    sent_at = np.array([t.get("timestamps", {}).get("client", {}).get("send", {}).get("wall", np.nan) for t in done],
+                       dtype=float) / 1e9
+    return ProbeSamples(sent=len(trips), t=sent_at, rtt=ms("rtt"), owd_up=ms("send"),
+                        port=int(port) if port.isdigit() else None)
 
 
 def queueing(samples: ProbeSamples, shared_clock: bool) -> tuple[NDArray[np.float64], str]:
-    """The delay above the cell's minimum: one-way where the ends share a clock, else the round trip's."""
+    """The delay above the cell's minimum, per completed round trip (NaN where irtt had
+    none): one-way where the ends share a clock, else the round trip's."""
     values, source = (samples.owd_up, "one-way") if shared_clock else (samples.rtt, "round trip")
-    values = values[~np.isnan(values)]
-    return (values - values.min() if len(values) else values), source
+    known = values[~np.isnan(values)]
+    return (values - known.min() if len(known) else values), source
 
 
 def tail(values: NDArray[np.float64]) -> DelayTail | None:
@@ -73,6 +78,7 @@ def probe_flow(cell_dir: Path, config: ProbeConfig, shared_clock: bool) -> Probe
     if not samples.sent:
         return "irtt recorded no round trip"
     induced, source = queueing(samples, shared_clock)
+    induced = induced[~np.isnan(induced)]
     return ProbeFlow(codepoint=config.codepoint, interval_ms=config.interval_s * 1e3, sent=samples.sent,
                      lost_pct=100 * (1 - len(samples.rtt) / samples.sent), rtt_ms=tail(samples.rtt),
                      owd_up_ms=tail(samples.owd_up) if shared_clock else None, queueing_ms=tail(induced),

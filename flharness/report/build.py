@@ -16,6 +16,7 @@ from .owd_plot import draw_owd_plots
 from .plots import draw_cell_plots
 from .queue_plot import draw_queue_plots
 from .reproduction import write_page
+from .video_plot import draw_video_plots
 
 LOG = logging.getLogger(__name__)
 
@@ -42,7 +43,8 @@ def _build(run_dir: Path, workers: int | None, template_dir: Path, junit: Path |
     LOG.debug("Flent plots: %s (%.1f s)", counts, time.monotonic() - started)
     queues = draw_queue_plots(run.scenarios)
     owds = draw_owd_plots(run.scenarios, workers)
-    LOG.debug("queue and one-way delay plots: %s, %s (%.1f s)", queues, owds, time.monotonic() - started)
+    videos = draw_video_plots(run.scenarios)
+    LOG.debug("queue, one-way delay and video plots: %s, %s, %s (%.1f s)", queues, owds, videos, time.monotonic() - started)
     charts = {s.name: scenario_charts(s, s.dir / "charts") for s in run.scenarios}
     write_csv(rows(run), run_dir / "dataset.csv")
     write_summary(run, run_dir / "summary.json")

@@ -20,6 +20,7 @@ from .plots import plot_path
 from .tables import fairness_table, per_cc_table, probe_table, udp_table, video_table
 
 CELL_FILES = (("plot", None), ("queue", "{cell}_queue.svg"), ("one-way delay", "{cell}_owd.svg"),
+              ("video and probe", "{cell}_video.svg"),
               ("cli.pcap", "cli.pcap.xz"), ("srv.pcap", "srv.pcap.xz"),
               ("teardown", "teardown.log"), ("setup", "setup.log"), ("data", "{cell}.flent.gz"),
               ("metrics", "metrics.json"))

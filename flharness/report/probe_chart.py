@@ -34,6 +34,7 @@ def curves(s: ScenarioResult, cells: list[CellResult]) -> dict[str, NDArray[np.f
         if isinstance(samples, str):
             continue
         delays, _ = queueing(samples, c.record.backend.shared_clock)
+        delays = delays[~np.isnan(delays)]
         pooled[", ".join(str(c.label(a)) for a in axes) or c.name].append(delays)
     return {label: np.concatenate(parts) for label, parts in sorted(pooled.items()) if sum(map(len, parts))}
 

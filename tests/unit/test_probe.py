@@ -25,7 +25,8 @@ def _write(cell: Path, up_ms: list[float], lost: set[int]) -> None:
             trips.append({"seqno": i, "lost": "true_up", "timestamps": {}})
             continue
         delay = {"send": int(up * 1e6), "receive": int(BASE_DOWN_MS * 1e6), "rtt": int((up + BASE_DOWN_MS) * 1e6)}
-        trips.append({"seqno": i, "lost": "false", "delay": delay})
+        sent = {"client": {"send": {"wall": int((1e9 + i * 0.01) * 1e9)}}}
+        trips.append({"seqno": i, "lost": "false", "delay": delay, "timestamps": sent})
     data = {"config": {"remote_address": "10.71.2.1:2112"}, "round_trips": trips}
     with gzip.open(cell / PROBE_FILE, "wt") as f:
         json.dump(data, f)
@@ -46,6 +47,7 @@ def test_queueing_delay_is_above_the_cells_minimum_with_its_tail(tmp_path):
     assert p.rtt_ms.median == pytest.approx(BASE_UP_MS + BASE_DOWN_MS + np.median(kept), abs=1e-3)
     samples = load(tmp_path / PROBE_FILE)
     assert not isinstance(samples, str) and samples.port == 2112
+    assert len(samples.t) == 998 and samples.t[1] - samples.t[0] == pytest.approx(0.01, abs=1e-6)
 
 
 def test_without_a_shared_clock_the_round_trip_is_used(tmp_path):
