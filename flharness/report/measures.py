@@ -49,6 +49,13 @@ def _probe(pick: Callable[[ProbeFlow], Value]) -> Callable[[CellMetrics], Value]
     return lambda m: pick(m.probe) if m.probe else None
 
 
+def _queueing(key: str) -> Callable[[ProbeFlow], Value]:
+    def pick(p: ProbeFlow) -> Value:
+        value: Value = getattr(p.queueing_ms, key) if p.queueing_ms else None
+        return value
+    return pick
+
+
 def _video(pick: Callable[[VideoFlow], Value]) -> Callable[[CellMetrics], Value]:
     return lambda m: pick(m.video) if m.video else None
 
@@ -58,6 +65,9 @@ def _total(m: CellMetrics) -> Value:
     return sum(rates) if rates and None not in rates else None  # type: ignore[arg-type]
 
 
+#: The latency probe's queueing delay.
+_QUEUEING = ("delay of the latency probe (irtt) above its minimum in the cell: one-way client → server where both "
+             "ends read one clock, else the round trip")
 #: How fl matches packets for one-way delay and loss (both captures, per data packet).
 _MATCHED = "the flow's data packets, each matched from the client's capture to its arrival in the server's"
 
@@ -110,14 +120,10 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
             definition="from a rate step to the flow's last TCP RTT sample more than 50 ms above its median of "
                        "the 5 s before the step (the longest of the cell's steps; at least this long where the "
                        "RTT was still that high when the test ended)"),
-    Measure("probe_queueing_p50_ms", "probe's queueing delay p50", "ms", False, 0.05, 0.2,
-            cell=_probe(lambda p: p.queueing_ms.median if p.queueing_ms else None),
-            definition="median delay of the latency probe (irtt) above its minimum in the cell: one-way client → "
-                       "server where both ends read one clock, else the round trip"),
-    Measure("probe_queueing_p99_ms", "probe's queueing delay p99", "ms", False, 0.05, 0.2,
-            cell=_probe(lambda p: p.queueing_ms.p99 if p.queueing_ms else None),
-            definition="99th percentile delay of the latency probe (irtt) above its minimum in the cell: one-way "
-                       "client → server where both ends read one clock, else the round trip"),
+    *(Measure(f"probe_queueing_{name}_ms", f"probe's queueing delay {name}", "ms", False, 0.05, 0.2,
+              cell=_probe(_queueing(key)),
+              definition=f"{what} {_QUEUEING}") for name, key, what in (("p50", "median", "median"),
+                                                                       ("p99", "p99", "99th percentile"))),
     Measure("probe_rtt_p99_ms", "probe's RTT p99", "ms", False, 0.05, 0.2,
             cell=_probe(lambda p: p.rtt_ms.p99 if p.rtt_ms else None),
             definition="99th percentile round-trip time of the latency probe (irtt)"),

@@ -7,6 +7,7 @@ import lzma
 import re
 import socket
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,16 +160,9 @@ SYN, ACK, ECE, CWR = 0x02, 0x10, 0x40, 0x80
 LINK_LAYERS = {1: (ETHERNET, 12), 101: (0, None), 12: (0, None), 113: (16, 14)}
 
 
-def read_pcap(path: Path) -> tuple[Pkt, ...]:
-    """Every IPv4 TCP, UDP and ICMP packet of an (xz-compressed) capture (read once per
-    version of the file: a cell that ran again has a new capture)."""
-    st = path.stat()
-    return _read_pcap(path, st.st_size, st.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=64)
-def _read_pcap(path: Path, size: int, mtime_ns: int) -> tuple[Pkt, ...]:
-    out = []
+def _ipv4(path: Path) -> Iterator[tuple[float, dpkt.ip.IP, bytes, int]]:
+    """Each IPv4 packet of an (xz-compressed) capture: (time, the decoded packet, the frame,
+    where the IP header starts in it)."""
     opener = lzma.open if path.suffix == ".xz" else open
     with opener(path, "rb") as f:
         reader = dpkt.pcap.Reader(f)
@@ -180,17 +174,31 @@ def _read_pcap(path: Path, size: int, mtime_ns: int) -> tuple[Pkt, ...]:
                 ip = dpkt.ip.IP(buf[at:])
             except dpkt.UnpackError:
                 continue
-            src, dst = socket.inet_ntoa(ip.src), socket.inet_ntoa(ip.dst)
-            l4 = ip.data
-            if isinstance(l4, dpkt.tcp.TCP):
-                out.append(Pkt(ts, src, dst, 6, l4.sport, l4.dport, l4.seq, l4.ack, l4.flags,
-                               ip.len - ip.hl * 4 - l4.off * 4, ip.tos, ip.id, ETHERNET + ip.len,
-                               bytes(buf[at + ip.hl * 4:at + ip.hl * 4 + l4.off * 4])))
-            elif isinstance(l4, dpkt.udp.UDP):
-                out.append(Pkt(ts, src, dst, 17, l4.sport, l4.dport, 0, 0, 0, l4.ulen - 8, ip.tos, ip.id, ETHERNET + ip.len))
-            elif isinstance(l4, dpkt.icmp.ICMP) and isinstance(l4.data, dpkt.icmp.ICMP.Echo):
-                out.append(Pkt(ts, src, dst, 1, l4.data.id, l4.data.seq, 0, 0, l4.type, ip.len - ip.hl * 4 - 8, ip.tos, ip.id,
-                               ETHERNET + ip.len))
+            yield ts, ip, buf, at
+
+
+def read_pcap(path: Path) -> tuple[Pkt, ...]:
+    """Every IPv4 TCP, UDP and ICMP packet of an (xz-compressed) capture (read once per
+    version of the file: a cell that ran again has a new capture)."""
+    st = path.stat()
+    return _read_pcap(path, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _read_pcap(path: Path, size: int, mtime_ns: int) -> tuple[Pkt, ...]:
+    out = []
+    for ts, ip, buf, at in _ipv4(path):
+        src, dst = socket.inet_ntoa(ip.src), socket.inet_ntoa(ip.dst)
+        l4 = ip.data
+        if isinstance(l4, dpkt.tcp.TCP):
+            out.append(Pkt(ts, src, dst, 6, l4.sport, l4.dport, l4.seq, l4.ack, l4.flags,
+                           ip.len - ip.hl * 4 - l4.off * 4, ip.tos, ip.id, ETHERNET + ip.len,
+                           bytes(buf[at + ip.hl * 4:at + ip.hl * 4 + l4.off * 4])))
+        elif isinstance(l4, dpkt.udp.UDP):
+            out.append(Pkt(ts, src, dst, 17, l4.sport, l4.dport, 0, 0, 0, l4.ulen - 8, ip.tos, ip.id, ETHERNET + ip.len))
+        elif isinstance(l4, dpkt.icmp.ICMP) and isinstance(l4.data, dpkt.icmp.ICMP.Echo):
+            out.append(Pkt(ts, src, dst, 1, l4.data.id, l4.data.seq, 0, 0, l4.type, ip.len - ip.hl * 4 - 8, ip.tos, ip.id,
+                           ETHERNET + ip.len))
     return tuple(out)
 
 
@@ -268,18 +276,10 @@ def iperf_datagrams(pcap: Path, port: int) -> list[tuple[float, int, int, int]]:
     datagram to PORT in an (xz-compressed) capture, in capture order; iperf numbers its
     datagrams from 1 in the payload's first word and negates the one that ends a test."""
     out = []
-    opener = lzma.open if pcap.suffix == ".xz" else open
-    with opener(pcap, "rb") as f:
-        reader = dpkt.pcap.Reader(f)
-        at, _ = LINK_LAYERS[reader.datalink()]
-        for ts, buf in reader:
-            try:
-                ip = dpkt.ip.IP(buf[at:])
-            except dpkt.UnpackError:
-                continue
-            if isinstance(ip.data, dpkt.udp.UDP) and ip.data.dport == port and len(ip.data.data) >= 4:
-                number = int.from_bytes(bytes(ip.data.data[:4]), "big", signed=True)
-                out.append((ts, number, ip.len - ip.hl * 4 - 8, ip.tos & 3))
+    for ts, ip, _, _ in _ipv4(pcap):
+        if isinstance(ip.data, dpkt.udp.UDP) and ip.data.dport == port and len(ip.data.data) >= 4:
+            number = int.from_bytes(bytes(ip.data.data[:4]), "big", signed=True)
+            out.append((ts, number, ip.len - ip.hl * 4 - 8, ip.tos & 3))
     return out
 
 
