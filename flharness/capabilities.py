@@ -21,6 +21,8 @@ REQUIRED_TOOLS = {
 }
 OPTIONAL_TOOLS = {"irtt": "UDP latency (rrul tests, scenario key probe)", "nft": "firewall counters, ECN rewrites",
                   "iperf": "competing UDP flows and video flows (scenario keys udp, video)", "wg": "WireGuard tunnels (key tunnel)"}
+#: The first iperf with isochronous mode (the video flow's frames).
+VIDEO_IPERF = (2, 1)
 #: What the kernel needs for each kind of tunnel (scenario key tunnel).
 TUNNEL_MODULES = {"wireguard": "wireguard", "fou": "fou/ipip (IP in UDP)",
                   "ipsec": "xfrm_interface/esp4 with cbc(aes), hmac(sha256)"}
@@ -151,8 +153,9 @@ class Capabilities:
             return "no iperf on the testbed: needed for the competing UDP flow"
         if config.probe and not self.tools.get("irtt"):
             return "no irtt on the testbed: needed for the latency probe"
-        if config.video and not self.tools.get("iperf"):
-            return "no iperf on the testbed: needed for the video flow (2.1 or later: isochronous mode)"
+        if config.video and not at_least(self.tools.get("iperf"), VIDEO_IPERF):
+            return (f"iperf {self.tools.get('iperf') or 'missing'} on the testbed: the video flow needs iperf "
+                    f"{'.'.join(map(str, VIDEO_IPERF))} or later (isochronous mode)")
         return None
 
     def check_specs(self, cells: list[Cell], path: Path) -> None:
@@ -220,3 +223,11 @@ def probe_request(cells: list[Cell], catalogue: bool = False) -> probe.Request:
 def probe_for(cells: list[Cell]) -> Capabilities:
     """This machine's kernel, probed in-process for the cells (the namespace backend)."""
     return Capabilities(parse_reply(probe.probe(probe_request(cells)), "this machine"))
+
+
+def at_least(version: str | None, minimum: tuple[int, ...]) -> bool:
+    """Whether a probed tool's VERSION ("2.1.8"; None: missing) is MINIMUM or later."""
+    try:
+        return version is not None and tuple(int(x) for x in version.split(".")[:len(minimum)]) >= minimum
+    except ValueError:  # "present": a version the probe could not read
+        return False

@@ -444,3 +444,26 @@ def test_a_cell_done_on_another_kernel_is_never_kept(tmp_path):
     assert all_done(selected, [path], tmp_path, Kernel("6.18.44-fc-v669", {"tcp_prague": "a" * 64})) is not None
     assert all_done(selected, [path], tmp_path, rebuilt) is None
     assert all_done(selected, [path], tmp_path, Kernel(None, {})) is None  # ssh hosts: probed first
+
+
+def test_video_and_probe_capabilities(scenario_file):
+    """A video flow needs iperf 2.1 or later (isochronous mode), a probe irtt: a cell
+    without them is skipped with the reason."""
+    from flharness.capabilities import Capabilities
+    video, probe = one_cell(scenario_file, """
+        test: tcp_1up
+        rate: 10mbit
+        qdisc: pfifo
+        cc: cubic
+        matrix:
+          - {video: [{rate: 2mbit, fps: 30, codepoint: ect1}]}
+          - {probe: [{codepoint: ect1}]}
+    """)
+    def caps(**tools: str) -> Capabilities:
+        return Capabilities(reply(video, probe, tools=tools))
+    assert caps(iperf="2.1.8", irtt="0.9.0").unsupported(video) is None
+    assert caps(iperf="2.2.1").unsupported(video) is None
+    assert "iperf 2.0.13 on the testbed: the video flow needs iperf 2.1 or later" in caps(iperf="2.0.13").unsupported(video)
+    assert "iperf missing" in caps().unsupported(video) and "iperf present" in caps(iperf="present").unsupported(video)
+    assert caps(irtt="0.9.0").unsupported(probe) is None
+    assert "no irtt on the testbed" in caps().unsupported(probe)
