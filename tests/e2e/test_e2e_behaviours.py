@@ -296,7 +296,7 @@ def test_a_rate_step_early_in_the_test_comes_at_its_time(run):
     """The step 2 → 6 Mbit/s planned at 7 s (two seconds into the flow): the middlebox's
     log says 7.0 ± 0.1 and the server's capture shows more than 2 Mbit/s arriving within
     the next second."""
-    _, data, d = find(run, PATHS, test="tcp_1up")
+    _, data, d = find(run, PATHS, test="tcp_1up", rate="2mbit")
     assert abs(_step_applied(d, 7.0) - 7.0) <= 0.1
     bins = arrival_bins(read_pcap(d / "srv.pcap.xz"), CLI, flent_t0(data), 7.25, 8.25)
     assert max(bins) > 2.4, bins
@@ -308,7 +308,7 @@ def test_utilisation_is_against_the_rate_in_force(run):
     rates in force, from the step's time in the middlebox's log: within 2 % of the
     payload that arrived at the server over that capacity, at most 1.01, and the cell is
     not flagged as impossible (against 2 Mbit/s alone it would be over 200 %)."""
-    rec, data, d = find(run, PATHS, test="tcp_1up")
+    rec, data, d = find(run, PATHS, test="tcp_1up", rate="2mbit")
     t0, length = flent_t0(data), rec["config"]["length"]
     step = _step_applied(d, 7.0)
     low, high = rec["config"]["bottleneck"]["up"]["rate_bps"], rec["config"]["rate_schedule"][0]["up"]["rate_bps"]
