@@ -26,8 +26,9 @@ def key(cells: list[CellResult]) -> list[Any]:
 
 
 def curves(s: ScenarioResult, cells: list[CellResult]) -> dict[str, NDArray[np.float64]]:
-    """Line label (the swept axes but the repetition) → the pooled queueing delays (ms)."""
-    axes = [a for a in s.swept if a != "repetition"]
+    """Line label (the swept axes whose values tell these cells apart, the repetition's
+    aside) → the pooled queueing delays (ms)."""
+    axes = [a for a in s.swept if a != "repetition" and len({c.label(a) for c in cells}) > 1] or ["qdisc", "rate"]
     pooled: dict[str, list[NDArray[np.float64]]] = defaultdict(list)
     for c in cells:
         samples = load(c.dir / PROBE_FILE)
@@ -35,7 +36,7 @@ def curves(s: ScenarioResult, cells: list[CellResult]) -> dict[str, NDArray[np.f
             continue
         delays, _ = queueing(samples, c.record.backend.shared_clock)
         delays = delays[~np.isnan(delays)]
-        pooled[", ".join(str(c.label(a)) for a in axes) or c.name].append(delays)
+        pooled[", ".join(str(label) for a in axes if (label := c.label(a))) or c.name].append(delays)
     return {label: np.concatenate(parts) for label, parts in sorted(pooled.items()) if sum(map(len, parts))}
 
 
@@ -47,7 +48,7 @@ def draw(lines: dict[str, NDArray[np.float64]], source: str, title: str, path: P
         exceed = 1 - np.arange(len(x)) / len(x)  # share of packets at or above each delay
         p99 = np.percentile(delays, 99)
         ax.step(x, exceed, where="post", color=f"C{i % 10}", label=f"{label} (p99 {p99:.2f} ms, n {len(delays)})")
-    ax.axvline(L4S_TARGET_MS, color="grey", linestyle=":", linewidth=1)
+    ax.axvline(L4S_TARGET_MS, color="grey", linestyle=":", linewidth=1, label="1 ms (the L queue's goal)")
     for share in (1e-2, 1e-3):
         ax.axhline(share, color="lightgrey", linewidth=0.6)
     ax.set_xscale("log")

@@ -63,6 +63,7 @@ def figure(c: CellResult, seconds: float, heading: str) -> Figure:
     rate_ax.set_ylim(bottom=0)
     delay_ax.set_ylabel("delay (ms)")
     delay_ax.set_yscale("symlog", linthresh=1.0)
+    delay_ax.set_ylim(bottom=0)
     delay_ax.set_xlabel("time (s)")
     delay_ax.set_xlim(0, seconds)
     for ax in (rate_ax, delay_ax):
