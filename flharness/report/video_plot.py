@@ -63,12 +63,13 @@ def figure(c: CellResult, seconds: float, heading: str) -> Figure:
     rate_ax.set_ylim(bottom=0)
     delay_ax.set_ylabel("delay (ms)")
     delay_ax.set_yscale("symlog", linthresh=1.0)
-    delay_ax.set_ylim(bottom=0)
+    highest = max((np.nanmax(line.get_ydata()) for line in delay_ax.get_lines() if len(line.get_ydata())), default=1.0)
+    delay_ax.set_ylim(0, max(2.0, 2 * highest))
     delay_ax.set_xlabel("time (s)")
     delay_ax.set_xlim(0, seconds)
     for ax in (rate_ax, delay_ax):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small", loc="upper right")
+        ax.legend(fontsize="small", loc="best")
     fig.suptitle(f"Video and probe: {heading}", fontsize="medium")
     return fig
 
