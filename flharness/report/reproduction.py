@@ -83,7 +83,7 @@ def _verdict(row: Row, cells: list[CellResult], valid: list[CellResult], value: 
         return "not run", _why_not(cells)
     if value is None:
         return "no value", source
-    return ("agrees" if off <= tol else "differs"), source
+    return ("agrees" if off <= tol else "differs"), source or row.note or ""
 
 
 def _why_not(cells: list[CellResult]) -> str:
