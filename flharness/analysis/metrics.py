@@ -171,7 +171,8 @@ def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: Cell
     peaks = peak_mbit(captured, test, edges)
     capacities = {d: capacity(test.config, d, test.lead + min(f.start_s for f in flows if f.direction == d), test.end)
                   for d in DIRECTIONS if any(f.direction == d for f in flows)}
-    queues = _queues(cell_dir, test.config, rs.t0, (test.all_run, test.end), {f.direction for f in test.flows})
+    udp_up: set[Direction] = {"up"} if test.config.video or test.config.probe else set()  # they go client → server
+    queues = _queues(cell_dir, test.config, rs.t0, (test.all_run, test.end), {f.direction for f in test.flows} | udp_up)
     utilisation = _utilisation(flows, capacities, test.lead, length)
     jain, ratio = _fairness(flows)
     flags = _flags(record, flows, utilisation, peaks, capacities, queues,
@@ -335,7 +336,7 @@ def _ping(rs: Any, lead: float, loaded_from: float, loaded_to: float) -> Ping | 
 
 def _queues(cell_dir: Path, config: CellConfig, t0: float, window: tuple[float, float],
             directions: set[Direction]) -> dict[Direction, QueueSummary | None]:
-    """Per direction with flows, its bottleneck queue while every flow runs."""
+    """Per direction with flows (the video's and the probe's included), its bottleneck queue while every flow runs."""
     log = cell_dir / queue.QUEUE_LOG
     series = queue.load(log) if log.is_file() else {}
     return {d: queue.summary(series[d], t0, window, config, d) for d in sorted(directions & series.keys())}
