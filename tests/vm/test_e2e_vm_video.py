@@ -51,6 +51,8 @@ def test_frames_arrive_at_the_declared_frame_rate_and_mean_rate(video):
     v = video["metrics"]["video"]  # fl's figures, from the same captures
     assert (v["frames_sent"], v["frames_received"]) == (len(frames), len(whole)), v
     assert abs(v["received_fps"] - fps) <= 0.005 * FPS and abs(v["received_mbit"] - MBIT) <= 0.05 * MBIT, v
+    # the physics: no frame arrives sooner than the path's one-way delay (20 ms RTT, split evenly)
+    assert 10 <= v["frame_delay_ms"]["median"] <= v["frame_delay_ms"]["p99"], v
 
 
 def test_the_codepoint_takes_its_queue(video):
