@@ -63,7 +63,8 @@ def figure(c: CellResult, seconds: float, heading: str) -> Figure:
     rate_ax.set_ylim(bottom=0)
     delay_ax.set_ylabel("delay (ms)")
     delay_ax.set_yscale("symlog", linthresh=1.0)
-    highest = max((np.nanmax(line.get_ydata()) for line in delay_ax.get_lines() if len(line.get_ydata())), default=1.0)
+    drawn = [y[np.isfinite(y)] for line in delay_ax.get_lines() if (y := np.asarray(line.get_ydata(), dtype=float)).size]
+    highest = max((float(y.max()) for y in drawn if y.size), default=1.0)
     delay_ax.set_ylim(0, max(2.0, 2 * highest))
     delay_ax.set_xlabel("time (s)")
     delay_ax.set_xlim(0, seconds)
