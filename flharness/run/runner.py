@@ -72,6 +72,10 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     if not (opts.force or opts.dry_run) and (done := all_done(selected, paths, run_dir, _known_kernel(opts, inventories))):
         LOG.info("every selected cell completed earlier with the same configuration: nothing to run "
                  "(--force runs them again)")
+        for sp in done:
+            if _save_scenario(sp):
+                LOG.info("%s: the scenario changed outside its cells' configurations (claims, references, "
+                         "analysis): its scenario.yml is updated, and `fl plot` judges it again", sp.store.root)
         return print_summary(done, [], False)
     with ExitStack() as stack, _signals_as_interrupt(), log.debug_log() as debug:
         LOG.debug("fl run %s: %d cell(s) of %s into %s", " ".join(map(str, paths)), len(cells), ", ".join(names), run_dir)
@@ -314,13 +318,17 @@ def _record_skip(run: Run, sp: ScenarioPlan, p: Planned) -> CellRecord:
     return rec
 
 
-def _save_scenario(sp: ScenarioPlan) -> None:
-    """The scenario as run (extends merged), next to its cells."""
+def _save_scenario(sp: ScenarioPlan) -> bool:
+    """The scenario as run (extends merged), next to its cells; whether that changed it."""
     merged = read_merged(sp.path)
     merged.pop("extends", None)  # merged in: the copy stands alone
     text = f"# {sp.path} as read by fl (extends merged)\n" + yaml.safe_dump(
         merged, sort_keys=False, allow_unicode=True)
-    (sp.store.root / "scenario.yml").write_text(text)
+    saved = sp.store.root / "scenario.yml"
+    if saved.is_file() and saved.read_text() == text:
+        return False
+    saved.write_text(text)
+    return True
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from flrun import needs_root_tools, run_fl
@@ -100,6 +101,23 @@ def test_resume_skips_completed_cells(demo, tmp_path):
     p = run_fl("run", "demo", "--run", "e2e", "--results", str(results))
     assert p.returncode == 0 and "12 already done" in p.stdout, p.stdout
     assert "nothing to run" in p.stdout, p.stdout  # decided before any testbed is built
+    assert "scenario.yml is updated" not in p.stdout, p.stdout
+
+
+def test_a_changed_claim_is_saved_for_plot_without_running_the_cells(demo, tmp_path):
+    """Claims are not part of a cell's configuration: a scenario changed only in them finds
+    every cell done, and its saved scenario.yml (what `fl plot` judges from) takes them."""
+    results = demo[1][0].parent.parent.parent
+    saved = results / "e2e" / "demo" / "scenario.yml"
+    before = saved.read_text()
+    changed = tmp_path / "demo.yml"
+    changed.write_text(Path("scenarios/demo.yml").read_text()
+                       + 'expect:\n  - {rate: 10mbit, metric: goodput_total_mbit, ">": 0}\n')
+    p = run_fl("run", str(changed), "--run", "e2e", "--results", str(results))
+    assert p.returncode == 0 and "nothing to run" in p.stdout and "scenario.yml is updated" in p.stdout, p.stdout
+    assert "metric: goodput_total_mbit" in saved.read_text()
+    p = run_fl("run", "demo", "--run", "e2e", "--results", str(results))  # as the other tests read it
+    assert p.returncode == 0 and "scenario.yml is updated" in p.stdout and saved.read_text() == before, p.stdout
 
 
 def test_the_run_writes_a_debug_log_of_its_decisions_and_steps(demo):
