@@ -7,3 +7,5 @@ from __future__ import annotations
 FRAME_BYTES = 1514
 PAYLOAD_BYTES = 1448
 PAYLOAD_SHARE = PAYLOAD_BYTES / FRAME_BYTES
+#: IP and UDP headers by IP version: a datagram of the MTU less this fills one packet.
+UDP_HEADERS = {4: 20 + 8, 6: 40 + 8}

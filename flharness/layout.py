@@ -23,8 +23,8 @@ DELAY_RATE = "100gbit"  # the delay classes never limit the rate
 REDIRECT_PRIO = 10  # the filter that sends a port's ingress to its IFB (ECN filters go before it)
 IFB_PREFIX = "ifb4"  # an IFB is named after its port: ifb4mid.l
 TUNNEL_DEV = "fl-tun"  # the tunnel device on cli and srv in tunnelled cells
-#: The names above the playbooks use (every playbook fl runs gets them as extra variables).
-ANSIBLE_VARS = {"fl_ifb_prefix": IFB_PREFIX}
+NFT_TABLE = "inet fl"  # fl's nftables table on the middlebox (ECN rewrites, ECN counters)
+NFT_TUNNEL_TABLE = "inet fl_tunnel"  # the client's, for ECN rewrites at a tunnel's entrance
 
 
 def declared_handle(self_shaping: bool) -> str:

@@ -30,6 +30,13 @@ from .tunnel import ENDS, TunnelEnd, tunnel_ip
 HostFiles = dict[str, str]  # file name → its text
 NETEM_LIMIT = 100000  # packets: netem delay lines never drop
 PARAM_HOSTS = ("cli", "srv")  # where module parameters are set: the endpoints run the CCs
+#: The sysctls each host's teardown log shows (with those the cell sets).
+STATE_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_ecn", "net.ipv4.tcp_sack",
+                 "net.ipv4.tcp_timestamps", "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_rmem",
+                 "net.ipv4.tcp_wmem", "net.core.default_qdisc", "net.ipv4.tcp_pacing_ss_ratio",
+                 "net.ipv4.tcp_pacing_ca_ratio", "net.ipv4.ip_forward")
+#: The test's first packet at the middlebox without a tunnel: Flent's ping's first echo request.
+PING_FILTER = "icmp or (icmp6 and ip6[40] == 128)"
 
 
 def module_param_path(module: str, param: str) -> str:
@@ -51,7 +58,8 @@ class Ports:
     tunnel: str  # the tunnel device on cli and srv
     ends: tuple[TunnelEnd, TunnelEnd] | None = None  # cli's and srv's, where both have a tunnel address
 
-    def ifb(self, dev: str) -> str:
+    @staticmethod
+    def ifb(dev: str) -> str:
         return layout.IFB_PREFIX + dev
 
 
@@ -87,9 +95,9 @@ def host_files(config: CellConfig, ports: Ports, settings: RunSettings, tcp_rewr
     at_mid = ecn if config.tunnel is None else None
     files["mid"] |= {"reset.tc": _lines(reset(ports, settings)), "bottleneck.tc": _lines(bottleneck(config, ports, settings, at_mid))}
     if settings.nft:
-        files["mid"]["ecn.nft"] = _lines(["flush chain inet fl ecn_rewrite",
-                                          *(f"add rule inet fl ecn_rewrite {r}" for r in (at_mid.nft if at_mid else [])),
-                                          "reset counters table inet fl"])
+        files["mid"]["ecn.nft"] = _lines([f"flush chain {layout.NFT_TABLE} ecn_rewrite",
+                                          *(f"add rule {layout.NFT_TABLE} ecn_rewrite {r}" for r in (at_mid.nft if at_mid else [])),
+                                          f"reset counters table {layout.NFT_TABLE}"])
     files["mid"] |= schedule_files(config, ports, settings)
     if config.client_qdisc:
         files["cli"]["client.tc"] = _lines([f"qdisc add dev {ports.cli} root {config.client_qdisc}"])
@@ -253,10 +261,10 @@ def tunnel_ecn(ecn: ecn_rules.EcnCommands) -> HostFiles:
     """The client's rules at its tunnel entrance: a table of their own, on the output hook."""
     out = {}
     if ecn.nft:
-        out["ecn-tunnel.nft"] = _lines(["add table inet fl_tunnel",
-                                        "add chain inet fl_tunnel ecn_rewrite { type filter hook output priority mangle; "
+        out["ecn-tunnel.nft"] = _lines([f"add table {layout.NFT_TUNNEL_TABLE}",
+                                        f"add chain {layout.NFT_TUNNEL_TABLE} ecn_rewrite {{ type filter hook output priority mangle; "
                                         "policy accept; }",
-                                        *(f"add rule inet fl_tunnel ecn_rewrite {r}" for r in ecn.nft)])
+                                        *(f"add rule {layout.NFT_TUNNEL_TABLE} ecn_rewrite {r}" for r in ecn.nft)])
     if ecn.tc:
         out["ecn-tunnel.tc"] = _lines(ecn.tc)
     return out

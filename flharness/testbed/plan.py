@@ -9,12 +9,14 @@ from typing import Any
 
 from .. import layout
 from ..cells import Cell
-from ..hosts import UDP_PORT, VIDEO_PORT
+from ..frames import UDP_HEADERS
+from ..hosts import HOSTS, UDP_PORT, VIDEO_PORT
 from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
-from .commands import PARAM_HOSTS, RunSettings, ecn_commands, host_files, module_param_paths, ports
+from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .inventory import Inventory
 from .playbook_vars import CellVars, EcnVars, IpsecKeys, IpsecVars, ProbeVars, RunVars, TunnelVars, VideoVars
+from .tunnel import outer_filter
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
@@ -48,15 +50,30 @@ def testbed_vars(inv: Inventory, run_vars: RunVars | None) -> dict[str, Any]:
     addresses and ports decided here (playbooks/group_vars derives none of them). The
     server listens on its address, or on every address in runs with tunnels (built per
     cell, after the servers start); RUN_VARS: the run's fl_run (None when only probing)."""
-    return {**layout.ANSIBLE_VARS, **tunnel.ANSIBLE_VARS, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT, "fl_video_port": VIDEO_PORT,
+    return {**tunnel.ANSIBLE_VARS, "fl_nft_table": layout.NFT_TABLE, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT, "fl_video_port": VIDEO_PORT,
             "fl_srv_bind": "0.0.0.0" if run_vars and run_vars.tunnels else inv.srv_ip}
+
+
+def host_links(inv: Inventory) -> dict[str, list[dict[str, str | None]]]:
+    """Each host's testbed interfaces with their addresses (an endpoint's one, the
+    middlebox's two ports), and on the middlebox the IFB each port's path delay uses."""
+    out: dict[str, list[dict[str, str | None]]] = {}
+    for host, hv in inv.hostvars.items():
+        pairs = [(hv["fl_if"], hv["fl_addr"])] if "fl_if" in hv else \
+            [(hv["fl_if_cli"], hv["fl_addr_cli"]), (hv["fl_if_srv"], hv["fl_addr_srv"])]
+        out[host] = [{"dev": dev, "addr": addr, "ifb": Ports.ifb(dev) if host == "mid" else None}
+                     for dev, addr in pairs]
+    return out
 
 
 def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
                         run_vars: RunVars | None) -> dict[str, Any]:
-    """The extra vars of every playbook on a testbed: its id, fl's state folder, fl_run
-    (the one place it turns into plain data; {} before the run has one) and testbed_vars."""
-    return {"fl_testbed_id": testbed_id, "fl_state_root": state_root,
+    """The extra vars of every playbook on a testbed: its id, each host's scratch folder
+    (pid files, generated scripts, sysctl baselines) and links, fl_run (the one place it turns
+    into plain data; {} before the run has one) and testbed_vars."""
+    return {"fl_testbed_id": testbed_id,  # inventories name their namespaces with it
+            "fl_host_dirs": {h: f"{state_root}/{testbed_id}/{h}" for h in HOSTS},
+            "fl_host_links": host_links(inv),
             "fl_run": run_vars.to_ansible() if run_vars else {}, **testbed_vars(inv, run_vars)}
 
 
@@ -99,6 +116,11 @@ def netperf_cc(flow: FlowConfig) -> str:
     return f'"{local},{remote}"'
 
 
+#: Flent as the client runs it: the same program without the imports a recording does not
+#: use (roles/testbed/files/fl-flent, in the client's scratch folder, on flent.sh's PATH).
+FLENT = "fl-flent"
+
+
 def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool = True) -> list[str]:
     """The Flent command for a cell; every coordinate also goes in as a test parameter.
     TIME_LIMIT: wrapped in timeout(1). Not on QEMU's virtual clock: an idle guest's time
@@ -122,7 +144,7 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool
     note = json.dumps({"fl": {"scenario": cell.scenario, "cell": cell.name,
                               "config_hash": cell.config_hash, "coordinates": cell.coordinates()}})
     limit = int(config.flent_s + TIMEOUT_MARGIN)
-    argv = (["timeout", "-k", "15", str(limit)] if time_limit else []) + ["flent", test.name,
+    argv = (["timeout", "-k", "15", str(limit)] if time_limit else []) + [FLENT, test.name,
             "-H", target(cell, inv), "-l", str(config.length), "-s", f"{config.step_size:g}",
             "--netperf-control-port", inv.hostvars["cli"]["fl_netperf_port"],
             "--socket-stats", "-x", "-D", str(out_dir), "-t", cell.name, "-n", note]
@@ -160,6 +182,10 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         target=target(cell, inv), length=config.length, step_size=config.step_size,
         samplers=samplers(config),
         flent=flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)
+        udp_header=UDP_HEADERS[6 if ":" in target(cell, inv) else 4],
+        queue_interval=max(config.step_size, run_vars.queue_interval_min),
+        queue_wait_filter=outer_filter(config.tunnel) if config.tunnel else PING_FILTER,
+        state_sysctls={h: list(dict.fromkeys([*STATE_SYSCTLS, *config.sysctls.get(h, {})])) for h in HOSTS},
     )
 
 

@@ -153,3 +153,11 @@ class CellVars(PlaybookVars):
     """The hosts whose sockets are sampled."""
     flent: list[str]
     """Flent's argv, run in the cell's folder."""
+    udp_header: int
+    """Bytes of IP and UDP header towards the target (a datagram of the MTU less this fills a packet)."""
+    queue_interval: float
+    """Seconds between the middlebox's queue samples: the scenario's step, or more where each sample costs (VMs)."""
+    queue_wait_filter: str
+    """A pcap filter for the test's first packet at the middlebox (its queue sampler waits for it)."""
+    state_sysctls: dict[str, list[str]]
+    """Per host: the sysctls its teardown log shows."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..layout import TUNNEL_DEV
+from ..layout import NFT_TUNNEL_TABLE, TUNNEL_DEV
 
 End = Literal["cli", "srv"]
 ENDS: tuple[End, End] = ("cli", "srv")
@@ -30,7 +30,14 @@ IPSEC_ID = 113
 IPSEC_SPI: dict[End, str] = {"cli": "0x0f170001", "srv": "0x0f170002"}
 MTU = "@MTU@"
 #: What the roles read (the setup's filter for the tunnel's outer packets, the teardown).
-ANSIBLE_VARS = {"fl_tunnel": {"dev": TUNNEL_DEV, "port": PORT, "ipsec_id": IPSEC_ID, "spi": IPSEC_SPI}}
+ANSIBLE_VARS = {"fl_tunnel": {"dev": TUNNEL_DEV, "port": PORT, "ipsec_id": IPSEC_ID, "spi": IPSEC_SPI,
+                               "mtu": MTU, "nft_table": NFT_TUNNEL_TABLE}}
+
+
+def outer_filter(kind: str) -> str:
+    """A pcap filter for the tunnel's outer packets (the middlebox's queue sampler waits
+    for the test's first one)."""
+    return "esp" if kind == "ipsec" else f"udp port {PORT[kind]}"
 
 
 def key(sender: End, part: Literal["auth", "enc"]) -> str:

@@ -167,9 +167,9 @@ def test_flent_command(scenario_file, inv, tmp_path):
     cells = one_cell(scenario_file, "test: tcp_2up\nlength: 30\nrate: 50mbit\nqdisc: pfifo\n"
                                     "matrix:\n  cc: [cubic-vs-cubic, bbr-vs-cubic]\n")
     argv = flent_argv(cells[0], inv, tmp_path)
-    assert argv[:6] == ["timeout", "-k", "15", "160", "flent", "tcp_2up"]
+    assert argv[:6] == ["timeout", "-k", "15", "160", "fl-flent", "tcp_2up"]
     # on the virtual clock guest time leaps while the guest idles: no limit in guest time
-    assert flent_argv(cells[0], inv, tmp_path, time_limit=False)[:2] == ["flent", "tcp_2up"]
+    assert flent_argv(cells[0], inv, tmp_path, time_limit=False)[:2] == ["fl-flent", "tcp_2up"]
     assert argv[argv.index("-H") + 1] == "10.71.2.1" and argv[argv.index("-l") + 1] == "30"
     params = [argv[i + 1] for i, a in enumerate(argv) if a == "--test-parameter"]
     # tcp_Nup ignores tcp_cong_control: the per-flow list must be set even when all agree
