@@ -15,7 +15,7 @@ from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .inventory import Inventory
-from .playbook_vars import CellVars, EcnVars, IpsecKeys, IpsecVars, ProbeVars, RunVars, TunnelVars, VideoVars
+from .playbook_vars import CellVars, EcnVars, IpsecVars, ProbeVars, RunVars, TunnelVars, VideoVars
 from .tunnel import outer_filter
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
@@ -100,10 +100,9 @@ def tunnel_vars(cell: Cell, inv: Inventory) -> IpsecVars | TunnelVars | None:
         inv.tunnel_ip(host)  # both ends have an inner address
     if kind != "ipsec":
         return TunnelVars.model_validate({"kind": kind, "overhead": tunnel.OVERHEAD[kind]})
-    keys = {h: IpsecKeys(auth="0x" + secrets.token_hex(32), enc="0x" + secrets.token_hex(16)) for h in tunnel.ENDS}
-    fill = {p: v for h, k in keys.items() for p, v in ((tunnel.key(h, "auth"), k.auth), (tunnel.key(h, "enc"), k.enc))}
-    return IpsecVars(kind="ipsec", overhead=tunnel.OVERHEAD[kind], replay_window=cell.config.replay_window,
-                     keys=keys, fill=fill)
+    fill = {tunnel.key(h, part): "0x" + secrets.token_hex(size) for h in tunnel.ENDS
+            for part, size in tunnel.KEY_BYTES.items()}
+    return IpsecVars(kind="ipsec", overhead=tunnel.OVERHEAD[kind], fill=fill)
 
 
 def netperf_cc(flow: FlowConfig) -> str:

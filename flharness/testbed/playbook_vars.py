@@ -8,8 +8,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
-from .tunnel import End
-
 
 class PlaybookVars(BaseModel):
     """A part of what a playbook receives: an unknown key is an error; values are fixed once made."""
@@ -83,21 +81,13 @@ class TunnelVars(PlaybookVars):
     """Bytes the tunnel adds to a packet: its MTU is the underlay's less this."""
 
 
-class IpsecKeys(PlaybookVars):
-    auth: str
-    enc: str
-
-
 class IpsecVars(PlaybookVars):
     """An IPsec tunnel: its keys are made by fl per cell and fill the placeholders of tunnel.ip."""
 
     kind: Literal["ipsec"]
     overhead: int
-    replay_window: int | None
-    keys: dict[End, IpsecKeys]
-    """Per sender: its SA's keys."""
     fill: dict[str, str]
-    """Placeholder in tunnel.ip → its key."""
+    """Placeholder in tunnel.ip → its key (each sender's SA: authentication and encryption)."""
 
 
 class VideoVars(PlaybookVars):

@@ -29,6 +29,9 @@ OVERHEAD = {"wireguard": 60, "fou": 28, "ipsec": 77}
 IPSEC_ID = 113
 IPSEC_SPI: dict[End, str] = {"cli": "0x0f170001", "srv": "0x0f170002"}
 MTU = "@MTU@"
+KeyPart = Literal["auth", "enc"]
+#: Bytes of each SA key fl makes: HMAC-SHA256's (256 bits) and AES-CBC's (128 bits).
+KEY_BYTES: dict[KeyPart, int] = {"auth": 32, "enc": 16}
 #: What the roles read (the setup's filter for the tunnel's outer packets, the teardown).
 ANSIBLE_VARS = {"fl_tunnel": {"dev": TUNNEL_DEV, "port": PORT, "ipsec_id": IPSEC_ID, "spi": IPSEC_SPI,
                                "mtu": MTU, "nft_table": NFT_TUNNEL_TABLE}}
@@ -40,7 +43,7 @@ def outer_filter(kind: str) -> str:
     return "esp" if kind == "ipsec" else f"udp port {PORT[kind]}"
 
 
-def key(sender: End, part: Literal["auth", "enc"]) -> str:
+def key(sender: End, part: KeyPart) -> str:
     """The placeholder of the key of SENDER's SA (its authentication or encryption key)."""
     return f"@{part.upper()}_{sender}@"
 
