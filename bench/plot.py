@@ -51,7 +51,7 @@ def metrics_alone(cell: Path, rounds: int = 3) -> tuple[float, float, int]:
     budget, bench/owd.py), and how many packets those hold."""
     sys.path.insert(0, str(REPO))
     from flharness.analysis import capture, pcap
-    from flharness.analysis.metrics import Settings, analyse
+    from flharness.analysis.metrics import Settings, analyse_folder
     from flharness.results import files
     from flharness.results.cell_record import CellRecord
     from flharness.results.store import CELL_FILE
@@ -61,7 +61,7 @@ def metrics_alone(cell: Path, rounds: int = 3) -> tuple[float, float, int]:
     for _ in range(rounds):
         capture.forget()
         t0 = time.process_time()
-        analyse(cell, record, Settings())
+        analyse_folder(cell, record, Settings())
         best = min(best, time.process_time() - t0)
         capture.forget()
         t0 = time.process_time()

@@ -17,9 +17,9 @@ from typing import IO, Any
 from ..results import files
 from ..results.cell_metrics import METRICS_VERSION, CellMetrics
 from ..results.cell_record import CellRecord
-from ..results.cell_series import SERIES_FILE, CellSeries
+from ..results.cell_series import SERIES_FILE
 from ..results.store import CELL_FILE
-from .metrics import Settings, analyse
+from .metrics import Settings, analyse_folder
 from .probe import PROBE_FILE
 
 LOG = logging.getLogger(__name__)
@@ -82,10 +82,10 @@ def compute(cell_dir: Path, settings: Settings) -> CellMetrics:
     """Compute and store the metrics of one cell and its series (runs in a worker process)."""
     started = time.process_time()
     key = fingerprint(cell_dir, settings)
-    series = CellSeries()
-    out = analyse(cell_dir, files.read(CellRecord, cell_dir / CELL_FILE), settings, series)
+    analysis = analyse_folder(cell_dir, files.read(CellRecord, cell_dir / CELL_FILE), settings)
+    out = analysis.metrics
     out.key = key
-    series.write(cell_dir / SERIES_FILE)
+    analysis.series.write(cell_dir / SERIES_FILE)
     files.write(cell_dir / METRICS_FILE, out)
     LOG.debug("metrics of %s: %.2f s of CPU", cell_dir, time.process_time() - started)
     return out

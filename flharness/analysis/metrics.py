@@ -1,5 +1,6 @@
-"""Per-cell metrics from a cell's folder: Flent's data (through Flent's ResultSet), the
-socket statistics Flent sampled, and the pcaps.
+"""Per-cell metrics from a cell's files (CellFiles, each read once): Flent's data (through
+Flent's ResultSet), the socket statistics Flent and fl sampled, and the pcaps. Every
+figure is a function of those values; analyse() brings them together.
 
 Time windows (Flent's time axis, t = 0 when its ping starts; flows run from the lead-in
 plus their start delay until lead-in + length):
@@ -55,16 +56,15 @@ from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..results.cell_series import CellSeries, FlowSeries
 from ..results.flags import Flag, FlagCode, calibration_flag
 from ..units import Rate
-from . import delivery, flentlib, pcap, qdisc_stats, queue, ss_samples
-from .capture import Packets
+from . import delivery, pcap, qdisc_stats, queue
+from .cell_files import CellFiles
 from .flent_data import delivered_mbit, first_data_s
 from .flows import FlowInfo, declared_flows, match_connections
 from .ipsec_stats import ipsec_end
 from .link import capacity, highest_rate, payload_capacity_bps, rate_at
 from .probe import probe_flow
 from .rtt_spike import rtt_spike
-from .ss_samples import Sample
-from .teardown_log import host_sections
+from .ss_samples import SocketSamples
 from .udp_flow import udp_flow
 from .video import video_flow
 
@@ -82,8 +82,6 @@ SHOULD_FILL = 0.90  # bulk flows that never reach this share of the capacity: fl
 STANDING_QUEUE_PKTS = 10  # a mean backlog this deep while the link is unfilled: the shaper was short
 GOODPUT_INTERVAL = 0.1  # s: the goodput series' interval (series.npz, the box plots), at least
 GOODPUT_FRAMES = 20  # full-size frames at the link's rate
-#: A host's ss samples: its connections' (ss_samples.py).
-SsSamples = dict[pcap.Key, list[Sample]]
 BULK_TEST_RE = re.compile(r"^tcp_(\d+|n)?(up|down)$|^tcp_bidirectional$")
 
 
@@ -97,11 +95,11 @@ class Settings:
 
 @dataclass(frozen=True)
 class Recorded:
-    """What was recorded of a cell, which every figure reads: its record, its folder,
+    """What was recorded of a cell, which every figure reads: its record, its files,
     Flent's data and the test's time axis (Flent's: t = 0 when its ping starts)."""
 
     record: CellRecord
-    dir: Path
+    files: CellFiles
     rs: Any  # Flent's ResultSet
     lead: float  # Flent's lead-in, s
     length: float  # the test's, s
@@ -146,51 +144,63 @@ class Sampled:
     rtt_spike: RttSpike | None = None  # after a step of the rate schedule
 
 
-def analyse(cell_dir: Path, record: CellRecord, settings: Settings, series: CellSeries | None = None) -> CellMetrics:
-    """Everything fl reports about one cell that ran (status ok or failed); SERIES, if
-    given, receives each flow's per-packet one-way delays and goodput per interval. Each
-    figure comes from a function of its own; they meet here, once."""
+@dataclass(frozen=True)
+class Analysis:
+    """A cell's metrics (metrics.json) and each flow's per-packet delays and goodput per
+    interval (series.npz)."""
+
+    metrics: CellMetrics
+    series: CellSeries
+
+
+def analyse(files: CellFiles, record: CellRecord, settings: Settings) -> Analysis:
+    """Everything fl reports about one cell that ran (status ok or failed). Each figure
+    comes from a function of its own; they meet here, once."""
     invalid = [f"cell {record.status}: {record.reason}"] if record.status != "ok" else []
-    data_file = cell_dir / f"{record.cell}.flent.gz"
-    if not data_file.is_file():
-        return CellMetrics(cell=record.cell, invalid=[*invalid, "no Flent data file"])
+    rs = files.resultset
+    if rs is None:
+        return Analysis(CellMetrics(cell=record.cell, invalid=[*invalid, "no Flent data file"]), CellSeries())
     if record.endpoints is None:
-        return CellMetrics(cell=record.cell, invalid=[*invalid, "cell.json does not record the testbed's endpoints"])
-    rs = flentlib.load(data_file)
+        return Analysis(CellMetrics(cell=record.cell, invalid=[*invalid, "cell.json does not record the testbed's endpoints"]),
+                        CellSeries())
     length = float(rs.meta("LENGTH"))
-    test = Recorded(record, cell_dir, rs, (float(rs.meta("TOTAL_LENGTH")) - length) / 2, length,
-                declared_flows(record.config, rs.series_names))
+    test = Recorded(record, files, rs, (float(rs.meta("TOTAL_LENGTH")) - length) / 2, length,
+                    declared_flows(record.config, rs.series_names))
     window = settings.window(length)
     edges = rs.t0 + np.arange(test.all_run, test.end + 1e-9, PEAK_INTERVAL)
     captured, keys = captures(test, edges)
-    ss = _ss_samples(cell_dir)
-    sampled = {f.index: socket_figures(test, f, keys.get(f.index), window, ss) for f in test.flows}
+    sampled = {f.index: socket_figures(test, f, keys.get(f.index), window) for f in test.flows}
     flows = [flow_row(test, f, captured.get(f.index), sampled[f.index]) for f in test.flows]
-    if series is not None:
-        _fill_series(series, test, captured)
     peaks = peak_mbit(captured, test, edges)
     capacities = {d: capacity(test.config, d, test.lead + min(f.start_s for f in flows if f.direction == d), test.end)
                   for d in DIRECTIONS if any(f.direction == d for f in flows)}
     udp_up: set[Direction] = {"up"} if test.config.video or test.config.probe else set()  # they go client → server
-    queues = _queues(cell_dir, test.config, rs.t0, (test.all_run, test.end), {f.direction for f in test.flows} | udp_up)
+    queues = _queues(files, test.config, rs.t0, (test.all_run, test.end), {f.direction for f in test.flows} | udp_up)
     utilisation = _utilisation(flows, capacities, test.lead, length)
     jain, ratio = _fairness(flows)
     flags = _flags(record, flows, utilisation, peaks, capacities, queues,
                    [s.flag for s in sampled.values() if s.flag])
-    udp, udp_flag = _udp(cell_dir, record.config)
-    video, video_flag = _video(cell_dir, record.config)
-    probe, probe_flag = _probe(cell_dir, record)
-    return CellMetrics(ipsec=_ipsec(cell_dir, record.config),
+    udp, udp_flag = _udp(files)
+    video, video_flag = _video(files)
+    probe, probe_flag = _probe(files, record)
+    metrics = CellMetrics(ipsec=_ipsec(files),
         cell=record.cell, invalid=invalid + _problems(flows, rs, record.config), flags=flags + udp_flag + video_flag + probe_flag,
         steady_window_s=window, flows=flows, ping_ms=_ping(rs, test.lead, test.all_run, test.end), t0=rs.t0,
-        queue=queues, qdisc_totals=_qdisc_totals(cell_dir), peak_mbit=peaks, jain=jain, ratio=ratio,
+        queue=queues, qdisc_totals=_qdisc_totals(files), peak_mbit=peaks, jain=jain, ratio=ratio,
         capacity=capacities, utilisation=utilisation, udp=udp, video=video, probe=probe)
+    return Analysis(metrics, _series(test, captured))
+
+
+def analyse_folder(cell_dir: Path, record: CellRecord, settings: Settings) -> Analysis:
+    """analyse() of the cell whose files are in CELL_DIR."""
+    server = record.endpoints.server if record.endpoints else ""
+    return analyse(CellFiles(record.cell, record.config, cell_dir, server), record, settings)
 
 
 def cell_metrics(cell_dir: Path, record: CellRecord | dict[str, Any], settings: Settings) -> dict[str, Any]:
     """analyse() as JSON data (metrics.json's content without its key), for readers
     outside fl that hold cell.json's data (the tests)."""
-    return analyse(cell_dir, CellRecord.model_validate(record), settings).model_dump(mode="json")
+    return analyse_folder(cell_dir, CellRecord.model_validate(record), settings).metrics.model_dump(mode="json")
 
 
 def flow_row(test: Recorded, f: FlowInfo, captured: Captured | None, sampled: Sampled) -> FlowMetrics:
@@ -212,50 +222,46 @@ def flow_row(test: Recorded, f: FlowInfo, captured: Captured | None, sampled: Sa
                        owd_ms=captured.owd if captured else None, owd_unavailable=why)
 
 
-def _udp(cell_dir: Path, config: CellConfig) -> tuple[UdpFlow | None, list[Flag]]:
-    if not config.udp:
+def _udp(files: CellFiles) -> tuple[UdpFlow | None, list[Flag]]:
+    if not files.config.udp:
         return None, []
-    udp = udp_flow(cell_dir / "udp.log", Rate.parse(config.udp).bps)
+    udp = udp_flow(files.text("udp.log"), Rate.parse(files.config.udp).bps)
     if isinstance(udp, str):
         return None, [Flag(kind="incomplete", code="udp_unreported", text=f"udp flow: {udp}")]
     return udp, []
 
 
-def _video(cell_dir: Path, config: CellConfig) -> tuple[VideoFlow | None, list[Flag]]:
-    if not config.video:
+def _video(files: CellFiles) -> tuple[VideoFlow | None, list[Flag]]:
+    if not files.config.video:
         return None, []
-    video = video_flow(cell_dir / "cli.pcap.xz", cell_dir / "srv.pcap.xz", config.video)
+    video = video_flow(files.datagrams("cli"), files.datagrams("srv"), files.config.video)
     if isinstance(video, str):
         return None, [Flag(kind="incomplete", code="video_unreported", text=f"video flow: {video}")]
     return video, []
 
 
-def _probe(cell_dir: Path, record: CellRecord) -> tuple[ProbeFlow | None, list[Flag]]:
+def _probe(files: CellFiles, record: CellRecord) -> tuple[ProbeFlow | None, list[Flag]]:
     if not record.config.probe:
         return None, []
-    probe = probe_flow(cell_dir, record.config.probe, record.backend.shared_clock)
+    probe = probe_flow(files.probe, record.config.probe, record.backend.shared_clock)
     if isinstance(probe, str):
         return None, [Flag(kind="incomplete", code="probe_unreported", text=f"latency probe: {probe}")]
     return probe, []
 
 
-def _ipsec(cell_dir: Path, config: CellConfig) -> dict[str, IpsecEnd]:
+def _ipsec(files: CellFiles) -> dict[str, IpsecEnd]:
     """Each end of an IPsec cell's tunnel: its SAs' anti-replay drops (teardown log)."""
-    teardown = cell_dir / "teardown.log"
-    if config.tunnel != "ipsec" or not teardown.is_file():
+    if files.config.tunnel != "ipsec":
         return {}
-    sections = host_sections(teardown.read_text(errors="replace"))
-    return {host: end for host in ("cli", "srv") if (end := ipsec_end(sections.get(host, ""))) is not None}
+    return {host: end for host in ("cli", "srv") if (end := ipsec_end(files.sections.get(host, ""))) is not None}
 
 
-def _qdisc_totals(cell_dir: Path) -> dict[Direction, QdiscTotals]:
-    teardown = cell_dir / "teardown.log"
-    mid = host_sections(teardown.read_text(errors="replace")).get("mid", "") if teardown.is_file() else ""
-    totals = qdisc_stats.bottleneck_totals(mid, cell_dir / queue.QUEUE_LOG)  # keyed 'up', 'down' (the sampler's header)
+def _qdisc_totals(files: CellFiles) -> dict[Direction, QdiscTotals]:
+    totals = qdisc_stats.bottleneck_totals(files.sections.get("mid", ""), files.bottleneck_ports)
     return {cast(Direction, d): QdiscTotals.model_validate(q) for d, q in totals.items()}
 
 
-def _socket_series(rs: Any, f: FlowInfo, key: pcap.Key | None, ss: dict[str, SsSamples]) -> tuple[
+def _socket_series(rs: Any, f: FlowInfo, key: pcap.Key | None, ss: dict[str, SocketSamples]) -> tuple[
         str | None, list[tuple[float, float]], list[tuple[float, float]]]:
     """The sending socket's samples of a flow on Flent's axis: (where they come from,
     [(t, delivery rate Mbit/s)], [(t, RTT ms)]). Flent's own where it has delivery rates
@@ -272,18 +278,11 @@ def _socket_series(rs: Any, f: FlowInfo, key: pcap.Key | None, ss: dict[str, SsS
             [(t - rs.t0, v) for t, _, v in samples if v])
 
 
-def _ss_samples(cell_dir: Path) -> dict[str, SsSamples]:
-    """Host → its ss sampler's samples per connection."""
-    return {host: ss_samples.samples(log) for host in ("cli", "srv") if (log := cell_dir / f"{host}.ss.log").is_file()}
-
-
-def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: float,
-                   ss: dict[str, SsSamples] | None = None) -> Sampled:
+def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: float) -> Sampled:
     """From a flow's sending socket's samples: D_SS over WINDOW without the samples above
     the link's rate, and the TCP RTT while it runs; a D_SS still above the link's payload
-    capacity over its samples is a measurement error (SS: the hosts' samples, read from
-    the cell's folder when not given)."""
-    source, rates, rtts = _socket_series(test.rs, f, key, ss if ss is not None else _ss_samples(test.dir))
+    capacity over its samples is a measurement error."""
+    source, rates, rtts = _socket_series(test.rs, f, key, test.files.ss)
     out = Sampled(source=source, samples=len(rates),
                   tcp_rtt=_stats([v for t, v in rtts if test.lead + f.start_s <= t <= test.end]),
                   rtt_spike=rtt_spike(rtts, test.config) if test.config.steps else None)
@@ -334,11 +333,10 @@ def _ping(rs: Any, lead: float, loaded_from: float, loaded_to: float) -> Ping | 
     return Ping(base_median=float(np.median(base)) if base else None, loaded=_stats(loaded))
 
 
-def _queues(cell_dir: Path, config: CellConfig, t0: float, window: tuple[float, float],
+def _queues(files: CellFiles, config: CellConfig, t0: float, window: tuple[float, float],
             directions: set[Direction]) -> dict[Direction, QueueSummary | None]:
     """Per direction with flows (the video's and the probe's included), its bottleneck queue while every flow runs."""
-    log = cell_dir / queue.QUEUE_LOG
-    series = queue.load(log) if log.is_file() else {}
+    series = files.queues
     return {d: queue.summary(series[d], t0, window, config, d) for d in sorted(directions & series.keys())}
 
 
@@ -355,19 +353,17 @@ def captures(test: Recorded, edges: NDArray[np.float64]) -> tuple[dict[int, Capt
     per interval, and the bytes it delivered between EDGES (epoch s, for the peak); and
     each flow's connection (flow index → its key in the sender's capture)."""
     assert test.record.endpoints is not None
-    loaded: dict[str, tuple[Packets, dict[pcap.Key, pcap.Conn]]] = {}
     out: dict[int, Captured] = {}
     keys: dict[int, pcap.Key] = {}
     owd_why = _no_owd_reason(test.record)
     for direction, (sender, receiver) in SIDES.items():
-        pcaps = {h: test.dir / f"{h}.pcap.xz" for h in (sender, receiver)}
-        if not any(f.direction == direction for f in test.flows) or not all(p.is_file() for p in pcaps.values()):
+        if not any(f.direction == direction for f in test.flows):
             continue
-        for h, p in pcaps.items():
-            if h not in loaded:
-                loaded[h] = pcap.load(p)
-        (s_pk, s_conns), (r_pk, r_conns) = loaded[sender], loaded[receiver]
-        match = match_connections(test.flows, direction, s_conns, test.record.endpoints, test.dir / f"{sender}.ss.log")
+        sent_side, got_side = test.files.connections(sender), test.files.connections(receiver)
+        if sent_side is None or got_side is None:
+            continue
+        (s_pk, s_conns), (r_pk, r_conns) = sent_side, got_side
+        match = match_connections(test.flows, direction, s_conns, test.record.endpoints, test.files.ss_path(sender))
         keys |= match
         for f in test.flows:
             if (key := match.get(f.index)) is None:
@@ -398,13 +394,15 @@ def peak_mbit(captured: dict[int, Captured], test: Recorded, edges: NDArray[np.f
             and (peak := delivery.peak_mbit(by_direction[d], edges)) is not None}
 
 
-def _fill_series(series: CellSeries, test: Recorded, captured: dict[int, Captured]) -> None:
-    """SERIES receives each captured flow's per-packet delays and goodput per interval."""
+def _series(test: Recorded, captured: dict[int, Captured]) -> CellSeries:
+    """Each captured flow's per-packet delays and goodput per interval."""
+    series = CellSeries()
     for index, c in captured.items():
         if c.series is not None:
             direction = next(f.direction for f in test.flows if f.index == index)
             series.interval_s = goodput_interval(test.config.bottleneck.of(direction).rate_bps)
             series.flows[index] = c.series
+    return series
 
 
 def goodput_interval(rate_bps: float) -> float:

@@ -71,8 +71,8 @@ def tail(values: NDArray[np.float64]) -> DelayTail | None:
                      n=len(values))
 
 
-def probe_flow(cell_dir: Path, config: ProbeConfig, shared_clock: bool) -> ProbeFlow | str:
-    samples = load(cell_dir / PROBE_FILE)
+def probe_flow(samples: ProbeSamples | str, config: ProbeConfig, shared_clock: bool) -> ProbeFlow | str:
+    """The probe's figures from its samples (load), or why there are none (text)."""
     if isinstance(samples, str):
         return samples
     if not samples.sent:

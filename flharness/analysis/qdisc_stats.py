@@ -14,7 +14,6 @@ dualpi2 adds its own statistics, unindented after its counters (iproute2 7.3, Li
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from .. import layout
@@ -64,24 +63,21 @@ def _qdisc(lines: list[str]) -> dict[str, Any]:
     return out
 
 
-def ports(queue_log: Path) -> dict[str, str]:
-    """direction → the middlebox's device, from the queue samples' header."""
-    try:
-        with queue_log.open() as f:
-            for line in f:
-                if line.startswith("# devices "):
-                    return {d: dev for d, _, dev in (p.partition("=") for p in line.split()[2:])}
-    except OSError:
-        pass
-    return {}
+_DEVICES_RE = re.compile(r"^# devices (.*)$", re.M)
 
 
-def bottleneck_totals(mid: str, queue_log: Path) -> dict[str, dict[str, Any]]:
+def ports(queue_log: str) -> dict[str, str]:
+    """direction → the middlebox's device, from the queue samples' header (QUEUE_LOG: their text)."""
+    m = _DEVICES_RE.search(queue_log)
+    return {d: dev for d, _, dev in (p.partition("=") for p in m.group(1).split())} if m else {}
+
+
+def bottleneck_totals(mid: str, ports: dict[str, str]) -> dict[str, dict[str, Any]]:
     """direction → the declared qdisc's totals for the cell, from the middlebox's part of
     the teardown log (MID); {} when the logs lack them."""
     blocks = device_blocks(mid)
     out = {}
-    for direction, dev in ports(queue_log).items():
+    for direction, dev in ports.items():
         by_handle = {q["handle"]: q for q in qdiscs(blocks.get(dev, ""))}
         if q := by_handle.get(layout.CHILD) or by_handle.get(layout.ROOT):
             out[direction] = q

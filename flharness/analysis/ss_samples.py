@@ -15,6 +15,8 @@ _RATE_RE = re.compile(r"\bdelivery_rate (\d+(?:\.\d+)?)bps\b")
 _RTT_RE = re.compile(r"\brtt:(\d+(?:\.\d+)?)/")
 
 Sample = tuple[float, float | None, float | None]  # epoch s, delivery rate Mbit/s, RTT ms
+#: A host's samples per connection: (local address, port, peer address, port) → its samples.
+SocketSamples = dict[tuple[str, int, str, int], list[Sample]]
 
 
 def _addr(text: str) -> str:
@@ -22,11 +24,11 @@ def _addr(text: str) -> str:
     return text.strip("[]").removeprefix("::ffff:")
 
 
-def samples(ss_log: Path) -> dict[tuple[str, int, str, int], list[Sample]]:
+def samples(ss_log: Path) -> SocketSamples:
     """(local address, port, peer address, port) → the socket's samples in time order:
     (the sample's epoch time, delivery_rate in Mbit/s, rtt in ms; None where ss printed
     none, as for a socket that only received)."""
-    out: dict[tuple[str, int, str, int], list[Sample]] = {}
+    out: SocketSamples = {}
     stamp, key = None, None
     for line in ss_log.read_text(errors="replace").splitlines():
         if line.startswith("# "):

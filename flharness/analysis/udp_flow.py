@@ -15,7 +15,6 @@ UDP payload per second, as iperf's -b counts it.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from ..results.cell_metrics import UdpFlow
 
@@ -26,11 +25,9 @@ _CLIENT_TOTAL = re.compile(_INTERVAL + r"\s*$", re.M)
 _REPORT = re.compile(_INTERVAL + r"\s+([\d.]+) ms\s+(-?\d+)/\s*(\d+)")
 
 
-def udp_flow(log: Path, declared_bps: float) -> UdpFlow | str:
-    """The flow's figures from udp.log, or why there are none (text)."""
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
+def udp_flow(text: str | None, declared_bps: float) -> UdpFlow | str:
+    """The flow's figures from udp.log's TEXT (None: there is none), or why there are none."""
+    if text is None:
         return "no udp.log (iperf's output)"
     size, sent = _SIZE.search(text), _SENT.search(text)
     client, report = text.split("Server Report", 1) if "Server Report" in text else (text, "")

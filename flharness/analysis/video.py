@@ -11,7 +11,6 @@ the time its last one did; its delay runs from its first datagram leaving the cl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,7 +19,7 @@ from ..ecn import CE
 from ..hosts import VIDEO_PORT
 from ..results.cell_metrics import Percentiles, Spread, VideoFlow
 from ..results.cell_record import CODEPOINT_WORDS, VideoConfig
-from .capture import Datagrams, read_udp
+from .capture import Datagrams
 
 #: A gap longer than this share of the frame interval starts a new frame.
 GAP_SHARE = 0.25
@@ -68,12 +67,12 @@ def _arrival(number: NDArray[np.int64], received: Datagrams) -> NDArray[np.float
     return out
 
 
-def video_flow(cli_pcap: Path, srv_pcap: Path, config: VideoConfig) -> VideoFlow | str:
-    """The flow's figures from the cell's captures, or why there are none (text)."""
-    try:
-        sent, received = video_datagrams(read_udp(cli_pcap)), video_datagrams(read_udp(srv_pcap))
-    except (OSError, ValueError) as e:
-        return f"its captures could not be read ({e})"
+def video_flow(cli: Datagrams | str, srv: Datagrams | str, config: VideoConfig) -> VideoFlow | str:
+    """The flow's figures from the cell's captured datagrams (CLI's, SRV's), or why there
+    are none (text)."""
+    if isinstance(cli, str) or isinstance(srv, str):
+        return f"{cli if isinstance(cli, str) else srv}: no video figures"
+    sent, received = video_datagrams(cli), video_datagrams(srv)
     if len(sent) < 2:
         return "the client's capture has no video datagrams (iperf did not send)"
     f = frames(sent, received, config.fps)

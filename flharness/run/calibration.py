@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from ..analysis.cell_files import CellFiles
 from ..frames import FRAME_BYTES
 from ..hosts import HOSTS
 from ..results.cell_record import Calibration
 from ..results.flags import Flag, calibration_flag
 from ..testbed.commands import NETEM_LIMIT
-from .cell_files import CellFiles
 from .effects import effects
 
 BASE_RTT_TOLERANCE = (1.0, 0.02)  # ms, share of the declared RTT
@@ -50,7 +50,7 @@ def calibration(files: CellFiles) -> Calibration:
     """The verdict on a finished cell (its Flent data read: FILES.flent)."""
     assert files.flent is not None
     reasons: list[Flag] = []
-    config = files.cell.config
+    config = files.config
     base, declared = _base_rtt(files.flent, files.lead_s), config.flows[0].rtt_ms
     if config.netem is None and base is not None and abs(base - declared) > _rtt_tolerance(declared):
         reasons.append(calibration_flag("base_rtt", f"base RTT {base:.2f} ms, declared {declared:g} ms"))

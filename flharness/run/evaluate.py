@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import flent_data, sockets
+from ..analysis.cell_files import CellFiles
 from ..analysis.teardown_log import command_output
 from ..cells import Cell
 from ..hosts import ENDPOINTS
 from ..results.cell_record import CcCheck, Checks, Direction, Endpoints, FlowConfig, Status
 from ..testbed.ansible import PlaybookResult
 from .calibration import calibration
-from .cell_files import CellFiles
 
 #: A flow whose data begins this much after its declared start is reported (connection
 #: delayed): the larger of 1 s and 2 % of the test. Flows begin within 0.2 s of their start
@@ -55,7 +55,7 @@ def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, ends: Endpoints
     missing = [f for f in REQUIRED_FILES if not (cell_dir / f).is_file() or (cell_dir / f).stat().st_size == 0]
     if missing:
         v.fail(f"missing or empty: {', '.join(missing)}")
-    files = CellFiles(cell, cell_dir, ends.server)
+    files = CellFiles(cell.name, cell.config, cell_dir, ends.server)
     _check_captures(files, v)
     files.flent = _check_flent_data(cell, cell_dir, v)
     _check_ccs(cell, cell_dir, ends.netperf_port, v)

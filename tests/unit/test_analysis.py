@@ -14,6 +14,7 @@ import dpkt
 import numpy as np
 
 from flharness.analysis import delivery, link, metrics, queue, ss_samples
+from flharness.analysis.cell_files import CellFiles
 from flharness.analysis.flent_data import delivered_mbit, first_data_s
 from flharness.analysis.flows import FlowInfo, declared_flows, match_connections
 from flharness.analysis.metrics import Settings
@@ -161,8 +162,9 @@ def test_utilisation_is_over_one_window_at_the_rate_in_force():
 def socket_figures(rs: _Samples, config: CellConfig, length: float, index: int, window: float) -> metrics.Sampled:
     """metrics.socket_figures for upload flow INDEX of a cell of CONFIG (lead-in 5 s)."""
     flow = FlowInfo(index, f"TCP upload::{index}", "up", "cubic", 20.0, None, 0.0)
-    test = metrics.Recorded(_record(config=config), Path("/nonexistent"), rs, 5.0, length, [flow])
-    return metrics.socket_figures(test, flow, None, window, ss={})
+    files = CellFiles("cell", config, Path("/nonexistent"), SRV)
+    test = metrics.Recorded(_record(config=config), files, rs, 5.0, length, [flow])
+    return metrics.socket_figures(test, flow, None, window)
 
 
 class _Samples:
@@ -245,7 +247,8 @@ def test_a_download_flows_socket_statistics_are_its_senders(tmp_path):
     assert samples[(SRV, 39987, CLI, 38089)] == [(1795498782.955156, None, 33.817)]
     rs = _Samples(1795498777.46266, {})
     flow = FlowInfo(1, "TCP download", "down", "cubic", 20.0, None, 0.0)
-    test = metrics.Recorded(_record(), tmp_path, rs, 5.0, 3, [flow])
+    record = _record()
+    test = metrics.Recorded(record, CellFiles("cell", record.config, tmp_path, SRV), rs, 5.0, 3, [flow])
     down = metrics.socket_figures(test, flow, (SRV, 40147, CLI, 32863), 2.0)
     assert down.source == "srv.ss.log" and down.samples == 3
     assert np.isclose(down.steady_mbit, (4.192896 + 5.556096) / 2) and down.steady_excluded == 0

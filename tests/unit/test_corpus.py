@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from resultlib import connections, read_pcap
 
 from flharness.analysis import flent_data
-from flharness.analysis.metrics import Settings, analyse
+from flharness.analysis.cell_files import CellFiles
+from flharness.analysis.metrics import Settings, analyse_folder
 from flharness.frames import FRAME_BYTES
 from flharness.results import files
 from flharness.results.cell_metrics import CellMetrics
 from flharness.results.cell_record import CellRecord
-from flharness.run.cell_files import CellFiles
 from flharness.run.effects import effects
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus"
@@ -48,7 +47,7 @@ def test_the_corpus_covers_what_the_analysis_reads():
 
 def test_the_metrics_are_those_recorded(cell):
     d, record = cell
-    got = analyse(d, record, Settings()).model_dump(mode="json")
+    got = analyse_folder(d, record, Settings()).metrics.model_dump(mode="json")
     want = json.loads((d / "expected-metrics.json").read_text())
     assert got == want, f"{d.name}: the analysis changed; if on purpose: .venv/bin/python {CORPUS}/harvest.py --again"
 
@@ -57,7 +56,7 @@ def test_goodput_is_what_the_receivers_capture_holds_and_is_possible(cell):
     """Per direction, the flows' goodput is the TCP payload whose first copy reached the
     receiver in the test (±0.5 %), and at most the payload capacity (+1 %)."""
     d, record = cell
-    m = analyse(d, record, Settings())
+    m = analyse_folder(d, record, Settings()).metrics
     data = flent_data.load(d / f"{record.cell}.flent.gz")
     start = flent_data.t0(data) + flent_data.lead_in(data)
     end = start + record.config.length
@@ -81,8 +80,7 @@ def test_every_declared_feature_took_effect(cell):
     d, record = cell
     data = flent_data.load(d / f"{record.cell}.flent.gz")
     assert record.endpoints is not None
-    found = effects(CellFiles(SimpleNamespace(config=record.config, name=record.cell), d, record.endpoints.server,
-                              flent=data))
+    found = effects(CellFiles(record.cell, record.config, d, record.endpoints.server, flent=data))
     assert all(e.ok for e in found), [e for e in found if not e.ok]
     features = " ".join(e.feature for e in found)
     config = record.config

@@ -17,14 +17,18 @@ import pytest
 import yaml
 
 from flharness.analysis.capture import Packets
+from flharness.analysis.cell_files import CellFiles
 from flharness.cells import expand
-from flharness.run.cell_files import CellFiles
 from flharness.run.effects import effects, netem_loss
 from flharness.scenario import load_scenario
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
 SCENARIO = Path(__file__).parents[1] / "fixtures" / "golden.yml"
 SERVER = "10.71.2.1"
+
+
+def files_of(cell, cell_dir, server, flent=None) -> CellFiles:
+    return CellFiles(cell.name, cell.config, cell_dir, server, flent=flent)
 
 
 def golden_cell(tmp_path: Path, **changes: str):
@@ -49,7 +53,7 @@ def by_feature(found) -> dict:
 
 
 def test_the_golden_cells_rewrite_is_seen_in_the_captures_and_its_counter(tmp_path, cell_dir):
-    found = by_feature(effects(CellFiles(golden_cell(tmp_path), cell_dir, SERVER)))
+    found = by_feature(effects(files_of(golden_cell(tmp_path), cell_dir, SERVER)))
     assert found["flow 1: ect1"].ok, found["flow 1: ect1"]
     assert found["flow 1: ect1 (rule)"].ok and "matched 680 packet(s)" in found["flow 1: ect1 (rule)"].evidence
     assert found["sysctls cli"].ok and "net.ipv4.tcp_ecn = 1" in found["sysctls cli"].evidence
@@ -60,7 +64,7 @@ def test_a_rule_that_matched_nothing_is_flagged(tmp_path, cell_dir):
     log = cell_dir / "teardown.log"
     log.write_text(log.read_text().replace('counter packets 680 bytes 1020000 comment "flow 1: ect1"',
                                            'counter packets 0 bytes 0 comment "flow 1: ect1"'))
-    rule = by_feature(effects(CellFiles(golden_cell(tmp_path), cell_dir, SERVER)))["flow 1: ect1 (rule)"]
+    rule = by_feature(effects(files_of(golden_cell(tmp_path), cell_dir, SERVER)))["flow 1: ect1 (rule)"]
     assert not rule.ok and "matched no packet" in rule.evidence and "the client sent 680" in rule.evidence
 
 
@@ -83,14 +87,14 @@ def test_packets_that_arrived_as_they_left_are_flagged(tmp_path, cell_dir):
         if ip.tos >> 2 == 19 and ip.tos & 3 == 1:
             ip.tos = (ip.tos & 0xFC) | 2
     rewrite_pcap(cell_dir / "srv.pcap.xz", undo)
-    flow = by_feature(effects(CellFiles(golden_cell(tmp_path), cell_dir, SERVER)))["flow 1: ect1"]
+    flow = by_feature(effects(files_of(golden_cell(tmp_path), cell_dir, SERVER)))["flow 1: ect1"]
     assert not flow.ok and "ECT(1) expected, ECT(0) arrived" in flow.evidence, flow
 
 
 def test_a_syn_that_kept_its_ecn_flags_is_flagged(tmp_path, cell_dir):
     """Flow 2 declared strip-negotiation, but nothing rewrote it (the bug seen on Linux 7.3):
     its SYN reached the server with ECE and CWR, the server negotiated ECN, no counter."""
-    found = by_feature(effects(CellFiles(golden_cell(tmp_path, ecn="[ect1, strip-negotiation]"), cell_dir, SERVER)))
+    found = by_feature(effects(files_of(golden_cell(tmp_path, ecn="[ect1, strip-negotiation]"), cell_dir, SERVER)))
     flow, rule, outcome = (found[f"flow 2: {what}"] for what in ("strip-negotiation", "strip-negotiation (rule)",
                                                                  "no ECN negotiated"))
     assert not flow.ok and "1 in a SYN's AE/CWR/ECE" in flow.evidence, flow
@@ -104,7 +108,7 @@ def test_the_verdict_names_each_failed_effect(tmp_path, cell_dir):
     from flharness.run.calibration import calibration
     cell = golden_cell(tmp_path, ecn="[ect1, strip-negotiation]")
     data = load(cell_dir / f"{cell.name}.flent.gz")
-    verdict = calibration(CellFiles(cell, cell_dir, SERVER, flent=data))
+    verdict = calibration(files_of(cell, cell_dir, SERVER, flent=data))
     assert not verdict.ok
     assert any(r.code == "effect_missing" and r.text.startswith("flow 2: strip-negotiation:")
                for r in verdict.reasons), verdict.reasons
@@ -125,7 +129,7 @@ def packets(n: int, ipid_from: int = 0, src: int = 1, dst: int = 2) -> Packets:
 def test_netem_loss_against_the_binomial_bounds(tmp_path, declared, lost, ok):
     """2000 packets sent toward the server, LOST of them missing from its capture."""
     cell = golden_cell(tmp_path, netem=f"{{up: {declared}}}")
-    files = CellFiles(cell, tmp_path, "0.0.0.2")
+    files = files_of(cell, tmp_path, "0.0.0.2")
     sent = packets(2000)
     keep = np.setdiff1d(np.arange(2000), np.linspace(0, 1999, lost).astype(int)) if lost else np.arange(2000)
     files._captures = {"cli": sent, "srv": sent.take(keep)}
@@ -161,7 +165,7 @@ def test_the_rate_schedule_is_seen_in_its_log_and_the_final_class(tmp_path, log,
     cell = golden_cell(tmp_path, rate_schedule=SCHEDULE)
     d = teardown(tmp_path, f"$ cat schedule.log   # the rate schedule as applied\nt=0 at 1.5: the first reply\n{log}\n\n"
                            + CLASS.format(rate=rate))
-    (effect,) = [e for e in effects(CellFiles(cell, d, SERVER)) if e.feature == "rate schedule"]
+    (effect,) = [e for e in effects(files_of(cell, d, SERVER)) if e.feature == "rate schedule"]
     assert effect.ok is ok and said in effect.evidence, effect
 
 
@@ -171,7 +175,7 @@ def test_a_sysctl_read_back_otherwise_is_flagged(tmp_path):
     log = d / "teardown.log"
     log.write_text(log.read_text().replace("======== srv ========\n", "======== srv ========\n$ sysctl -e net.ipv4.tcp_ecn\n"
                                            "net.ipv4.tcp_ecn = 2\n\n"))
-    found = by_feature(e for e in effects(CellFiles(cell, d, SERVER)) if e.feature.startswith("sysctls"))
+    found = by_feature(e for e in effects(files_of(cell, d, SERVER)) if e.feature.startswith("sysctls"))
     assert not found["sysctls srv"].ok and "net.ipv4.tcp_ecn = 2 (declared 1)" in found["sysctls srv"].evidence
     assert not found["sysctls cli"].ok and "missing" in found["sysctls cli"].evidence
 
@@ -183,7 +187,7 @@ def test_a_prague_flow_sends_the_codepoint_its_negotiation_calls_for(tmp_path, c
     log = cell_dir / "cli.ss.log"
     log.write_text(log.read_text().replace(" cubic ", " prague "))
     cell = golden_cell(tmp_path, cc="[prague, reno]")
-    effect = by_feature(effects(CellFiles(cell, cell_dir, SERVER)))["prague: AccECN and ECT(1)"]
+    effect = by_feature(effects(files_of(cell, cell_dir, SERVER)))["prague: AccECN and ECT(1)"]
     assert not effect.ok and "no AccECN (SYN/ACK AE, CWR, ECE [(0, 0, 1)])" in effect.evidence, effect
     sent, total = map(int, re.search(r"; (\d+) of (\d+) data packets Not-ECT", effect.evidence).groups())
     assert sent < 0.05 * total, effect  # RFC 3168's retransmissions only
@@ -192,5 +196,5 @@ def test_a_prague_flow_sends_the_codepoint_its_negotiation_calls_for(tmp_path, c
         ip.tos &= 0xFC
         ip.sum = 0  # dpkt computes it again
     rewrite_pcap(cell_dir / "cli.pcap.xz", bleach)
-    effect = by_feature(effects(CellFiles(cell, cell_dir, SERVER)))["prague: AccECN and ECT(1)"]
+    effect = by_feature(effects(files_of(cell, cell_dir, SERVER)))["prague: AccECN and ECT(1)"]
     assert effect.ok and re.search(r"; (\d+) of \1 data packets Not-ECT", effect.evidence), effect

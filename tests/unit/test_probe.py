@@ -35,7 +35,7 @@ def _write(cell: Path, up_ms: list[float], lost: set[int]) -> None:
 def test_queueing_delay_is_above_the_cells_minimum_with_its_tail(tmp_path):
     queued = np.concatenate([np.zeros(10), np.linspace(0, 20, 980), [50.0] * 10])  # ms above the path's
     _write(tmp_path, list(BASE_UP_MS + queued), lost={3, 500})
-    p = probe_flow(tmp_path, CONFIG, shared_clock=True)
+    p = probe_flow(load(tmp_path / PROBE_FILE), CONFIG, shared_clock=True)
     assert not isinstance(p, str), p
     kept = np.delete(queued, [3, 500])
     assert p.sent == 1000 and p.lost_pct == pytest.approx(0.2) and p.queueing_from == "one-way"
@@ -52,15 +52,15 @@ def test_queueing_delay_is_above_the_cells_minimum_with_its_tail(tmp_path):
 
 def test_without_a_shared_clock_the_round_trip_is_used(tmp_path):
     _write(tmp_path, [BASE_UP_MS + x for x in (0, 1, 2, 3)], lost=set())
-    p = probe_flow(tmp_path, CONFIG, shared_clock=False)
+    p = probe_flow(load(tmp_path / PROBE_FILE), CONFIG, shared_clock=False)
     assert not isinstance(p, str) and p.owd_up_ms is None and p.queueing_from == "round trip"
     assert p.queueing_ms is not None and p.queueing_ms.max == pytest.approx(3, abs=1e-6)
 
 
 def test_a_missing_or_broken_file_is_said(tmp_path):
-    assert "no readable probe.json.gz" in str(probe_flow(tmp_path, CONFIG, True))
+    assert "no readable probe.json.gz" in str(probe_flow(load(tmp_path / PROBE_FILE), CONFIG, True))
     (tmp_path / PROBE_FILE).write_bytes(b"not gzip")
-    assert "no readable" in str(probe_flow(tmp_path, CONFIG, True))
+    assert "no readable" in str(probe_flow(load(tmp_path / PROBE_FILE), CONFIG, True))
 
 
 def test_the_scenario_key():

@@ -1,7 +1,7 @@
 """The bottleneck qdiscs' totals read from a teardown log (analysis/qdisc_stats.py)."""
 from __future__ import annotations
 
-from flharness.analysis.qdisc_stats import bottleneck_totals, qdiscs
+from flharness.analysis.qdisc_stats import bottleneck_totals, ports, qdiscs
 from flharness.analysis.teardown_log import host_sections
 
 #: The middlebox's part of a teardown log, dualpi2 under fl's HTB towards the server
@@ -48,8 +48,7 @@ $ ip -s link show dev mid.l; ip -s link show dev mid.r
 
 
 def test_the_declared_qdisc_per_direction_with_dualpi2s_statistics(tmp_path):
-    (tmp_path / "mid.qdisc.log").write_text("# devices up=mid.r down=mid.l\n# 1.0\n")
-    totals = bottleneck_totals(host_sections(TEARDOWN)["mid"], tmp_path / "mid.qdisc.log")
+    totals = bottleneck_totals(host_sections(TEARDOWN)["mid"], ports("# devices up=mid.r down=mid.l\n# 1.0\n"))
     up, down = totals["up"], totals["down"]
     assert (down["kind"], down["handle"], down["sent_pkts"], down["drops"]) == ("pfifo", "10:", 11582, 3)
     assert "pkts_in_c" not in down
@@ -62,4 +61,4 @@ def test_a_self_shaping_root_and_missing_logs(tmp_path):
     block = "qdisc cake 1: root refcnt 2 bandwidth 10Mbit\n Sent 10 bytes 2 pkt (dropped 1, overlimits 0 requeues 0)\n"
     assert [(q["kind"], q["handle"], q["drops"]) for q in qdiscs(block)] == [("cake", "1:", 1)]
     assert set(host_sections(TEARDOWN)) == {"cli", "mid", "srv"}
-    assert bottleneck_totals("", tmp_path / "none.qdisc.log") == {}
+    assert bottleneck_totals("", ports("")) == {}

@@ -21,8 +21,8 @@ nothing never passes unnoticed.
 """
 from __future__ import annotations
 
+from ...analysis.cell_files import CellFiles
 from ...results.cell_record import Effect
-from ..cell_files import CellFiles
 from . import ecn, l4s, netem_loss, probe, state, video
 
 

@@ -16,24 +16,24 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...analysis.capture import Packets, identity
+from ...analysis.cell_files import CellFiles
 from ...analysis.teardown_log import rule_counters
 from ...ecn import ACK, ACTIONS, CE, CODEPOINTS, CWR, ECE, ECT0, ECT1, NOT_ECT, SYN, Headers, replay, rule_comment
 from ...results.cell_record import Effect
 from ...testbed.ecn_rules import FlowRule, cell_rules
-from ..cell_files import CellFiles
 
 COUNT_TOLERANCE = (2, 0.01)  # packets, share: a counter beyond the replay's range by more is wrong
 ECN_MISMATCH = (2, 0.01)  # packets, share of the compared ones arriving with another ECN field
 
 
 def check(files: CellFiles) -> list[Effect]:
-    rules = cell_rules(files.cell.config.flows)
+    rules = cell_rules(files.config.flows)
     if not rules:
         return []
     cli, srv = files.capture("cli"), files.capture("srv")
     if cli is None or srv is None:
         return [Effect(feature=_name(r), evidence="a capture is missing: not verified", ok=False) for r in rules]
-    at_mid = files.cell.config.tunnel is None
+    at_mid = files.config.tunnel is None
     counters = rule_counters(files.sections.get("mid" if at_mid else "cli", ""))
     out = []
     for r in rules:

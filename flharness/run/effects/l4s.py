@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...analysis.capture import Packets
+from ...analysis.cell_files import CellFiles
 from ...analysis.sockets import sockets
 from ...ecn import ACCECN_SYNACKS, ACK, CODEPOINTS, CWR, ECE, ECT1, NOT_ECT, SYN
 from ...results.cell_record import Effect
-from ..cell_files import CellFiles
 
 #: Congestion controls that identify their packets as L4S (ECT(1)) once AccECN is negotiated.
 L4S_CCS = ("prague",)
@@ -21,7 +21,7 @@ SENDERS = {"up": "cli", "down": "srv"}
 def check(files: CellFiles) -> list[Effect]:
     out = []
     for cc in L4S_CCS:
-        directions = sorted({f.direction for f in files.cell.config.flows if f.cc == cc})
+        directions = sorted({f.direction for f in files.config.flows if f.cc == cc})
         out += [_connections(files, cc, SENDERS[d]) for d in directions]
     return out
 

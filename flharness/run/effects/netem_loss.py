@@ -18,10 +18,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...analysis.capture import identity
-from ...analysis.qdisc_stats import bottleneck_totals, ports, qdiscs
+from ...analysis.cell_files import CellFiles
+from ...analysis.qdisc_stats import bottleneck_totals, qdiscs
 from ...analysis.teardown_log import device_blocks
 from ...results.cell_record import Effect
-from ..cell_files import CellFiles
 
 Z = 5.0  # standard deviations: "far outside" the binomial
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
@@ -48,7 +48,7 @@ def declared_loss(words: Sequence[str]) -> float | str | None:
 
 
 def check(files: CellFiles) -> list[Effect]:
-    netem = files.cell.config.netem
+    netem = files.config.netem
     if netem is None:
         return []
     out = []
@@ -74,7 +74,7 @@ def _judge(files: CellFiles, direction: str, p: float, feature: str) -> Effect:
     sent, came = np.flatnonzero(ways[0]), np.flatnonzero(ways[1])
     n = len(sent)
     lost = n - len(np.intersect1d(identity(sender, sent), identity(receiver, came)))
-    queue_drops = bottleneck_totals(files.sections.get("mid", ""), files.dir / "mid.qdisc.log").get(direction, {}).get("drops", 0)
+    queue_drops = bottleneck_totals(files.sections.get("mid", ""), files.bottleneck_ports).get(direction, {}).get("drops", 0)
     sd = math.sqrt(n * p * (1 - p))
     low, high = p * n - Z * sd - 1, p * n + Z * sd + 1
     ok = n > 0 and max(lost - queue_drops, 0) <= high and lost >= low
@@ -89,7 +89,7 @@ def _judge(files: CellFiles, direction: str, p: float, feature: str) -> Effect:
 def _netem_counter(files: CellFiles, direction: str) -> tuple[int, int] | None:
     """(sent, dropped) of the netem qdiscs on the IFB that DIRECTION's packets enter
     the middlebox through (the port that queues the other direction)."""
-    entering = ports(files.dir / "mid.qdisc.log").get("down" if direction == "up" else "up")
+    entering = files.bottleneck_ports.get("down" if direction == "up" else "up")
     if not entering:
         return None
     blocks = device_blocks(files.sections.get("mid", ""))

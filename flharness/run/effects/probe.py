@@ -3,25 +3,22 @@ the client's capture holds its packets to the server's irtt port, at least 99 % 
 them with the declared ECN codepoint."""
 from __future__ import annotations
 
-from ...analysis.capture import read_udp
-from ...analysis.probe import PROBE_FILE, load
+from ...analysis.cell_files import CellFiles
 from ...results.cell_record import CODEPOINT_WORDS, Effect
-from ..cell_files import CellFiles
 
 CODEPOINT_MIN_PCT = 99.0
 
 
 def check(files: CellFiles) -> list[Effect]:
-    probe = files.cell.config.probe
+    probe = files.config.probe
     if probe is None:
         return []
-    samples = load(files.dir / PROBE_FILE)
+    samples = files.probe
     if isinstance(samples, str):
         return [Effect(feature="latency probe", ok=False, evidence=samples)]
-    try:
-        sent = read_udp(files.capture_path("cli"))
-    except (OSError, ValueError) as e:
-        return [Effect(feature="latency probe", ok=False, evidence=f"the client's capture could not be read ({e})")]
+    sent = files.datagrams("cli")
+    if isinstance(sent, str):
+        return [Effect(feature="latency probe", ok=False, evidence=sent)]
     mine = (sent.dport == samples.port) & (sent.dst == files.server_addr)
     marked = int(((sent.tos[mine] & 3) == CODEPOINT_WORDS[probe.codepoint]).sum())
     share = 100 * marked / int(mine.sum()) if mine.any() else 0.0

@@ -7,14 +7,14 @@ from __future__ import annotations
 import re
 
 from ... import layout
-from ...analysis.qdisc_stats import ports, qdiscs
+from ...analysis.cell_files import CellFiles
+from ...analysis.qdisc_stats import qdiscs
 from ...analysis.teardown_log import command_output, device_blocks, sysctl_values
 from ...analysis.udp_flow import udp_flow
 from ...layout import TUNNEL_DEV
 from ...results.cell_record import Effect
 from ...testbed.commands import PARAM_HOSTS, module_param_path
 from ...units import Rate
-from ..cell_files import CellFiles
 
 UDP_RATE_TOLERANCE = 0.05  # the UDP flow's sending rate against the declared one
 STEP_LATE_S = 0.5  # a step logged this much after its planned time did not come at its time
@@ -24,7 +24,7 @@ _LINK_RE = r"^\d+: {dev}[:@].*\n(?:.*\n)*?\s+RX:.*\n\s+\d+\s+(\d+).*\n\s+TX:.*\n
 
 
 def check(files: CellFiles) -> list[Effect]:
-    config, sections = files.cell.config, files.sections
+    config, sections = files.config, files.sections
     out = []
     if config.steps:
         out.append(_schedule(files))
@@ -43,7 +43,7 @@ def check(files: CellFiles) -> list[Effect]:
 def _schedule(files: CellFiles) -> Effect:
     """Every step planned within Flent's run is in the schedule's log, at its time; tc
     complained of nothing; the upload class ends at the last step's rate."""
-    config, mid = files.cell.config, files.sections.get("mid", "")
+    config, mid = files.config, files.sections.get("mid", "")
     logged = _STEP_RE.findall(command_output(mid, "cat schedule.log") or "")
     due = [s for s in config.steps if s.at_s <= config.flent_s - STEP_LATE_S]
     problems = []
@@ -63,7 +63,7 @@ def _schedule(files: CellFiles) -> Effect:
 
 def _final_rate(files: CellFiles) -> float | None:
     """The upload port's HTB class rate after the test (bits/s), from tc's own report."""
-    port = ports(files.dir / "mid.qdisc.log").get("up")
+    port = files.bottleneck_ports.get("up")
     m = _CLASS_RATE_RE.search(device_blocks(files.sections.get("mid", "")).get(port or "", ""))
     try:
         return Rate.parse(m.group(1)).bps if m else None
@@ -114,7 +114,7 @@ def _client_qdisc(kind: str, cli: str) -> Effect:
 def _udp(files: CellFiles, declared_bps: float) -> Effect:
     """The competing UDP flow ran at its rate: iperf's client sent the declared rate
     (±5 %) and its server received datagrams (its report)."""
-    flow = udp_flow(files.dir / "udp.log", declared_bps)
+    flow = udp_flow(files.text("udp.log"), declared_bps)
     if isinstance(flow, str):
         return Effect(feature="udp flow", evidence=flow, ok=False)
     sent = flow.sent_mbit or 0.0

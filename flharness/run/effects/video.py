@@ -3,18 +3,18 @@ client at the declared frame rate (±2 %) and mean rate (±5 %) with the declare
 codepoint on at least 99 % of their datagrams, and frames reached the server."""
 from __future__ import annotations
 
+from ...analysis.cell_files import CellFiles
 from ...analysis.video import video_flow
 from ...results.cell_record import Effect
-from ..cell_files import CellFiles
 
 FPS_TOLERANCE, RATE_TOLERANCE, CODEPOINT_MIN_PCT = 0.02, 0.05, 99.0
 
 
 def check(files: CellFiles) -> list[Effect]:
-    video = files.cell.config.video
+    video = files.config.video
     if video is None:
         return []
-    flow = video_flow(files.capture_path("cli"), files.capture_path("srv"), video)
+    flow = video_flow(files.datagrams("cli"), files.datagrams("srv"), video)
     if isinstance(flow, str):
         return [Effect(feature="video flow", ok=False, evidence=flow)]
     problems = []

@@ -1,0 +1,125 @@
+"""A finished cell's files, each read and split at most once per cell: what the checks
+(run/evaluate.py, calibration.py, effects/) and the metrics (metrics.py) read of a cell,
+through one value. Nothing else of fl opens a cell's files to judge or measure it."""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..results.cell_record import CellConfig
+from . import flent_data, flentlib, pcap, qdisc_stats, queue, ss_samples
+from .capture import Datagrams, Packets, read, read_udp
+from .probe import PROBE_FILE, ProbeSamples
+from .probe import load as load_probe
+from .teardown_log import host_sections
+
+
+@dataclass
+class CellFiles:
+    """The cell's teardown log per host (read at once), its Flent data (once evaluate
+    found it), and its socket samplers' logs, captures, queue samples and side flows'
+    records (read when first asked for)."""
+
+    name: str  # the cell's (its Flent data file is NAME.flent.gz)
+    config: CellConfig
+    dir: Path
+    server: str  # the address Flent talks to (inside the tunnel, if any)
+    flent: dict[str, Any] | None = None
+    sections: dict[str, str] = field(init=False)  # host → its part of teardown.log ({} without one)
+    _texts: dict[str, str | None] = field(default_factory=dict, init=False)
+    _captures: dict[str, Packets | None] = field(default_factory=dict, init=False)
+    _conns: dict[str, dict[pcap.Key, pcap.Conn]] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.sections = host_sections(self.text("teardown.log") or "")
+
+    def text(self, name: str) -> str | None:
+        """A log of the cell's folder, or None if there is none."""
+        if name not in self._texts:
+            path = self.dir / name
+            self._texts[name] = path.read_text(errors="replace") if path.is_file() else None
+        return self._texts[name]
+
+    @cached_property
+    def lead_s(self) -> float:
+        """Flent's lead-in (s): the test starts this long after its t = 0."""
+        assert self.flent is not None
+        return flent_data.lead_in(self.flent)
+
+    @cached_property
+    def test_window(self) -> tuple[float, float]:
+        """The test, lead-in to its end (epoch s), on the Flent data's clock."""
+        assert self.flent is not None
+        start = flent_data.t0(self.flent) + self.lead_s
+        return start, start + self.config.length
+
+    @property
+    def server_addr(self) -> int:
+        return int(ipaddress.IPv4Address(self.server))
+
+    def capture_path(self, host: str) -> Path:
+        """HOST's capture: compressed once the cell is done, plain before."""
+        path = self.dir / f"{host}.pcap.xz"
+        return path if path.is_file() else path.with_suffix("")
+
+    def capture(self, host: str) -> Packets | None:
+        if host not in self._captures:
+            path = self.capture_path(host)
+            try:
+                self._captures[host] = read(path) if path.is_file() else None
+            except ValueError:
+                self._captures[host] = None
+        return self._captures[host]
+
+    # --- what the metrics read ---------------------------------------------------------------
+
+    @cached_property
+    def resultset(self) -> Any | None:
+        """Flent's data as its own ResultSet (None without a data file)."""
+        path = self.dir / f"{self.name}.flent.gz"
+        return flentlib.load(path) if path.is_file() else None
+
+    def connections(self, host: str) -> tuple[Packets, dict[pcap.Key, pcap.Conn]] | None:
+        """HOST's capture and its TCP connections (None without a readable capture)."""
+        pk = self.capture(host)
+        if pk is None:
+            return None
+        if host not in self._conns:
+            self._conns[host] = pcap.connections(pk)
+        return pk, self._conns[host]
+
+    def datagrams(self, host: str) -> Datagrams | str:
+        """HOST's captured UDP datagrams (read with its TCP packets), or why there are none."""
+        try:
+            return read_udp(self.capture_path(host))
+        except (OSError, ValueError) as e:
+            return f"the {host} capture could not be read ({e})"
+
+    @cached_property
+    def bottleneck_ports(self) -> dict[str, str]:
+        """Direction → the middlebox's port that queues it (the queue samples' header)."""
+        return qdisc_stats.ports(self.text(queue.QUEUE_LOG) or "")
+
+    def ss_path(self, host: str) -> Path | None:
+        """HOST's socket sampler's log, if it has one."""
+        path = self.dir / f"{host}.ss.log"
+        return path if path.is_file() else None
+
+    @cached_property
+    def ss(self) -> dict[str, ss_samples.SocketSamples]:
+        """Host → its ss sampler's samples per connection."""
+        return {host: ss_samples.samples(path) for host in ("cli", "srv") if (path := self.ss_path(host))}
+
+    @cached_property
+    def queues(self) -> dict[str, queue.QueueSeries]:
+        """The middlebox's queue samples per direction ({} without any)."""
+        path = self.dir / queue.QUEUE_LOG
+        return queue.load(path) if path.is_file() else {}
+
+    @cached_property
+    def probe(self) -> ProbeSamples | str:
+        """The latency probe's round trips, or why there are none."""
+        return load_probe(self.dir / PROBE_FILE)
