@@ -25,6 +25,7 @@ from .playbook_vars import CellVars
 LOG = logging.getLogger(__name__)
 PLAYBOOK = REPO / "playbooks" / "session.yml"
 NEXT_CELL = "Next cell"  # the task that asks fl for a cell (playbooks/tasks/cell.yml)
+FLENT_PHASE = "cell : Run Flent"  # the role task that runs the test: its phase in cell.json (roles/cell/tasks/main.yml)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+import yaml
 from pydantic import BaseModel
 
 from flharness.cells import expand
@@ -160,3 +161,12 @@ def test_a_handed_over_cell_lacking_a_key_is_named():
     ref, = references("{{ fl_cell.ecn.dev }}")
     assert absent_in(ref, {"ecn": {"at": "mid", "tc": False}}) == "fl_cell.ecn.dev"
     assert absent_in(ref, {"ecn": None}) is None  # no ECN rewrites: the templates test fl_cell.ecn first
+
+
+def test_the_task_names_python_reads_are_the_playbooks():
+    """fl finds a cell's end by the task that asks for the next one, and the benchmark reads
+    the test's phase by its task's name: both names are the roles' own."""
+    from flharness.testbed.session import FLENT_PHASE, NEXT_CELL
+    names = {t["name"] for t in yaml.safe_load((REPO / "playbooks" / "tasks" / "cell.yml").read_text())}
+    role = {f"cell : {t['name']}" for t in yaml.safe_load((REPO / "roles" / "cell" / "tasks" / "main.yml").read_text())}
+    assert NEXT_CELL in names and FLENT_PHASE in role
