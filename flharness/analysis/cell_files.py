@@ -83,9 +83,12 @@ class CellFiles:
         return flentlib.load(path) if path.is_file() else None
 
     def connections(self, host: str) -> tuple[Packets, dict[pcap.Key, pcap.Conn]] | None:
-        """HOST's capture and its TCP connections (None without a readable capture)."""
+        """HOST's capture and its TCP connections (None without a capture; one that
+        cannot be read raises what reading it said: the metrics are not made without it)."""
         pk = self.capture(host)
         if pk is None:
+            if self.capture_path(host).is_file():
+                read(self.capture_path(host))
             return None
         if host not in self._conns:
             self._conns[host] = pcap.connections(pk)
