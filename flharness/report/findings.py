@@ -1,8 +1,8 @@
 """The run's verdict on each claim of the findings files its scenarios name (`findings:`,
 scenario/findings.py): a claim is the `expect:` entries that state it (`finding: N`), per
 scenario. It holds when every cell they judged met them, does not hold when one missed,
-and is not run when none was judged (the scenario is not in the run, or its cells were
-skipped or their measurement is in doubt)."""
+and is not run when none was judged (its cells were skipped or their measurement is in
+doubt). A finding's scenarios that are not in the run are named, not given rows of their own."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -38,42 +38,54 @@ class FindingRow:
     detail: str  # the first miss, or why not run
     judged: list[tuple[str, bool]] = field(default_factory=list)  # (cell, met all) of the judged cells
     key: KeyResult | None = None  # on the row of the key's scenario
+    elsewhere: list[str] = field(default_factory=list)  # the finding's other scenarios, not in this run
 
 
-def key_findings(result: RunResult, judged: list[Judgement]) -> list[tuple[Findings, list[FindingRow]]]:
-    """Per findings file named by the run's scenarios: a row per finding and scenario that
-    studies it (the file's `scenarios:` and any of the run's that state it)."""
+@dataclass(frozen=True)
+class FindingsTable:
+    """A findings file's verdicts on a run: a row per finding and scenario of the run that
+    studies it; the findings none of the run's scenarios studies, with the scenarios that do."""
+
+    known: Findings
+    rows: list[FindingRow]
+    absent: list[tuple[Finding, list[str]]]
+
+
+def key_findings(result: RunResult, judged: list[Judgement]) -> list[FindingsTable]:
+    """Per findings file named by the run's scenarios, its table (scenarios that study a
+    finding: the file's `scenarios:` and any of the run's that state it)."""
     names = list(dict.fromkeys(s.scenario.findings for s in result.scenarios if s.scenario.findings))
-    return [(known, _rows(known, result, judged)) for known in (load_findings(n) for n in names)]
+    return [_table(known, result, judged) for known in (load_findings(n) for n in names)]
 
 
-def _rows(known: Findings, result: RunResult, judged: list[Judgement]) -> list[FindingRow]:
+def _table(known: Findings, result: RunResult, judged: list[Judgement]) -> FindingsTable:
     in_run = {s.name: s for s in result.scenarios}
-    rows = []
+    rows, absent = [], []
     for f in known.findings:
         stating = [n for n, s in in_run.items() if any(e.finding == f.id for e in s.scenario.expect)]
         scenarios = list(dict.fromkeys([*f.scenarios, *stating]))
-        if not scenarios:
-            rows.append(FindingRow(f, "", 0, NOT_RUN, f.note or "no scenario states it"))
-        for name in scenarios:
+        ran = [n for n in scenarios if n in in_run]
+        if not ran:
+            absent.append((f, scenarios))
+        for name in ran:
             mine = [j for j in judged if j.scenario == name and j.expectation.finding == f.id]
-            key = key_result(f.key, in_run[name]) if f.key and f.key.scenario == name and name in in_run else None
-            rows.append(_row(f, name, mine, name in in_run, key))
-    return rows
+            key = key_result(f.key, in_run[name]) if f.key and f.key.scenario == name else None
+            rows.append(_row(f, name, mine, key, [n for n in scenarios if n not in in_run]))
+    return FindingsTable(known, rows, absent)
 
 
-def _row(f: Finding, scenario: str, mine: list[Judgement], ran: bool, key: KeyResult | None) -> FindingRow:
+def _row(f: Finding, scenario: str, mine: list[Judgement], key: KeyResult | None, elsewhere: list[str]) -> FindingRow:
     decided = [j for j in mine if j.ok is not None]
     per_cell = {c: all(j.ok for j in decided if j.cell == c) for c in dict.fromkeys(j.cell for j in decided)}
     judged = sorted(per_cell.items(), key=lambda cm: (cm[1], cm[0]))  # misses first
     missed = next((j for j in decided if j.ok is False), None)
     if missed is not None:
         return FindingRow(f, scenario, len(per_cell), FAILS, f"{missed.cell}: {missed.expectation.text}: {missed.detail}",
-                          judged, key)
+                          judged, key, elsewhere)
     if decided:
-        return FindingRow(f, scenario, len(per_cell), HOLDS, f"{len(decided)} statements met", judged, key)
-    why = "not in this run" if not ran else ("no cell it selects was judged" if mine else "no cell it selects ran")
-    return FindingRow(f, scenario, 0, NOT_RUN, why, [], key)
+        return FindingRow(f, scenario, len(per_cell), HOLDS, f"{len(decided)} statements met", judged, key, elsewhere)
+    why = "no cell it selects was judged" if mine else "no cell it selects ran"
+    return FindingRow(f, scenario, 0, NOT_RUN, why, [], key, elsewhere)
 
 
 def key_result(key: KeyNumber, s: ScenarioResult) -> KeyResult:

@@ -4,7 +4,9 @@ published | reproduced | Δ | verdict, on `<scenario>/reproduction.md` and `.htm
 
 The reproduced value is the mean over the row's cells (its repetitions); it agrees when
 it is within the reference's tolerance of the published one. Rows whose cells did not
-run say why (the kernel's skip reason, or that the run has no such cell)."""
+run say why (the kernel's skip reason, or that the run has no such cell). Rows where the
+source gives words, not numbers (`says:`), are set beside the values of their `shows:`
+metrics, without a verdict (the scenario's claims judge them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from ..scenario.reference import Reference, Row, load_reference, tolerance
 from ..scenario.values import slug
 from .collect import CellResult, ScenarioResult
 from .index import environment, to_html, write_if_changed
-from .measures import measure, values
+from .measures import measure, series, values
 
 Verdict = Literal["agrees", "differs", "not run", "missing", "no value"]
 MEASURED: tuple[Verdict, ...] = ("agrees", "differs", "no value")  # lines with cells that ran
@@ -45,6 +47,39 @@ class Line:
     def pct(self) -> float | None:
         d = self.delta
         return None if d is None or not self.published else 100 * d / abs(self.published)
+
+
+@dataclass(frozen=True)
+class Said:
+    """A row the source states in words: what it says, and what the run measured for it."""
+
+    row: str
+    says: str
+    note: str
+    measured: list[str]  # "D_SS (Mbit/s): flow 1 (prague) 40.1, flow 2 (cubic) 5.2", one per metric shown
+    n: int  # cells (repetitions) averaged
+    why: str = ""  # why nothing was measured
+
+
+def stated(s: ScenarioResult, ref: Reference) -> list[Said]:
+    """The rows with `says:`, each with the mean of its `shows:` metrics over its valid cells."""
+    out = []
+    for row in (r for r in ref.rows if r.says):
+        cells = [c for c in s.cells if matches(c.label, row)]
+        valid = [c.metrics for c in cells if c.valid and c.metrics]
+        shown = [_shown(name, valid) for name in row.shows] if valid else []
+        why = row.missing or ("" if valid else _why_not(cells))
+        out.append(Said(row.key, row.says or "", row.note or "", shown, len(valid), why))
+    return out
+
+
+def _shown(name: str, runs: list[Any]) -> str:
+    m = measure(name)
+    keys = list(series(m, runs[0]))
+    means = [fmean(col) if None not in col else None for col in zip(*(values(m, r) for r in runs))]
+    unit = f" ({m.unit})" if m.unit else ""
+    return f"{m.title}{unit}: " + ", ".join(f"{k} {v:.3g}".strip() if v is not None else f"{k} –".strip()
+                                            for k, v in zip(keys, means))
 
 
 def matches(label_of: Any, row: Row) -> bool:
@@ -104,12 +139,14 @@ def write_page(s: ScenarioResult, template_dir: Path = REPO) -> dict[str, Any] |
         return None
     ref = load_reference(s.scenario.reference)
     lines = reproduce(s, ref)
-    summary = {"document": ref.document, "address": ref.address, "section": ref.source.get("section", ""), "counts": counts(lines),
+    said = stated(s, ref)
+    summary = {"document": ref.document, "address": ref.address, "section": ref.source.get("section", ""),
+               "counts": counts(lines) | ({"stated in words": len(said)} if said else {}),
                "href": f"{s.name}/{PAGE}.html", "rows": len(ref.rows)}
     measured = [line for line in lines if line.verdict in MEASURED]
     context = {"scenario": s.name, "ref": ref, "name": s.scenario.reference, "summary": summary,
                "lines": sorted(measured, key=lambda line: line.verdict != "differs"), "metrics": _metrics(ref),
-               "not_run": unmeasured(lines, "not run"), "missing": unmeasured(lines, "missing")}
+               "not_run": unmeasured(lines, "not run"), "missing": unmeasured(lines, "missing"), "said": said}
     text = environment(template_dir).get_template(f"{PAGE}.md.j2").render(context)
     write_if_changed(s.dir / f"{PAGE}.md", text)
     write_if_changed(s.dir / f"{PAGE}.html", to_html(text, f"fl reproduction: {s.name}", template_dir))
@@ -129,7 +166,8 @@ def unmeasured(lines: list[Line], verdict: Verdict) -> list[dict[str, str]]:
 
 def _metrics(ref: Reference) -> list[dict[str, str]]:
     """Each published metric: the source's definition, fl's, and the tolerance."""
-    names = dict.fromkeys(k for row in ref.rows for k in row.published())
-    return [{"name": k, "title": measure(k).title, "unit": measure(k).unit, "published": ref.definition(k),
-             "fl": measure(k).definition, "tolerance": str(ref.tolerance[k])} for k in names]
+    names = dict.fromkeys(k for row in ref.rows for k in [*row.published(), *row.shows])
+    return [{"name": k, "title": measure(k).title, "unit": measure(k).unit,
+             "published": ref.definition(k) or "in words only (no number)", "fl": measure(k).definition,
+             "tolerance": str(ref.tolerance.get(k, "–"))} for k in names]
 

@@ -13,7 +13,9 @@ before anything runs; `fl plot` sets the run's values beside them (report/reprod
 A row's `cell:` keys are axes with the values' file-name forms (as in cell names). A row
 with `missing:` has no cell in fl's scenario (the text says why); `order: any` compares
 per-flow lists sorted; `per_run:` gives the published runs, whose mean stands for a
-metric the row does not give itself; `runs:` and `note:` are for the reader.
+metric the row does not give itself; `runs:` and `note:` are for the reader. Where the
+source states a result in words only (a plot, no number), the row has `says:` (its words)
+and `shows:` (the metrics fl sets beside them), and no published value.
 """
 from __future__ import annotations
 
@@ -40,6 +42,15 @@ class Row(BaseModel):
     per_run: list[dict[str, Any]] | None = None
     order: Literal["flow", "any"] = "flow"
     note: str | None = None
+    says: str | None = None  # the source's words where it gives no number
+    shows: list[str] = []  # metrics set beside them
+
+    @field_validator("shows")
+    @classmethod
+    def _shown(cls, v: list[str]) -> list[str]:
+        if unknown := [k for k in v if k not in METRICS]:
+            raise ValueError(f"{unknown[0]!r} is none of the metrics ({', '.join(METRICS)})")
+        return v
 
     @field_validator("cell", mode="before")
     @classmethod
@@ -55,6 +66,8 @@ class Row(BaseModel):
                 v = [v]
             if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v):
                 raise ValueError(f"{where}: {str(v)[:60]} is no finite number or list of numbers")
+        if self.shows and not self.says:
+            raise ValueError("shows: the metrics set beside the source's words (says:), which this row lacks")
         return self
 
     @property

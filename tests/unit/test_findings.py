@@ -93,19 +93,22 @@ def test_the_verdict_of_each_finding_on_each_scenario():
     run = SimpleNamespace(scenarios=[scenario("s6-rfc3168", 1), scenario("s1-rttfair", 3, 4)])
     judged = [j("s6-rfc3168", "a", 1, True), j("s6-rfc3168", "b", 1, True), j("s6-rfc3168", "c", 1, None),
               j("s1-rttfair", "a", 3, True), j("s1-rttfair", "b", 3, False), j("s1-rttfair", "c", 4, None)]
-    ((known, rows),) = key_findings(run, judged)  # type: ignore[arg-type]
-    got = {(r.finding.id, r.scenario): r for r in rows}
-    assert known is not None and (got[1, "s6-rfc3168"].verdict, got[1, "s6-rfc3168"].cells) == (HOLDS, 2)
-    assert got[1, "s8-rfc3168-second"].verdict == NOT_RUN and got[1, "s8-rfc3168-second"].detail == "not in this run"
+    (table,) = key_findings(run, judged)  # type: ignore[arg-type]
+    got = {(r.finding.id, r.scenario): r for r in table.rows}
+    assert table.known is not None and (got[1, "s6-rfc3168"].verdict, got[1, "s6-rfc3168"].cells) == (HOLDS, 2)
+    assert got[1, "s6-rfc3168"].elsewhere == ["s8-rfc3168-second", "s13-rfc3168-prague-second"]  # named, no rows
     assert got[3, "s1-rttfair"].verdict == FAILS and got[3, "s1-rttfair"].detail.startswith("b: jain >= 0.5")
     assert got[4, "s1-rttfair"].verdict == NOT_RUN and got[4, "s1-rttfair"].detail == "no cell it selects was judged"
-    assert got[5, "video-induced-delay"].verdict == NOT_RUN and got[6, "video-underutilisation"].verdict == NOT_RUN
-    assert len(rows) == 12  # 1: three scenarios; 2, 3, 4, 5, 6, 7, 9: one; 8: two
+    assert sorted(got) == [(1, "s6-rfc3168"), (3, "s1-rttfair"), (4, "s1-rttfair")]  # only the run's scenarios
+    absent = {f.id: names for f, names in table.absent}
+    assert absent == {2: ["s5-tunnel"], 5: ["video-induced-delay"], 6: ["video-underutilisation"],
+                      7: ["s2-codel-rate-step"], 8: ["s2-codel-rate-step", "s3-codel-variable-rate"],
+                      9: ["s9-tunnel-reordering"]}
     assert got[3, "s1-rttfair"].judged == [("b", False), ("a", True)]  # misses first
     assert got[1, "s6-rfc3168"].judged == [("a", True), ("b", True)]  # not judged: not listed
     key = got[1, "s6-rfc3168"].key
     assert key is not None and key.published == [45.70, 1.94] and key.reproduced == [None] and key.cells == []
-    assert got[1, "s8-rfc3168-second"].key is None  # the key is read on its own scenario's row
+    assert got[3, "s1-rttfair"].key is not None and got[4, "s1-rttfair"].key is not None  # each on its scenario's row
 
 
 def test_a_findings_key_number_is_the_runs_mean_over_the_cells_of_its_rule():

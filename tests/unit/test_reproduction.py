@@ -10,7 +10,7 @@ import pytest
 from flharness.cells import expand
 from flharness.errors import ScenarioError
 from flharness.report.collect import CellResult, ScenarioResult
-from flharness.report.reproduction import counts, matches, reproduce
+from flharness.report.reproduction import counts, matches, reproduce, stated
 from flharness.scenario import load_scenario
 from flharness.scenario.reference import REFERENCE_DIR, Reference, Row, load_reference
 
@@ -18,15 +18,18 @@ SCENARIOS = Path(__file__).parents[2] / "scenarios"
 SHIPPED = sorted(p.stem for p in REFERENCE_DIR.glob("*.yml"))
 
 
-def test_seven_references_ship_and_their_scenarios_name_them():
+def test_nine_references_ship_and_their_scenarios_name_them():
     assert SHIPPED == ["geni-exp-module", "geni-tcp-lab", "pantheon-1mbit", "s1-rttfair", "s2-codel-rate-step",
-                       "s6-rfc3168", "video-underutilisation"]
+                       "s5-tunnel", "s6-rfc3168", "s9-tunnel-reordering", "video-underutilisation"]
     for name in SHIPPED:
         assert load_scenario(SCENARIOS / f"{name}.yml").reference == name
     assert len(load_reference("s1-rttfair").rows) == 192  # the seed's fairness table, every row
     assert len(load_reference("s6-rfc3168").rows) == 24
     assert len(load_reference("s2-codel-rate-step").rows) == 2  # all the numbers the report prints for it
     assert len(load_reference("video-underutilisation").rows) == 8  # the report's goodput tables, one row a run
+    assert len(load_reference("s9-tunnel-reordering").rows) == 11  # its Table 1, in words
+    assert all(r.says and r.shows and not r.published() for name in ("s5-tunnel", "s9-tunnel-reordering")
+               for r in load_reference(name).rows)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -108,3 +111,30 @@ def test_a_scenario_naming_no_reference_file_is_refused(scenario_file):
     path = scenario_file("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nreference: nosuch\n")
     with pytest.raises(ScenarioError, match=r"reference: no file nosuch.yml .*available: geni-exp-module"):
         load_scenario(path)
+
+
+def test_rows_stated_in_words_show_the_runs_means_or_why_not():
+    ref = Reference(source={"document": "report"}, scenario="s", tolerance={}, rows=[
+        Row(cell={"cc": "cubic-vs-cubic", "qdisc": "fifo"}, says="they share", shows=["dss_mbit", "jain"], note="Fig. 1"),
+        Row(cell={"cc": "cubic-vs-cubic", "qdisc": "pie"}, says="they share too", shows=["dss_mbit"]),
+    ])
+    s = ScenarioResult("s", Path("/nonexistent"), SimpleNamespace())  # type: ignore[arg-type]
+    s.cells = [_cell({"cc": "cubic-vs-cubic", "qdisc": "fifo"}, [5.0, 4.0]), _cell({"cc": "cubic-vs-cubic", "qdisc": "fifo"}, [6.0, 4.0])]
+    for c in s.cells:
+        for i, f in enumerate(c.metrics.flows, 1):  # type: ignore[union-attr]
+            f.index, f.cc = i, "cubic"
+    fifo, pie = stated(s, ref)
+    assert (fifo.n, fifo.note, fifo.why) == (2, "Fig. 1", "")
+    assert fifo.measured[0].endswith("flow 1 (cubic) 5.5, flow 2 (cubic) 4") and fifo.measured[0].startswith("D_SS")
+    assert fifo.measured[1].split(": ")[1] == f"{(sum([5.0, 4.0]) ** 2 / (2 * 41) + 100 / 104) / 2:.3g}"
+    assert (pie.n, pie.measured, pie.why) == (0, [], "no such cell in this run")
+    assert reproduce(s, ref) == []  # no published number, no verdict
+
+
+@pytest.mark.parametrize(("row", "error"), [
+    ({"says": "x", "shows": ["goodput_of_the_moon"]}, "none of the metrics"),
+    ({"shows": ["dss_mbit"]}, "lacks"),
+])
+def test_a_stated_row_names_known_metrics_beside_words(row, error):
+    with pytest.raises(ValueError, match=error):
+        Row(cell={"cc": "cubic"}, **row)
