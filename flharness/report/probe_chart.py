@@ -18,6 +18,7 @@ from .collect import CellResult, ScenarioResult
 
 FLOOR_MS = 0.01  # delays below this are drawn at it (a log axis has no zero)
 L4S_TARGET_MS = 1.0
+STYLES = ("-", "--", ":")  # past matplotlib's ten colours, the next ten lines dashed, …
 
 
 def key(cells: list[CellResult]) -> list[Any]:
@@ -47,7 +48,7 @@ def draw(lines: dict[str, NDArray[np.float64]], source: str, title: str, path: P
         x = np.maximum(np.sort(delays), FLOOR_MS)
         exceed = 1 - np.arange(len(x)) / len(x)  # share of packets at or above each delay
         p99 = np.percentile(delays, 99)
-        ax.step(x, exceed, where="post", color=f"C{i % 10}", label=f"{label} (p99 {p99:.2f} ms, n {len(delays)})")
+        ax.step(x, exceed, where="post", color=f"C{i % 10}", linestyle=STYLES[i // 10 % len(STYLES)], label=f"{label} (p99 {p99:.2f} ms, n {len(delays)})")
     ax.axvline(L4S_TARGET_MS, color="grey", linestyle=":", linewidth=1, label="1 ms (the L queue's goal)")
     for share in (1e-2, 1e-3):
         ax.axhline(share, color="lightgrey", linewidth=0.6)

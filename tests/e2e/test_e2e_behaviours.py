@@ -440,7 +440,7 @@ def test_analysis_settings_set_the_window_and_the_fairness_figure(behaviours_rep
         per_rep.append((d1, d2, max(d1, d2) / min(d1, d2)))
     readme = (run / "README.md").read_text()
     section = readme.split(f"## {REPS}")[1].split("\n## ")[0]
-    assert "| Ratio | capacity (Mbit/s) | utilisation (%) | n |" in section and "Jain's" not in section, section
+    assert "| Ratio (largest / smallest D<sub>SS</sub>) | capacity (Mbit/s) | utilisation (%) | n |" in section and "Jain's" not in section, section
     row = next(line for line in section.splitlines() if line.startswith("| [") and "| 2 |" in line)
     for i in range(2):
         mean, ci = _mean_ci([rep[i] for rep in per_rep])
