@@ -48,7 +48,8 @@ def draw(lines: dict[str, NDArray[np.float64]], source: str, title: str, path: P
         x = np.maximum(np.sort(delays), FLOOR_MS)
         exceed = 1 - np.arange(len(x)) / len(x)  # share of packets at or above each delay
         p99 = np.percentile(delays, 99)
-        ax.step(x, exceed, where="post", color=f"C{i % 10}", linestyle=STYLES[i // 10 % len(STYLES)], label=f"{label} (p99 {p99:.2f} ms, n {len(delays)})")
+        ax.step(x, exceed, where="post", color=f"C{i % 10}", linestyle=STYLES[i // 10 % len(STYLES)],
+                label=f"{label} (p99 {p99:.2f} ms, n {len(delays)})")
     ax.axvline(L4S_TARGET_MS, color="grey", linestyle=":", linewidth=1, label="1 ms (the L queue's goal)")
     for share in (1e-2, 1e-3):
         ax.axhline(share, color="lightgrey", linewidth=0.6)

@@ -90,6 +90,14 @@ class Findings(BaseModel):
     def get(self, finding: int) -> Finding | None:
         return next((f for f in self.findings if f.id == finding), None)
 
+    def section_url(self, finding: Finding) -> str | None:
+        """The address of the finding's section in the document (a Markdown heading's
+        anchor: lower case, punctuation dropped, spaces as hyphens), for pages to link."""
+        if not self.address or not finding.section:
+            return None
+        words = "".join(ch for ch in finding.section.lower() if ch.isalnum() or ch in " -_")
+        return f"{self.address}#{words.replace(' ', '-')}"
+
 
 #: Where the files a scenario's `findings:` names live.
 FINDINGS_DIR = REFERENCE_DIR / "findings"

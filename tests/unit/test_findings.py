@@ -132,3 +132,11 @@ def test_a_findings_key_number_is_the_runs_mean_over_the_cells_of_its_rule():
                 break  # one repetition of every other cell
     got = key_result(L4S.get(3).key, s)
     assert got.published == [34.09, 13.04] and got.reproduced == [35.0, 12.0] and len(got.cells) == 2
+
+
+def test_each_findings_section_links_to_its_heading_in_the_report():
+    """The anchors of the report's own table of contents (its "Elaboration on Key Findings")."""
+    anchors = ["unsafety-in-shared-rfc3168-queues", "tunneled-non-l4s-flows-not-protected-by-fq", "network-bias",
+               "rtt-unfairness", "between-flow-induced-delay", "underutilization-with-bursty-traffic",
+               "intra-flow-latency-spikes", "burst-intolerance", "dropped-packets-for-tunnels-with-replay-protection-enabled"]
+    assert [L4S.section_url(f) for f in L4S.findings] == [f"https://github.com/heistp/l4s-tests#{a}" for a in anchors]
