@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from .. import layout
 from ..hosts import HOSTS
 from ..layout import TUNNEL_DEV
-from ..results.cell_record import CellConfig, Direction, LinkConfig
+from ..results.cell_record import CellConfig, Direction, LinkConfig, Links
 from ..scenario.features import RTT_SPLITS
 from ..units import Duration
 from . import ecn_rules
@@ -274,17 +274,24 @@ def schedule_files(config: CellConfig, ports: Ports, settings: RunSettings) -> H
     """The rate schedule: schedule-N.tc, the N-th step's batch, and schedule.steps, one line
     per step: microseconds after Flent's start, its batch file, what it sets."""
     out, steps = {}, []
+    before: Links = config.bottleneck
     for i, step in enumerate(config.steps, 1):
-        out[f"schedule-{i}.tc"] = _lines(change(ports.mid_srv, step.up, settings) + change(ports.mid_cli, step.down, settings))
+        out[f"schedule-{i}.tc"] = _lines(change(ports.mid_srv, step.up, before.up, settings)
+                                         + change(ports.mid_cli, step.down, before.down, settings))
         what = f"up {step.up.rate} {step.up.qdisc}, down {step.down.rate} {step.down.qdisc}"
         steps.append(f"{round(step.at_s * 1e6)} schedule-{i}.tc {what} (planned t={float(step.at_s)!r})")
+        before = step
     if steps:
         out["schedule.steps"] = _lines(steps)
     return out
 
 
-def change(dev: str, link: LinkConfig, settings: RunSettings) -> list[str]:
-    """A port's bottleneck changed in place: its htb class's rate and its qdisc, or the
-    self-shaping qdisc (the kind must stay)."""
-    out = [] if link.self_shaping else [layout.htb_class(dev, link.rate, settings.htb_args, verb="change")]
-    return out + [layout.declared(dev, link.qdisc, link.self_shaping, verb="change")]
+def change(dev: str, link: LinkConfig, before: LinkConfig, settings: RunSettings) -> list[str]:
+    """A port's bottleneck changed in place from BEFORE: its htb class's rate, and its qdisc
+    where the step changes the qdisc's words; or the self-shaping qdisc (the kind must
+    stay). A qdisc whose words stay is left alone: some (dualpi2) refuse a change without
+    options, and the change of the others would do nothing."""
+    if link.self_shaping:
+        return [layout.declared(dev, link.qdisc, True, verb="change")]
+    out = [layout.htb_class(dev, link.rate, settings.htb_args, verb="change")]
+    return out + ([layout.declared(dev, link.qdisc, False, verb="change")] if link.qdisc != before.qdisc else [])

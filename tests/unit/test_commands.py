@@ -11,7 +11,9 @@ were merged into the delay netem (their recorded lines and config hashes were ed
 and s6's and s8's RED cells have their RED under the htb class at the cell's rate, where
 the recording put it at the root, unshaped, taking its `bandwidth` (RED's idle-time
 estimate) for a shaper's (edited so too: a real run of those cells moved 270 Mbit/s a
-flow through the 50 Mbit/s "bottleneck").
+flow through the 50 Mbit/s "bottleneck"); and s2's and s3's rate steps change the htb
+class only, where the recording also changed the qdisc to the same words, which dualpi2
+refuses without options (its `qdisc change` lines removed).
 """
 from __future__ import annotations
 

@@ -144,9 +144,26 @@ def test_path_features_render(scenario_file, inv, tmp_path):
     assert cv.udp_bps == 5_000_000 and cv.target == "10.71.2.1" and cv.schedule
     assert mid["schedule.steps"] == "10000000 schedule-1.tc up 5mbit pfifo limit 100, down 5mbit pfifo limit 100 (planned t=10.0)\n"
     assert mid["schedule-1.tc"] == ("class change dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
-                                    "qdisc change dev mid.r parent 1:1 handle 10: pfifo limit 100\n"
-                                    "class change dev mid.l parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
-                                    "qdisc change dev mid.l parent 1:1 handle 10: pfifo limit 100\n")
+                                    "class change dev mid.l parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n")
+
+
+def test_a_rate_step_changes_a_qdisc_only_where_its_words_change():
+    """dualpi2 refuses `qdisc change` without options ("Dualpi2 options are required"):
+    a step that keeps the qdisc's words changes the htb class's rate only; a qdisc whose
+    words follow the rate, or one that shapes by itself, is changed."""
+    from flharness.results.cell_record import LinkConfig
+    from flharness.testbed.commands import RunSettings, change
+
+    def link(rate: str, qdisc: str, shaping: bool = False) -> LinkConfig:
+        return LinkConfig(rate=rate, rate_bps=float(rate.removesuffix("mbit")) * 1e6, qdisc=qdisc, self_shaping=shaping)
+
+    settings = RunSettings(ifb=True, nft=True)
+    assert change("m", link("25mbit", "dualpi2"), link("50mbit", "dualpi2"), settings) == [
+        "class change dev m parent 1: classid 1:1 htb rate 25mbit ceil 25mbit"]
+    assert change("m", link("25mbit", "fq_codel target 9ms"), link("50mbit", "fq_codel target 5ms"), settings)[1] == (
+        "qdisc change dev m parent 1:1 handle 10: fq_codel target 9ms")
+    assert change("m", link("25mbit", "cake bandwidth 25mbit", True), link("50mbit", "cake bandwidth 50mbit", True),
+                  settings) == ["qdisc change dev m root handle 1: cake bandwidth 25mbit"]
 
 
 def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
