@@ -57,7 +57,8 @@ def progress_detail(cell: Cell, verdict: Verdict) -> str:
     if verdict.status != "ok":
         return verdict.reason[:200]
     util = verdict.utilisation.get("up")
-    parts = [f"goodput {util:.1%} of {cell.config.bottleneck.up.rate}'s payload capacity"] if util is not None else []
+    rates = " then ".join([cell.config.bottleneck.up.rate, *(step.up.rate for step in cell.config.steps)])
+    parts = [f"goodput {util:.1%} of {rates}'s payload capacity"] if util is not None else []
     parts += [f"⚑ {r.text}" for r in verdict.checks.calibration.reasons] if verdict.checks.calibration else []
     if verdict.analysis_error:
         parts.append(f"analysis failed: {verdict.analysis_error}")
