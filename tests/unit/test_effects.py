@@ -169,6 +169,25 @@ def test_the_rate_schedule_is_seen_in_its_log_and_the_final_class(tmp_path, log,
     assert effect.ok is ok and said in effect.evidence, effect
 
 
+BOTH_STEPS = ("t=10.004: up 2mbit pfifo, down 2mbit pfifo (planned t=10.0)\n"
+              "t=12.003: up 3mbit pfifo, down 3mbit pfifo (planned t=12.0)")
+HTB_WARNING = "Warning: sch_htb: quantum of class 10001 is big. Consider r2q change."
+
+
+@pytest.mark.parametrize(("printed", "ok"), [
+    (HTB_WARNING, True),  # a step to 25 Mbit/s and more: tc warns, and changed the rate
+    (f"{HTB_WARNING}\nError: sch_dualpi2: Dualpi2 options are required.\nCommand failed /run/fl/x/mid/cmd/schedule-1.tc:2",
+     False),
+])
+def test_a_schedules_tc_warning_is_no_error(tmp_path, printed, ok):
+    cell = golden_cell(tmp_path, rate_schedule=SCHEDULE)
+    d = teardown(tmp_path, f"$ cat schedule.log   # the rate schedule as applied\nt=0 at 1.5: the first reply\n{BOTH_STEPS}\n\n"
+                           f"$ cat schedule.out   # what the schedule printed\n{printed}\n\n" + CLASS.format(rate="3Mbit"))
+    (effect,) = [e for e in effects(files_of(cell, d, SERVER)) if e.feature == "rate schedule"]
+    assert effect.ok is ok, effect
+    assert ("Command failed" in effect.evidence) is not ok and "quantum" not in effect.evidence, effect
+
+
 def test_a_sysctl_read_back_otherwise_is_flagged(tmp_path):
     cell = golden_cell(tmp_path)
     d = teardown(tmp_path, "")
