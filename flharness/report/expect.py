@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..cells.model import jsonable
 from ..results.flags import mismeasured
 from ..scenario.expectations import OPERATORS, Expectation
 from ..scenario.values import slug
@@ -35,14 +36,16 @@ def selected(s: ScenarioResult, c: CellResult, e: Expectation) -> bool:
 
 def matches(s: ScenarioResult, c: CellResult, rule: dict[str, list[Any]]) -> bool:
     """RULE (axis → values) selects C as an include rule would: each axis's value is one
-    of the rule's (by label, file-name form or value as written)."""
+    of the rule's (by label, file-name form or value as written; a qdisc written with
+    {{ }} is the value of cells that render it to several labels, pfifo_200 and pfifo_1000)."""
     for axis, wanted in rule.items():
         label = c.label(axis)
         if label is None:
             return False
+        coordinate = c.record.coordinates.get(axis)
         ok = any(str(w) in (label, slug(label)) or slug(str(w)) == slug(label) for w in wanted)
-        ok = ok or any(p.matches(w) and p.label == label for axes in s.scenario.axes_list()
-                       for p in axes.get(axis, []) for w in wanted)
+        ok = ok or any(p.matches(w) and (p.label == label or (coordinate and jsonable(p.value) == coordinate.value))
+                       for axes in s.scenario.axes_list() for p in axes.get(axis, []) for w in wanted)
         if not ok:
             return False
     return True

@@ -15,6 +15,7 @@ from flharness.report.collect import CellResult, ScenarioResult
 from flharness.report.expect import Judgement, judge
 from flharness.report.findings import FAILS, HOLDS, NOT_RUN, key_findings
 from flharness.report.reproduction import matches
+from flharness.results.cell_record import Coordinate
 from flharness.scenario import load_scenario
 from flharness.scenario.expectations import parse_expectation
 from flharness.scenario.findings import load_findings
@@ -22,6 +23,11 @@ from flharness.scenario.reference import load_reference
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
 L4S = load_findings("l4s-key-findings")
+
+
+def coordinates(cell):
+    """A cell's coordinates as its cell.json has them."""
+    return {a: Coordinate(**c) for a, c in cell.coordinates().items()}
 
 
 def stated(name: str) -> set[int]:
@@ -56,12 +62,16 @@ def test_the_reports_own_numbers_meet_the_statements_of_its_findings(name):
             continue
         dss = row.published()["dss_mbit"][0]
         record = SimpleNamespace(label=lambda a, c=cell: c.coords[a].label if a in c.coords else None, status="ok",
-                                 reason="", cell=cell.name, config=cell.config)
+                                 reason="", cell=cell.name, config=cell.config, coordinates=coordinates(cell))
         metrics = SimpleNamespace(invalid=[], flags=[], flows=[SimpleNamespace(steady_mbit=x) for x in dss],
                                   capacity={"up": capacity(cell.config, "up", 0.0, cell.config.length)})
         s.cells.append(CellResult(name, Path("/nonexistent"), record, metrics))  # type: ignore[arg-type]
     judged = [j for j in judge(s) if j.expectation.finding]
     assert len(judged) >= {"s1-rttfair": 16, "s6-rfc3168": 48, "video-underutilisation": 2}[name]
+    if name == "s1-rttfair":  # the FIFO's statement names its qdisc as written ({{ pfifo_limit }}): every rate's cells
+        fifo = {j.cell for j in judged if j.expectation.finding == 4 and "pfifo" in j.cell}
+        assert fifo == {f"cubic-vs-cubic-pfifo_{n}-{r}-{rtt}" for n, r in (("200", "10mbit"), ("1000", "50mbit"))
+                        for rtt in ("80ms-20ms", "160ms-10ms")}, fifo
     missed = [f"{j.cell}: {j.expectation.text}: {j.detail}" for j in judged if not j.ok]
     assert not missed, missed
 
@@ -124,6 +134,7 @@ def test_a_findings_key_number_is_the_runs_mean_over_the_cells_of_its_rule():
         labels = {a: cell.coords[a].label for a in wanted}
         for dss, valid in (([34.0, 13.0], True), ([36.0, 11.0], True), ([1.0, 1.0], False)):
             record = SimpleNamespace(label=lambda a, c=cell: c.coords[a].label if a in c.coords else None,
+                                     coordinates=coordinates(cell),
                                      status="ok", reason="", cell=cell.name, config=cell.config)
             metrics = SimpleNamespace(invalid=[] if valid else ["no data"], flags=[],
                                       flows=[SimpleNamespace(steady_mbit=x) for x in dss])
