@@ -10,11 +10,10 @@ import json
 import logging
 import os
 import platform
-import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import yaml
@@ -43,6 +42,7 @@ from .planning import Kernel, Planned, ScenarioPlan, all_done, check_run_name, l
 from .progress import Progress
 from .provenance_log import append_invocation, backend_record, on_testbed
 from .recovery import recover_stale
+from .signals import signals_as_interrupt
 from .space import check_space
 from .summary import print_summary
 
@@ -77,7 +77,7 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
                 LOG.info("%s: the scenario changed outside its cells' configurations (claims, references, "
                          "analysis): its scenario.yml is updated, and `fl plot` judges it again", sp.store.root)
         return print_summary(done, [], False)
-    with ExitStack() as stack, _signals_as_interrupt(), log.debug_log() as debug:
+    with ExitStack() as stack, signals_as_interrupt(), log.debug_log() as debug:
         LOG.debug("fl run %s: %d cell(s) of %s into %s", " ".join(map(str, paths)), len(cells), ", ".join(names), run_dir)
         testbeds = _testbeds(opts, inventories, run_dir, stack)
         caps = _probe(testbeds, cells, opts)
@@ -329,16 +329,3 @@ def _save_scenario(sp: ScenarioPlan) -> bool:
         return False
     saved.write_text(text)
     return True
-
-
-@contextmanager
-def _signals_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP end a run like Ctrl-C: cells under way are marked, testbeds removed."""
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)

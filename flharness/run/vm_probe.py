@@ -13,13 +13,14 @@ from ..testbed.probe import Request
 from ..testbed.probe_reply import ProbeReply
 from ..testbed.testbed import Testbed
 from ..testbed.vm import VmConfig
+from .signals import signals_as_interrupt
 
 LOG = logging.getLogger(__name__)
 
 
 def probe_in_vm(cfg: VmConfig, inventory: Path, request: Request) -> Capabilities:
     LOG.info("booting %s (%s, %s clock) to probe it", cfg.release, cfg.accel, cfg.clock)
-    with tempfile.TemporaryDirectory(prefix="fl-vm-probe-") as tmp:
+    with signals_as_interrupt(), tempfile.TemporaryDirectory(prefix="fl-vm-probe-") as tmp:
         tb = Testbed(load_inventory(inventory), None, Path(tmp) / "fl.log", vm=cfg, results=Path(tmp))
         try:
             tb.boot()
@@ -41,7 +42,7 @@ def ssh_inventory(inventory: Path | None) -> Inventory | None:
 def probe_ssh(inv: Inventory, request: Request) -> dict[str, ProbeReply]:
     """The probe on each host of an ssh testbed: host name → its reply."""
     LOG.info("probing the hosts of %s over ssh", inv.path)
-    with tempfile.TemporaryDirectory(prefix="fl-ssh-probe-") as tmp:
+    with signals_as_interrupt(), tempfile.TemporaryDirectory(prefix="fl-ssh-probe-") as tmp:
         tb = Testbed(inv, None, Path(tmp) / "fl.log")
         try:
             tb.boot()
