@@ -65,9 +65,9 @@ def stated(s: ScenarioResult, ref: Reference) -> list[Said]:
     """The rows with `says:`, each with the mean of its `shows:` metrics over its valid cells."""
     out = []
     for row in (r for r in ref.rows if r.says):
-        cells = [c for c in s.cells if matches(c.label, row)]
-        valid = [c.metrics for c in cells if c.valid and c.metrics]
-        shown = [_shown(name, valid) for name in row.shows] if valid else []
+        cells, valid = _cells(s, row)
+        runs = [c.metrics for c in valid]
+        shown = [_shown(name, runs) for name in row.shows] if runs else []
         why = row.missing or ("" if valid else _why_not(cells))
         out.append(Said(row.key, row.says or "", row.note or "", shown, len(valid), why))
     return out
@@ -82,6 +82,12 @@ def _shown(name: str, runs: list[Any]) -> str:
                                             for k, v in zip(keys, means))
 
 
+def _cells(s: ScenarioResult, row: Row) -> tuple[list[CellResult], list[CellResult]]:
+    """ROW's cells in the run, and those of them with a valid measurement."""
+    cells = [c for c in s.cells if matches(c.label, row)]
+    return cells, [c for c in cells if c.valid and c.metrics]
+
+
 def matches(label_of: Any, row: Row) -> bool:
     """Whether a cell (LABEL_OF: axis → its label or None) is one of ROW's."""
     return all((label := label_of(axis)) is not None and slug(label) == slug(want) for axis, want in row.cell.items())
@@ -92,8 +98,7 @@ def reproduce(s: ScenarioResult, ref: Reference) -> list[Line]:
 
 
 def _row(s: ScenarioResult, ref: Reference, row: Row) -> list[Line]:
-    cells = [c for c in s.cells if matches(c.label, row)]
-    valid = [c for c in cells if c.valid and c.metrics]
+    cells, valid = _cells(s, row)
     lines = []
     for name, (published, source) in row.published().items():
         m = measure(name)
