@@ -3,7 +3,8 @@ prints every SA with its replay window and its own counts of the packets it drop
 (`stats: replay-window N replay N failed N`: behind the window, duplicates, failed
 integrity; only an end's inbound SA checks replays, so the sum over its SAs is its
 inbound SA's), and /proc/net/xfrm_stat the namespace's XfrmInStateSeqError, the
-kernel's own count of both replay kinds, which that sum must equal."""
+kernel's own count of both replay kinds over the namespace's life: read as the tunnel came
+up (xfrm_stat.up) and after the test, its growth must equal that sum."""
 from __future__ import annotations
 
 import re
@@ -13,6 +14,7 @@ from .teardown_log import command_output
 
 XFRM_STATE = "ip -s xfrm state"
 XFRM_STAT = "cat /proc/net/xfrm_stat"
+XFRM_STAT_UP = "cat xfrm_stat.up"
 #: An SA's window: "replay-window 32 seq …" (the legacy bitmap), or "replay_window 256,"
 #: in its ESN replay context (above 32); not the stats line's "replay-window N replay N".
 _WINDOW_RE = re.compile(r"\breplay[-_]window (\d+)(?!\d| replay)")
@@ -29,7 +31,13 @@ def ipsec_end(section: str) -> IpsecEnd | None:
     windows = [int(w) for w in _WINDOW_RE.findall(states)]
     counts = [tuple(map(int, c)) for c in _STATS_RE.findall(states)]
     drops, duplicates, failed = (sum(c[i] for c in counts) for i in range(3))
-    mib = dict(_MIB_RE.findall(command_output(section, XFRM_STAT) or ""))
-    seq = mib.get("XfrmInStateSeqError")
+    before, after = (_seq_errors(command_output(section, c)) for c in (XFRM_STAT_UP, XFRM_STAT))
+    seq = after - before if before is not None and after is not None else None
     return IpsecEnd(replay_window=max(windows, default=0), sas=len(counts), behind_window=drops, duplicates=duplicates,
-                    integrity_failed=failed, kernel_seq_errors=int(seq) if seq is not None else None)
+                    integrity_failed=failed, kernel_seq_errors=seq)
+
+
+def _seq_errors(xfrm_stat: str | None) -> int | None:
+    """XfrmInStateSeqError in a copy of /proc/net/xfrm_stat; None without one."""
+    seq = dict(_MIB_RE.findall(xfrm_stat or "")).get("XfrmInStateSeqError")
+    return int(seq) if seq is not None else None

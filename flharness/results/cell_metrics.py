@@ -9,7 +9,7 @@ from .files import Contract, Sparse, Versioned
 from .flags import Flag
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION: Final = 16  # and the version field's Literal below (mypy holds them equal)
+METRICS_VERSION: Final = 17  # and the version field's Literal below (mypy holds them equal)
 
 
 class Percentiles(Contract):
@@ -277,8 +277,9 @@ class IpsecEnd(Contract):
     """Packets its SAs dropped as replayed (stats replay)."""
     integrity_failed: int
     kernel_seq_errors: int | None = None
-    """The namespace's XfrmInStateSeqError (/proc/net/xfrm_stat): the kernel's own count
-    of the two above, over every SA."""
+    """The growth of the namespace's XfrmInStateSeqError (/proc/net/xfrm_stat) from the
+    tunnel's setup to the end of the test: the kernel's own count of the two above, over
+    every SA (None in a teardown log without both readings)."""
 
     @property
     def replay_drops(self) -> int:
@@ -291,7 +292,7 @@ class CellMetrics(Versioned):
     WHAT = "metrics file"
     ADVICE = "it is recomputed"
 
-    version: Literal[16] = METRICS_VERSION
+    version: Literal[17] = METRICS_VERSION
     key: str = ""
     """Fingerprint of the inputs and settings (analysis/cache.py)."""
     cell: str

@@ -21,14 +21,22 @@ ESN = "\tanti-replay esn context:\n\t seq-hi 0x0, seq 0x10e1, oseq-hi 0x0, oseq 
 LEGACY = "\tanti-replay context: seq 0x10e1, oseq 0x0, bitmap 0xffffffff"
 
 
-def section(window: int, inbound: tuple[int, int, int], seq_errors: int | None) -> str:
+def xfrm_stat(command: str, seq_errors: int) -> str:
+    return f"$ {command}\nXfrmInError             \t0\nXfrmInStateSeqError     \t{seq_errors}\n\n"
+
+
+def section(window: int, inbound: tuple[int, int, int], seq_errors: int | None, before: int | None = 0) -> str:
+    """An end's part of the teardown log; SEQ_ERRORS the namespace's count since BEFORE
+    (as the tunnel came up; None: not logged, as before fl logged it)."""
     context, legacy = (ESN, 0) if window > 32 else (LEGACY, window)
     sas = [SA.format(src="10.71.1.1", dst="10.71.2.1", legacy=legacy, context=context, behind=0, dup=0, failed=0),
            SA.format(src="10.71.2.1", dst="10.71.1.1", legacy=legacy, context=context, behind=inbound[0],
                      dup=inbound[1], failed=inbound[2])]
     out = "$ ip -s xfrm state\n" + "".join(sas) + "\n$ ip -s xfrm policy\nsrc 0.0.0.0/0 dst 0.0.0.0/0\n\n"
+    if before is not None:
+        out += xfrm_stat("cat xfrm_stat.up", before)
     if seq_errors is not None:
-        out += f"$ cat /proc/net/xfrm_stat\nXfrmInError             \t0\nXfrmInStateSeqError     \t{seq_errors}\n\n"
+        out += xfrm_stat("cat /proc/net/xfrm_stat", (before or 0) + seq_errors)
     return out + "$ ip tcp_metrics show\n"
 
 
@@ -52,4 +60,17 @@ def test_an_esn_window_above_32_is_read_from_its_replay_context():
 
 def test_no_xfrm_state_in_the_log_is_no_end():
     assert ipsec_end("$ ip tcp_metrics show\n") is None
-    assert ipsec_end(section(32, (5, 0, 0), None)).kernel_seq_errors is None  # an older teardown log
+    assert ipsec_end(section(32, (5, 0, 0), None)).kernel_seq_errors is None
+
+
+def test_the_kernels_count_is_this_cells_in_a_namespace_that_dropped_before():
+    """The namespace outlives the cell: a second cell's kernel count is what grew since its
+    tunnel came up, not what the first cell's SAs dropped too."""
+    end = ipsec_end(section(64, (12, 0, 0), 12, before=157))
+    assert end.replay_drops == 12 == end.kernel_seq_errors
+
+
+def test_a_teardown_log_with_no_reading_at_setup_has_no_kernel_count():
+    """Before fl read the counter as the tunnel came up, the count after the test included
+    every earlier cell's drops: no cross-check, rather than a wrong one."""
+    assert ipsec_end(section(32, (5, 0, 0), 5, before=None)).kernel_seq_errors is None

@@ -279,7 +279,11 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
         "reqid 113 mode tunnel",
         "link set dev fl-tun mtu @MTU@", "addr add 10.71.9.1/24 dev fl-tun", "link set dev fl-tun up"]
     cli, = setup_scripts([cv], rv, inv, "cli")
-    assert "/wg.key\nmtu=$(( $(cat /sys/class/net/cli.r/mtu) - 77 ))\n" in cli  # the included clean-up ends on its own line
+    assert "/xfrm_stat.up\nmtu=$(( $(cat /sys/class/net/cli.r/mtu) - 77 ))\n" in cli  # the included clean-up ends on its own line
+    assert 'cat /proc/net/xfrm_stat > "$dir/xfrm_stat.up"' in cli  # the kernel's count before this cell's SAs
+    collect = render_cells(inv, rv, [cv], {"cli": ["collect.sh.j2"]})[cv.name]["cli"]["collect.sh"]
+    up, after = collect.find('(cd "$dir" && show cat xfrm_stat.up)'), collect.find("show cat /proc/net/xfrm_stat")
+    assert 0 < up < after < collect.find("rm -f /run/"), collect  # both counts read before the tunnel goes
     assert "ip xfrm state delete src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002 " in cli  # a leftover's
     assert sorted(cv.tunnel.fill) == ["@AUTH_cli@", "@AUTH_srv@", "@ENC_cli@", "@ENC_srv@"]
     assert len(cv.tunnel.fill["@ENC_cli@"]) == 34  # 128-bit AES keys
