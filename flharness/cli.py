@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--parallel", type=int, default=None, metavar="N",
                      help="run N testbeds at once: namespace testbeds or VMs (one per core), or the "
                      "inventory's ssh testbeds (default: 1; all of an ssh inventory's)")
+    run.add_argument("--load-modules", action="store_true",
+                     help="load fl's modules (TCP Prague, dualpi2: fl modules build) into the testbeds' kernels "
+                     "first, built for each kernel's release where not yet built")
     _vm_options(run)
     run.set_defaults(func=cmd_run)
 
@@ -116,6 +119,17 @@ def _parser() -> argparse.ArgumentParser:
     rm = img_sub.add_parser("rm", help="remove a built image from the cache")
     rm.add_argument("name", metavar="NAME")
     rm.set_defaults(func=cmd_image_rm)
+
+    mods = sub.add_parser("modules", help="fl's modules (an image recipe's: TCP Prague, dualpi2) for a host's kernel")
+    mods_sub = mods.add_subparsers(dest="modules_command", required=True)
+    mb = mods_sub.add_parser("build", help="build them for a kernel release from its Debian headers (cached); "
+                             "fl run --load-modules loads them on the hosts")
+    mb.add_argument("--release", metavar="RELEASE", help="the kernel's `uname -r` (default: this machine's)")
+    mb.add_argument("--recipe", default="l4s", metavar="NAME", help="the image recipe whose modules (default: l4s)")
+    mb.add_argument("--suite", metavar="SUITE", help="the Debian suite holding linux-headers-RELEASE "
+                    "(default: the recipe's kernel suite)")
+    mb.add_argument("--force", action="store_true", help="rebuild even if built for this recipe")
+    mb.set_defaults(func=cmd_modules_build)
     for command in (*sub.choices.values(), *img_sub.choices.values()):
         command.add_argument("-v", "--verbose", action="store_true",
                              help="print debug messages too (fl run and fl plot always write them to debug.log)")
@@ -164,7 +178,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .run.runner import run_scenarios
     from .scenario import find_scenario
     opts = RunOptions(run=args.run, only=args.only, force=args.force, dry_run=args.dry_run,
-                      inventory=args.inventory, results=args.results, parallel=args.parallel, vm=_vm(args))
+                      inventory=args.inventory, results=args.results, parallel=args.parallel, vm=_vm(args),
+                      load_modules=args.load_modules)
     return run_scenarios([find_scenario(name) for name in args.names], opts)
 
 
@@ -216,6 +231,18 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def cmd_image_build(args: argparse.Namespace) -> int:
     from .image.build import build
     build(args.name, args.force)
+    return 0
+
+
+def cmd_modules_build(args: argparse.Namespace) -> int:
+    import platform
+
+    from .image.kit import build_kit, kit_folder
+    release = args.release or platform.release()
+    kit = build_kit(release, args.recipe, args.suite, args.force)
+    print(f"modules for {release} ({kit.recipe}; Debian {kit.kernel_version}, {kit.suite}): {kit_folder(release)}")
+    for m in kit.modules:
+        print(f"  {m.path}  sha256 {m.sha256[:16]}…  {m.source}")
     return 0
 
 

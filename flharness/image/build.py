@@ -64,9 +64,12 @@ NOT_A_KIND = {"advanced", "default", "fifo", "ingress", "mqprio_lib"}  # config 
 
 
 class Build:
-    def __init__(self, image: ImageRecipe) -> None:
+    stages = STAGES
+    download_kernel = True  # the kernel's packages, for the guest root (stage 5)
+
+    def __init__(self, image: ImageRecipe, work: str = "") -> None:
         self.image = image
-        self.work = cache_root() / f".build-{image.name}"
+        self.work = cache_root() / f".build-{work or image.name}"
         self.build_root, self.guest = self.work / "build", self.work / "guest"
         self.log = cache_root() / ".logs" / f"{image.name}.log"
         self.started = time.time()
@@ -77,11 +80,23 @@ class Build:
     def step(self, what: str) -> Iterator[None]:
         self.stage += 1
         t0 = time.time()
-        LOG.info("image %s: [%d/%d] %s …", self.image.name, self.stage, STAGES, what)
+        LOG.info("image %s: [%d/%d] %s …", self.image.name, self.stage, self.stages, what)
         yield
-        LOG.info("image %s: [%d/%d] done in %.0f s", self.image.name, self.stage, STAGES, time.time() - t0)
+        LOG.info("image %s: [%d/%d] done in %.0f s", self.image.name, self.stage, self.stages, time.time() - t0)
 
     def run(self) -> Image:
+        kernel, built = self.modules()
+        with self.step(f"guest root: {self.image.recipe.userland.suite}"):
+            self._guest_root(kernel, built)
+        with self.step("manifest"):
+            image = self._commit(kernel, built)
+        LOG.info("image %s: built in %.0f s: %s (kernel %s, %s)", self.image.name, time.time() - self.started,
+                 image.folder, kernel.release, human_size(image.manifest.size_bytes))
+        return image
+
+    def modules(self) -> tuple[KernelPackages, dict[str, Path]]:
+        """Stages 1-4: the kernel resolved and the recipe's extra modules built for it (each
+        module's .ko, in the build root)."""
         recipe = self.image.recipe
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
@@ -98,13 +113,7 @@ class Build:
                        for m in recipe.modules}
         with self.step("modules: " + (", ".join(folders) or "none")):
             built = {name: self._compile(name, folder, kernel) for name, folder in folders.items()}
-        with self.step(f"guest root: {recipe.userland.suite}"):
-            self._guest_root(kernel, built)
-        with self.step("manifest"):
-            image = self._commit(kernel, built)
-        LOG.info("image %s: built in %.0f s: %s (kernel %s, %s)", self.image.name, time.time() - self.started,
-                 image.folder, kernel.release, human_size(image.manifest.size_bytes))
-        return image
+        return kernel, built
 
     # --- stages -----------------------------------------------------------------------------
 
@@ -122,6 +131,8 @@ class Build:
             in_root(self.build_root, ["apt-get", "install", "-y", "-q", "-o", f"Acquire::Retries={RETRIES}",
                                       "--no-install-recommends", *wanted], self.log,
                     f"installing {' '.join(wanted)}", network=True)
+        if not self.download_kernel:
+            return kernel
         (self.build_root / "fl" / "kernel").mkdir(parents=True, exist_ok=True)
         in_root(self.build_root, ["env", "-C", "/fl/kernel", "apt-get", "download", "-q", "-o", f"Acquire::Retries={RETRIES}",
                                   *(f"{p}={kernel.version}" for p in kernel.packages)], self.log, "downloading the kernel",
@@ -291,7 +302,7 @@ def supports(config: Path, extra: list[str]) -> dict[str, list[str]]:
 # --- the command ------------------------------------------------------------------------------
 
 @contextmanager
-def _locked(name: str) -> Iterator[None]:
+def build_lock(name: str) -> Iterator[None]:
     lock = cache_root() / f".{name}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with lock.open("w") as f:
@@ -301,7 +312,7 @@ def _locked(name: str) -> Iterator[None]:
 
 def build(name: str, force: bool = False) -> Image:
     image = load_recipe(name)
-    with _locked(image.name):
+    with build_lock(image.name):
         cached = load_image(image.name)
         if cached is not None and cached.manifest.recipe_sha256 == image.digest and not force:
             LOG.info("image %s: up to date (built %s ago from %s, kernel %s; --force rebuilds)", image.name,

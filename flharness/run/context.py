@@ -24,6 +24,7 @@ class RunOptions:
     results: Path = REPO / "results"
     parallel: int | None = None  # testbeds at once (default: 1; an ssh inventory's testbeds)
     vm: VmConfig | None = None  # run in VMs booted with this kernel
+    load_modules: bool = False  # fl's modules loaded into the testbeds' kernels first (run/kit_loading.py)
 
 
 @dataclass

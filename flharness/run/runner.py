@@ -38,6 +38,7 @@ from . import pace
 from .context import Run, RunOptions
 from .dispatch import Dispatch, Slot, wall_stopwatch
 from .finish import Attempt
+from .kit_loading import load_modules, this_machine
 from .planning import Kernel, Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan, require_some, scenario_name
 from .progress import Progress
 from .provenance_log import append_invocation, backend_record, on_testbed
@@ -80,6 +81,8 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     with ExitStack() as stack, signals_as_interrupt(), log.debug_log() as debug:
         LOG.debug("fl run %s: %d cell(s) of %s into %s", " ".join(map(str, paths)), len(cells), ", ".join(names), run_dir)
         testbeds = _testbeds(opts, inventories, run_dir, stack)
+        if opts.load_modules:
+            load_modules(testbeds, lambda tb: _releases(tb, cells, opts))
         caps = _probe(testbeds, cells, opts)
         run = Run(opts, inventories[0], caps)
         plans = _plan(run, selected, paths)
@@ -94,11 +97,21 @@ def _known_kernel(opts: RunOptions, inventories: list[Inventory]) -> Kernel:
     """The testbed's kernel as known before it is built: a VM's release (and an image's
     modules), this machine's for namespaces; unknown for ssh hosts (probed later)."""
     if opts.vm is not None:
-        image = load_image(opts.vm.image) if opts.vm.image else None
+        image = load_image(opts.vm.image) if opts.vm.image and not opts.load_modules else None
         return Kernel(opts.vm.release, {m.name: m.sha256 for m in image.manifest.modules} if image else {})
     if inventories[0].backend == "ssh":
         return Kernel(None, {})
     return Kernel(platform.release(), {})
+
+
+def _releases(tb: Testbed, cells: list[Cell], opts: RunOptions) -> set[str]:
+    """The kernel releases of a testbed's hosts: a VM's, this machine's, or each ssh host's
+    (probed)."""
+    if opts.vm is not None:
+        return {opts.vm.release}
+    if tb.inv.backend == "netns":
+        return this_machine()
+    return {reply.kernel for reply in tb.probe(probe_request(cells)).values()}
 
 
 def _one_kernel_per_testbed(opts: RunOptions, inventories: list[Inventory], cells: list[Cell]) -> None:

@@ -51,6 +51,10 @@ KINDS = {
 ROOT_KINDS = ("tbf", "htb", "netem", "hfsc", "drr", "prio")
 #: The kinds of tunnel fl offers (scenario key tunnel), each tried by Probe.tunnels.
 TUNNELS = ("wireguard", "fou", "ipsec")
+#: Where a host keeps fl's modules that fl loaded into its kernel (`fl run --load-modules`:
+#: run/kit_loading.py): a loaded module's file when the kernel's modules folder
+#: holds none, or another one.
+KIT_DIR = "/run/fl/modules"
 #: Congestion controls `fl check` tries to select.
 CCS = ["reno", "cubic", "bbr", "dctcp", "prague", "bbr2", "bbr3", "vegas", "westwood", "htcp"]
 TOOLS = {
@@ -390,14 +394,28 @@ def cc_module(name: str) -> dict[str, Any] | None:
             params[f.name] = f.read_text().strip()
             if f.stat().st_mode & 0o222:
                 writable.append(f.name)
+    srcversion = _read(folder / "srcversion")
     found = {"module": module, "parameters": params, "writable": writable, "file": None, "sha256": None,
-             "version": _read(folder / "version"), "srcversion": _read(folder / "srcversion")}
-    code, out = sh("modinfo", "-F", "filename", module)
-    path = Path(out.splitlines()[0].strip()) if code == 0 and out.strip() else None
-    if path and path.is_file():
+             "version": _read(folder / "version"), "srcversion": srcversion}
+    if path := loaded_file(module, srcversion):
         found["file"] = str(path)
         found["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
+
+
+def loaded_file(module: str, srcversion: str | None) -> Path | None:
+    """The file MODULE was loaded from, as far as it can be told: fl's own (KIT_DIR), else
+    the one modprobe would load, if its srcversion is the loaded module's (modules built
+    without one: the one modprobe would load)."""
+    code, out = sh("modinfo", "-F", "filename", module)
+    candidates = [Path(KIT_DIR) / f"{module}.ko"]
+    if code == 0 and out.strip():
+        candidates.append(Path(out.splitlines()[0].strip()))
+    for path in (c for c in candidates if c.is_file()):
+        code, out = sh("modinfo", "-F", "srcversion", str(path))
+        if srcversion is None or (code == 0 and out.strip() == srcversion):
+            return path
+    return None
 
 
 def _read(path: Path) -> str | None:
