@@ -81,7 +81,7 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     with ExitStack() as stack, signals_as_interrupt(), log.debug_log() as debug:
         LOG.debug("fl run %s: %d cell(s) of %s into %s", " ".join(map(str, paths)), len(cells), ", ".join(names), run_dir)
         testbeds = _testbeds(opts, inventories, run_dir, stack)
-        if opts.load_modules:
+        if opts.load_modules and not opts.dry_run:  # a dry run changes no kernel
             load_modules(testbeds, lambda tb: _releases(tb, cells, opts))
         caps = _probe(testbeds, cells, opts)
         run = Run(opts, inventories[0], caps)

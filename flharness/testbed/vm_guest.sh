@@ -40,9 +40,16 @@ fi
 mount --bind /run/fl-passwd /etc/passwd
 mount --bind /run/fl-shadow /etc/shadow
 
+# fl.extra_modules=off on the kernel command line (--vm-append): the guest plays a host
+# without the image's extra modules (fl image build puts them in updates/fl; a tmpfs hides
+# them, so neither the boot settings nor the kernel's own requests load them).
+case " $(cat /proc/cmdline) " in
+    *" fl.extra_modules=off "*)
+        mount -t tmpfs fl-no-extra "/usr/lib/modules/$release/updates" && : > /run/fl-no-boot-modules ;;
+esac
 # A built image's boot settings (fl image build: the recipe's boot section). A module
 # that does not load is said on the console; `fl check --vm` shows what works.
-if [ -s /etc/fl/boot-modules ]; then
+if [ -s /etc/fl/boot-modules ] && [ ! -e /run/fl-no-boot-modules ]; then
     while read -r module; do
         modprobe "$module" || say "modprobe $module failed"
     done < /etc/fl/boot-modules

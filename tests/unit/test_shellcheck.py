@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 SHELLCHECK = shutil.which("shellcheck")
 HELPERS = sorted((REPO / "roles" / "testbed" / "files").iterdir())
 SCRIPTS = [*(p for p in HELPERS if "python" not in p.read_text().partition("\n")[0]), REPO / "flharness" / "testbed" / "vm_guest.sh",
-           REPO / "tests" / "vm" / "prague_probe.sh",
+           REPO / "roles" / "modules" / "files" / "fl-load-modules", REPO / "tests" / "vm" / "prague_probe.sh",
            REPO / "install.sh", REPO / ".ci" / "run",
            REPO / ".ci" / "in-idle-cgroup"]
 CELL_TEMPLATES = {"cli": ["setup.sh.j2", "flent.sh.j2", "collect.sh.j2"], "mid": ["setup.sh.j2", "collect.sh.j2"],
