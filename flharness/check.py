@@ -1,10 +1,12 @@
 """`fl check`: tools and versions, kernel qdiscs and congestion controls, privileges."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .capabilities import OPTIONAL_TOOLS, REQUIRED_TOOLS, Capabilities, probe_request
+from .image.kit import KIT_KERNEL
 from .results.cell_record import CcModule
 from .testbed import probe
 from .testbed.ansible import ansible_playbook
@@ -84,19 +86,30 @@ def check(vm: VmConfig | None = None, inventory: Path | None = None) -> int:
 def hints(caps: Capabilities) -> list[str]:
     """What to do about the L4S pieces and netem this kernel lacks."""
     out = []
+    kit = kit_hint(caps.kernel)
     if not caps.feature("netem"):
         out.append("without netem, cells with an RTT, loss or jitter are skipped on this kernel")
     if caps.reply.kinds.get("dualpi2") != "ok":
-        out.append("dualpi2 missing: it needs Linux ≥ 6.17 with sch_dualpi2 and iproute2 ≥ 6.17 "
-                   "(./fl image build l4s builds both, then --vm l4s)")
+        out.append("dualpi2 missing: it needs Linux ≥ 6.17 with sch_dualpi2 and iproute2 ≥ 6.17 (tc says "
+                   "'Unknown qdisc' where iproute2 is older: Debian's trixie-backports and sid have one that knows "
+                   f"it){kit} (./fl image build l4s builds both, then --vm l4s)")
     if not caps.feature("accecn"):
         out.append("AccECN missing (tcp_ecn=3 refused): it needs Linux ≥ 6.18 (--vm l4s)")
     if not caps.cc_ok("prague"):
-        out.append("prague missing: it needs Linux ≥ 7.3 (AccECN's hooks) with fl's tcp_prague module "
+        out.append(f"prague missing: it needs Linux ≥ 7.3 (AccECN's hooks) with fl's tcp_prague module{kit} "
                    "(./fl image build l4s builds it, then --vm l4s), or the L4STeam kernel fork's own: an image "
                    "from its .deb files (images/l4s-prague.example.yml), a kernel with its modules in "
                    "/lib/modules/RELEASE (--vm /path/to/vmlinuz) or its tree after make (--vm /path/to/linux)")
     return out
+
+
+def kit_hint(release: str | None) -> str:
+    """How to get fl's modules into a kernel of release 7.3 or later, in the hints' words."""
+    m = re.match(r"^(\d+)\.(\d+)", release or "")
+    if not m or (int(m.group(1)), int(m.group(2))) < KIT_KERNEL:
+        return ""
+    return (f"; on this kernel: ./fl modules build --release {release} builds fl's for it (from Debian's "
+            "headers of that release), ./fl run --load-modules loads them")
 
 
 def module_summary(module: CcModule) -> str:

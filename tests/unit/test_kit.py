@@ -102,3 +102,10 @@ def test_a_loaded_module_is_kept_or_refused_by_its_srcversion(tmp_path):
     assert rc == 0 and [s["status"] for s in said] == ["already", "already"] and calls == [], said
     rc, said, calls = load(tmp_path / "other", "tcp_prague", loaded={"tcp_prague": "FROM-A-FORK"})
     assert rc == 1 and said[0]["status"] == "refused" and "rmmod tcp_prague" in said[0]["detail"] and calls == [], said
+
+
+def test_fl_check_points_a_73_kernel_to_the_kit_and_older_ones_not():
+    from flharness.check import kit_hint
+    assert "./fl modules build --release 7.3.4+deb13-amd64" in kit_hint("7.3.4+deb13-amd64")
+    assert "--load-modules" in kit_hint("7.10.1-amd64")
+    assert kit_hint("6.18.44-fc-v669") == kit_hint(None) == ""
