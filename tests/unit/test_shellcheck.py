@@ -3,6 +3,7 @@ the roles' templates as Ansible renders them for cells that take each of their b
 (tests/scenarios/every-feature.yml) on every host (POSIX sh: Ansible's raw runs them so)."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -55,3 +56,11 @@ def test_the_roles_templates_render_scripts_that_pass_shellcheck():
                 for cell, hosts in rendered.items() for host, scripts in hosts.items() for name, text in scripts.items()]
     assert len([1 for hosts in rendered.values() for scripts in hosts.values() for _ in scripts]) == len(cells) * 7 + 3 * 2
     assert not "".join(problems), "".join(problems)
+
+
+def test_every_helper_is_installed_as_it_is():
+    """install_helpers copies every file of roles/testbed/files (the list is the folder's)."""
+    inv = load_inventory(REPO / "inventory.ini")
+    rendered = render_cells(inv, run_vars([], ifb=True, nft=True), [], {}, {"cli": ["install_helpers.sh.j2"]})
+    installed = rendered[""]["cli"]["install_helpers.sh"]
+    assert sorted(re.findall(r"> /run/fl/\S+/(fl-[\w-]+)\n", installed)) == [p.name for p in HELPERS], installed[:500]
