@@ -14,6 +14,7 @@ from flrun import REPO, needs_vm, run_fl
 from resultlib import CLI, ECT1, find, read_pcap
 
 from flharness.image.kit import kit_folder, load_kit
+from flharness.image.store import load_image
 from flharness.testbed.probe import KIT_DIR
 
 pytestmark = [pytest.mark.vm, needs_vm()]
@@ -22,8 +23,12 @@ HOST = ["--vm", "l4s", "--vm-accel", "tcg", "--vm-clock", "virtual", "--vm-appen
 
 
 @pytest.fixture(scope="module")
-def kit_lab(l4s_lab, tmp_path_factory):
-    release = l4s_lab["image"].manifest.kernel.release
+def kit_lab(tmp_path_factory):
+    image = run_fl("image", "build", "l4s", timeout=1200)  # the L4S lab's (conftest.py), or cached
+    assert image.returncode == 0, image.stdout + image.stderr
+    built_image = load_image("l4s")
+    assert built_image is not None
+    release = built_image.manifest.kernel.release
     built = run_fl("modules", "build", "--release", release, "--force", timeout=1500)
     again = run_fl("modules", "build", "--release", release, timeout=120)
     results = tmp_path_factory.mktemp("kit-results")
