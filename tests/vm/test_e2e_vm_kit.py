@@ -11,6 +11,7 @@ import re
 
 import pytest
 from flrun import REPO, needs_vm, run_fl
+from guest import KERNEL_TROUBLE
 from resultlib import CLI, ECT1, find, read_pcap
 
 from flharness.image.kit import kit_folder, load_kit
@@ -71,3 +72,11 @@ def test_a_prague_cell_through_dualpi2_ran_with_the_kits_prague(kit_lab):
     pkts_in_l = int(re.search(r"pkts_in_l (\d+)", upload.split("qdisc dualpi2", 1)[1]).group(1))
     assert pkts_in_l >= 0.99 * len(data), (pkts_in_l, len(data))
     assert json.loads((d / "cell.json").read_text())["cc_modules"]["prague"]["version"] == "2"
+
+
+def test_the_guests_kernel_log_is_clean_after_loading_the_kit(kit_lab):
+    """The guest's kernel messages over the boot, the loads and the cell (kept by fl)."""
+    logs = sorted(kit_lab["root"].glob("vm-kernel-*.log"))
+    assert len(logs) == 1
+    text = logs[0].read_text(errors="replace")
+    assert not KERNEL_TROUBLE.search(text), text[-3000:]
