@@ -296,8 +296,15 @@ GUEST_PACKAGES = ("openssh-server", "python3", "kmod", "procps", "mount", "util-
 def _digest(path: Path, recipe: Recipe) -> str:
     """What decides whether a built image is current: the validated recipe, the packages
     fl adds to every guest root and the content of the recipe's local sources and kernel
-    packages (a URL's content is fixed by its checksum)."""
-    h = hashlib.sha256(json.dumps([recipe.model_dump(), GUEST_PACKAGES], sort_keys=True).encode())
+    packages (a URL's content is fixed by its checksum). Where those files are is not:
+    the same files named from another folder (a copy of the recipe, a fresh clone) are
+    the same image."""
+    dumped = recipe.model_dump()
+    dumped["kernel"]["debs"] = [Path(d).name for d in recipe.kernel.debs]
+    for module in dumped["modules"]:
+        if module["source"]["local"] is not None:
+            module["source"]["local"] = Path(module["source"]["local"]).name
+    h = hashlib.sha256(json.dumps([dumped, GUEST_PACKAGES], sort_keys=True).encode())
     for deb in deb_paths(path, recipe):
         h.update(file_sha256(deb).encode())
     for module in recipe.modules:

@@ -159,3 +159,17 @@ def test_what_an_image_supports_comes_from_its_kernel_config(tmp_path):
     config.write_text("CONFIG_NET_SCH_NETEM=m\nCONFIG_NET_SCH_FQ_CODEL=y\n# CONFIG_NET_SCH_DUALPI2 is not set\n"
                       "CONFIG_TCP_CONG_DCTCP=m\nCONFIG_TCP_CONG_CUBIC=y\n")
     assert supports(config, ["sch_dualpi2"]) == {"qdiscs": ["dualpi2", "fq_codel", "netem"], "ccs": ["cubic", "dctcp"]}
+
+
+def test_the_same_files_named_from_elsewhere_are_the_same_image(tmp_path):
+    """A copy of a recipe naming copies of its .deb file and module source by absolute
+    paths (another folder, a fresh clone) has the same digest: the content decides."""
+    def lay_out(folder: Path, module: bytes) -> str:
+        folder.mkdir()
+        (folder / "linux-image-6.1.0-9-amd64_6.1.1-1_amd64.deb").write_bytes(b"kernel")
+        (folder / "m.c").write_bytes(module)
+        text = GOOD.replace("package: linux-image-amd64", f"debs: [{folder}/linux-image-6.1.0-9-amd64_6.1.1-1_amd64.deb]")
+        return load_recipe(str(write(tmp_path, text.replace("{kernel_source: net/sched/sch_dualpi2.c}",
+                                                             f"{{local: {folder}/m.c}}"), f"{folder.name}.yml"))).digest
+    a, b = lay_out(tmp_path / "a", b"/* m */\n"), lay_out(tmp_path / "b", b"/* m */\n")
+    assert a == b and lay_out(tmp_path / "c", b"/* m, changed */\n") != a
