@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from flrun import REPO, FlResult, built_testbeds, leftovers, run_fl
+from flrun import DEMO, REPO, FlResult, built_testbeds, leftovers, run_fl
 from weblib import nginx  # noqa: F401 (the fixture)
 
 
@@ -18,11 +18,11 @@ class DemoRun(NamedTuple):
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory) -> DemoRun:
-    """The shipped demo scenario run once for the session on two namespace testbeds
+    """The shipped demo scenario (shortened: DEMO) run once for the session on two namespace testbeds
     (`--parallel 2`, as on a machine of two cores or more). test_e2e_demo checks the run,
     test_e2e_parallel the two testbeds, test_e2e_report its analysis."""
     results = tmp_path_factory.mktemp("results")
-    p = run_fl("run", "demo", "--run", "e2e", "--parallel", "2", "--results", str(results))
+    p = run_fl("run", DEMO, "--run", "e2e", "--parallel", "2", "--results", str(results))
     assert p.returncode == 0, p.stdout + p.stderr
     built_testbeds(p, *(c.parent for c in (results / "e2e" / "demo").glob("*/cell.json")))
     assert not leftovers(p.seen, results), "the run left something behind"

@@ -29,7 +29,6 @@ from resultlib import (
     ECE,
     ECT0,
     ECT1,
-    LEAD_IN,
     NOT_ECT,
     PAYLOAD_SHARE,
     SRV,
@@ -40,6 +39,7 @@ from resultlib import (
     connections,
     find,
     iperf_datagrams,
+    lead_in,
     mbit,
     read_pcap,
     ss_sockets,
@@ -141,8 +141,8 @@ def test_ecn_actions_and_their_combinations_rewrite_each_flow_at_the_middlebox(r
 
 
 def test_asymmetric_rates_and_a_two_step_schedule(run):
-    """A download over 4 Mbit/s up and 6 down; at t = 10 s the link becomes 3 up and 2
-    down, at 12 s 5 up and 4 down. What arrives at the client per half second (whole
+    """A download over 4 Mbit/s up and 6 down; at t = 7 s (5 s into the flow) the link
+    becomes 3 up and 2 down, at 9 s 5 up and 4 down. What arrives at the client per half second (whole
     frames, as HTB counts them) never exceeds the download rate in force, +3 %, a frame
     of HTB's burst and 20 ms of arrivals bunched at a bin's edge (without these 20 ms the
     bound was once 17 ms from failing); and it shows each change at its time: before the
@@ -153,10 +153,11 @@ def test_asymmetric_rates_and_a_two_step_schedule(run):
     log on the middlebox names both steps at their planned times."""
     rec, data, d = find(run, PATHS, test="tcp_1down")
     assert rec["status"] == "ok", rec["reason"]
-    t0 = flent_t0(data)
+    t0, lead = flent_t0(data), lead_in(data)
     pkts = read_pcap(d / "cli.pcap.xz")
     cap = lambda rate: rate * (1.03 + 0.020 / 0.5) + 1514 * 8 / 0.5 / 1e6  # noqa: E731
-    first, second, third = arrival_bins(pkts, SRV, t0, 5.5, 10), arrival_bins(pkts, SRV, t0, 10.25, 11.75), arrival_bins(pkts, SRV, t0, 12.25, 17)
+    first, second, third = (arrival_bins(pkts, SRV, t0, lead + a, lead + b)
+                            for a, b in ((0.5, 5), (5.25, 6.75), (7.25, 12)))
     assert max(first) <= cap(6) and max(first) > 1.1 * 4, first  # the download's own rate, above the upload's
     assert max(second) <= cap(2), second
     assert cap(2) < max(third) <= cap(4), third
@@ -167,7 +168,7 @@ def test_asymmetric_rates_and_a_two_step_schedule(run):
             block = log.split(f"show dev {port}; tc ", 1)[1].split("\n$ ", 1)[0]
             assert re.search(rf"class htb 1:1 .*\brate {rate} ceil {rate}\b", block), (port, rate, block)
     steps = re.findall(r"t=([\d.]+): up (\S+) .*, down (\S+) .*\(planned t=([\d.]+)\)", teardown)
-    assert [(up, down, float(planned)) for _, up, down, planned in steps] == [("3mbit", "2mbit", 10.0), ("5mbit", "4mbit", 12.0)]
+    assert [(up, down, float(planned)) for _, up, down, planned in steps] == [("3mbit", "2mbit", lead + 5), ("5mbit", "4mbit", lead + 7)]
     assert all(abs(float(at) - float(planned)) <= 0.1 for at, _, _, planned in steps), steps
     (effect,) = [e for e in rec["checks"]["calibration"]["effects"] if e["feature"] == "rate schedule"]
     assert effect["ok"] and effect["evidence"].startswith("2 of 2 steps logged"), effect  # fl's own verdict
@@ -177,7 +178,7 @@ def test_the_second_flow_starts_at_its_delay(run):
     """`start: [0s, 2s]`: the client's capture shows netperf's second control connection 2 s
     after the first (±0.2 s: Flent's start of a program), its data connection opening after
     it, and no data of the second flow before then; the first starts with the test, after
-    Flent's 5 s lead-in. The client's, not the server's: there the second SYN arrives up to
+    Flent's lead-in. The client's, not the server's: there the second SYN arrives up to
     a full FIFO later (100 frames at 8 Mbit/s, 151 ms; seen 2.14 s apart, 2.008 s at the
     client). The second flow, 2 s against an established cubic flow, sent over 50 full
     segments (seen 135)."""
@@ -188,7 +189,7 @@ def test_the_second_flow_starts_at_its_delay(run):
     control = sorted(p.ts - t0 for p in pkts if p.proto == 6 and p.flags & SYN and not p.flags & ACK and p.dport == 12865)
     flows = sorted(connections(pkts).values(), key=lambda pk: pk[0].ts)
     assert len(control) == 2 and len(flows) == 2, (control, len(flows))
-    assert abs(control[0] - LEAD_IN) <= 0.2 and abs(control[1] - control[0] - 2.0) <= 0.2, control
+    assert abs(control[0] - lead_in(data)) <= 0.2 and abs(control[1] - control[0] - 2.0) <= 0.2, control
     opened = [pk[0].ts - t0 for pk in flows]
     data_from = [min(p.ts for p in pk if p.payload > 0) - t0 for pk in flows]
     assert control[0] < opened[0] < control[1] < opened[1], (control, opened)
@@ -208,7 +209,7 @@ def test_bidirectional_test_sends_one_flow_each_way(run):
         pkts = read_pcap(d / f"{host}.pcap.xz")
         carrying = [k for k, pk in connections(pkts).items() if sum(1 for p in pk if p.src == sender and p.payload > 0) > 100]
         assert len(carrying) == 1 and carrying[0][0] == CLI, (host, carrying)  # the client opened both
-        got = mbit(pkts, sender, t0 + LEAD_IN, t0 + LEAD_IN + length, "payload", proto=6)
+        got = mbit(pkts, sender, t0 + lead_in(data), t0 + lead_in(data) + length, "payload", proto=6)
         assert 0.3 * capacity <= got <= 1.01 * capacity, (host, got, capacity)
         port = carrying[0][1] if sender == CLI else carrying[0][3]
         assert "cubic" in ss_sockets(d / ss)[port], (ss, port)
@@ -224,7 +225,7 @@ def test_a_download_flow(run):
     pkts = read_pcap(d / "cli.pcap.xz")
     (key,) = [k for k, pk in connections(pkts).items() if sum(1 for p in pk if p.src == SRV and p.payload > 0) > 100]
     assert key[0] == CLI, key
-    got = mbit(pkts, SRV, t0 + LEAD_IN, t0 + LEAD_IN + length, "payload", proto=6)
+    got = mbit(pkts, SRV, t0 + lead_in(data), t0 + lead_in(data) + length, "payload", proto=6)
     (flow,) = json.loads((d / "metrics.json").read_text())["flows"]
     assert flow["direction"] == "down" and flow["goodput_source"] == "receiver (cli capture)", flow
     assert abs(flow["mean_mbit"] - got) <= 0.02 * got, (flow["mean_mbit"], got)
@@ -246,7 +247,7 @@ def test_rrul_runs_four_marked_flows_each_way_with_latency_probes(run):
         udp = {p.dscp for p in pkts if p.proto == 17 and p.src == sender and 2112 in (p.sport, p.dport)}
         assert {0, 8, 46} <= udp, (host, udp)
         assert sum(1 for p in pkts if p.proto == 1 and p.src == sender) > 10
-        got = mbit(pkts, sender, t0 + LEAD_IN, t0 + LEAD_IN + length, "payload", proto=6)
+        got = mbit(pkts, sender, t0 + lead_in(data), t0 + lead_in(data) + length, "payload", proto=6)
         assert 0 < got <= 1.01 * rate * PAYLOAD_SHARE, (host, got)
 
 
@@ -293,27 +294,27 @@ def _step_applied(cell: Path, planned: float) -> float:
 
 
 def test_a_rate_step_early_in_the_test_comes_at_its_time(run):
-    """The step 2 → 6 Mbit/s planned at 7 s (two seconds into the flow): the middlebox's
-    log says 7.0 ± 0.1 and the server's capture shows more than 2 Mbit/s arriving within
+    """The step 2 → 6 Mbit/s planned at 4 s (two seconds into the flow): the middlebox's
+    log says 4.0 ± 0.1 and the server's capture shows more than 2 Mbit/s arriving within
     the next second."""
     _, data, d = find(run, PATHS, test="tcp_1up", rate="2mbit")
-    assert abs(_step_applied(d, 7.0) - 7.0) <= 0.1
-    bins = arrival_bins(read_pcap(d / "srv.pcap.xz"), CLI, flent_t0(data), 7.25, 8.25)
+    assert abs(_step_applied(d, 4.0) - 4.0) <= 0.1
+    bins = arrival_bins(read_pcap(d / "srv.pcap.xz"), CLI, flent_t0(data), 4.25, 5.25)
     assert max(bins) > 2.4, bins
 
 
 def test_utilisation_is_against_the_rate_in_force(run):
-    """The flow through 2 Mbit/s that becomes 6 at 7 s (5-10 s on Flent's axis): its
+    """The flow through 2 Mbit/s that becomes 6 at 4 s (2-7 s on Flent's axis): its
     utilisation is the payload it delivered against what the link could carry at the
     rates in force, from the step's time in the middlebox's log: within 2 % of the
     payload that arrived at the server over that capacity, at most 1.01, and the cell is
     not flagged as impossible (against 2 Mbit/s alone it would be over 200 %)."""
     rec, data, d = find(run, PATHS, test="tcp_1up", rate="2mbit")
-    t0, length = flent_t0(data), rec["config"]["length"]
-    step = _step_applied(d, 7.0)
+    t0, length, lead = flent_t0(data), rec["config"]["length"], lead_in(data)
+    step = _step_applied(d, 4.0)
     low, high = rec["config"]["bottleneck"]["up"]["rate_bps"], rec["config"]["rate_schedule"][0]["up"]["rate_bps"]
-    capacity = ((step - LEAD_IN) * low + (LEAD_IN + length - step) * high) * PAYLOAD_SHARE / length / 1e6
-    arrived = mbit(read_pcap(d / "srv.pcap.xz"), CLI, t0 + LEAD_IN, t0 + LEAD_IN + length, "payload", proto=6)
+    capacity = ((step - lead) * low + (lead + length - step) * high) * PAYLOAD_SHARE / length / 1e6
+    arrived = mbit(read_pcap(d / "srv.pcap.xz"), CLI, t0 + lead, t0 + lead + length, "payload", proto=6)
     m = json.loads((d / "metrics.json").read_text())
     assert arrived > 2 * PAYLOAD_SHARE * 1.2, arrived  # more than 2 Mbit/s could carry
     assert abs(m["utilisation"]["up"] - arrived / capacity) <= 0.02 * arrived / capacity, (m["utilisation"], arrived, capacity)
@@ -330,9 +331,9 @@ def test_utilisation_with_start_delays_is_over_one_window(run):
     payload that arrived at the server in the test, at most 1.01, and not flagged as
     impossible."""
     rec, data, d = find(run, PATHS, test="tcp_2up")
-    t0, length = flent_t0(data), rec["config"]["length"]
+    t0, length, lead = flent_t0(data), rec["config"]["length"], lead_in(data)
     capacity = rec["config"]["bottleneck"]["up"]["rate_bps"] * PAYLOAD_SHARE / 1e6
-    arrived = mbit(read_pcap(d / "srv.pcap.xz"), CLI, t0 + LEAD_IN, t0 + LEAD_IN + length, "payload", proto=6)
+    arrived = mbit(read_pcap(d / "srv.pcap.xz"), CLI, t0 + lead, t0 + lead + length, "payload", proto=6)
     assert arrived <= 1.01 * capacity
     m = json.loads((d / "metrics.json").read_text())
     assert abs(m["utilisation"]["up"] * capacity - arrived) <= 0.02 * arrived, (m["utilisation"], arrived)
@@ -379,7 +380,7 @@ def test_download_flows_are_analysed_from_the_senders_samples(behaviours_report)
     window = [v for t, v in rates if end - 2 < t < end]
     possible = [v for v in window if v <= 8]
     assert possible, samples
-    rtts = [r for t, _, r in samples if r and LEAD_IN <= t - t0 <= LEAD_IN + length]
+    rtts = [r for t, _, r in samples if r and lead_in(data) <= t - t0 <= lead_in(data) + length]
     (down,) = [f for f in json.loads((d / "metrics.json").read_text())["flows"] if f["direction"] == "down"]
     assert down["steady_mbit"] == pytest.approx(statistics.fmean(possible), rel=1e-9)
     assert down["steady_excluded"] == len(window) - len(possible), (down, window)

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
-from flrun import needs_root_tools, run_fl
+from flrun import DEMO, needs_root_tools, run_fl
 
 from flharness.analysis.flent_data import load as load_flent
 
@@ -98,7 +97,7 @@ def test_flows_ran_the_declared_congestion_controls(demo):
 
 def test_resume_skips_completed_cells(demo, tmp_path):
     results = demo[1][0].parent.parent.parent
-    p = run_fl("run", "demo", "--run", "e2e", "--results", str(results))
+    p = run_fl("run", DEMO, "--run", "e2e", "--results", str(results))
     assert p.returncode == 0 and "12 already done" in p.stdout, p.stdout
     assert "nothing to run" in p.stdout, p.stdout  # decided before any testbed is built
     assert "scenario.yml is updated" not in p.stdout, p.stdout
@@ -111,12 +110,12 @@ def test_a_changed_claim_is_saved_for_plot_without_running_the_cells(demo, tmp_p
     saved = results / "e2e" / "demo" / "scenario.yml"
     before = saved.read_text()
     changed = tmp_path / "demo.yml"
-    changed.write_text(Path("scenarios/demo.yml").read_text()
+    changed.write_text(f"extends: {DEMO}\n"
                        + 'expect:\n  - {rate: 10mbit, metric: goodput_total_mbit, ">": 0}\n')
     p = run_fl("run", str(changed), "--run", "e2e", "--results", str(results))
     assert p.returncode == 0 and "nothing to run" in p.stdout and "scenario.yml is updated" in p.stdout, p.stdout
     assert "metric: goodput_total_mbit" in saved.read_text()
-    p = run_fl("run", "demo", "--run", "e2e", "--results", str(results))  # as the other tests read it
+    p = run_fl("run", DEMO, "--run", "e2e", "--results", str(results))  # as the other tests read it
     assert p.returncode == 0 and "scenario.yml is updated" in p.stdout and saved.read_text() == before, p.stdout
 
 

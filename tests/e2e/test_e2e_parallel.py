@@ -73,8 +73,11 @@ def test_nothing_of_a_parallel_run_remains(parallel):
 
 
 def test_sigint_during_a_parallel_run_stops_both_testbeds_and_the_next_run_resumes(tmp_path):
-    results = tmp_path / "results"
-    fl = FlProcess("run", THREE, "--parallel", "2", "--results", str(results))
+    """With 8 s tests: both testbeds' flows must run at once, though one testbed's build
+    may lag the other's by a whole cell."""
+    results, three = tmp_path / "results", tmp_path / "three-short.yml"  # named three-short too
+    three.write_text(f"extends: {THREE}\nlength: 8\n")
+    fl = FlProcess("run", str(three), "--parallel", "2", "--results", str(results))
     fl.wait_for_line("[2/3] ns")  # the second testbed has its cell too
     fl.wait_until(lambda: len(running_cells(results, "three-short")) == 2, "both testbeds' flows run")
     running = running_cells(results, "three-short")
@@ -87,7 +90,7 @@ def test_sigint_during_a_parallel_run_stops_both_testbeds_and_the_next_run_resum
     statuses = {name: r["status"] for name, r in records(results / "default" / "three-short").items()}
     assert {statuses.get(name) for name in running} == {"interrupted"}, (running, statuses, fl.output)
     assert set(statuses.values()) <= {"interrupted", "ok"}, statuses
-    p = run_fl("run", THREE, "--results", str(results))
+    p = run_fl("run", str(three), "--results", str(results))
     assert p.returncode == 0 and "3 ok, 0 failed" in p.stdout, p.stdout + p.stderr
     assert {r["status"] for r in records(results / "default" / "three-short").values()} == {"ok"}
     assert leftovers(p.seen, results) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from flrun import REPO, needs_root_tools, run_fl
-from resultlib import LEAD_IN, beyond_steal, payload_received_mbit
+from resultlib import beyond_steal, lead_in, payload_received_mbit
 from weblib import render_in_chromium
 
 from flharness.analysis.flent_data import load as load_flent
@@ -91,7 +91,8 @@ def test_goodput_is_possible_and_what_the_server_received(report):
         assert all(f["goodput_source"].startswith("receiver") for f in m["flows"])
         data = load_flent(d / f"{d.name}.flent.gz")
         t0 = flent_t0(data)
-        start, end = t0 + LEAD_IN, t0 + LEAD_IN + rec["config"]["length"]
+        start = t0 + lead_in(data)
+        end = start + rec["config"]["length"]
         received = payload_received_mbit(d / "srv.pcap.xz", start, end)
         assert abs(goodput - received) <= 0.02 * received, (d.name, goodput, received)
 
@@ -102,7 +103,7 @@ def test_tables_agree_with_the_flent_data(report):
     metrics = json.loads((d / "metrics.json").read_text())
     d1, d2 = _by_hand(d, metrics["steady_window_s"])
     jain = (d1 + d2) ** 2 / (2 * (d1 * d1 + d2 * d2))
-    assert metrics["steady_window_s"] == 13  # 2/3 of the 20 s test
+    assert metrics["steady_window_s"] == 7  # 2/3 of the 10 s test
     assert abs(metrics["flows"][0]["steady_mbit"] - d1) < 1e-9 and abs(metrics["jain"] - jain) < 1e-9
     row = next(line for line in (run / "README.md").read_text().splitlines()
                if line.startswith("| [pfifo_206](") and f"/{d.name}/" in line)  # the fairness table

@@ -23,6 +23,8 @@ import pytest
 from flharness.testbed.testbed import STATE_DIR
 
 REPO = Path(__file__).resolve().parents[2]
+#: The shipped demo's 12 cells with 10 s tests and lead 2, named demo (the e2e suite's demo run)
+DEMO = str(REPO / "tests" / "scenarios" / "demo-short.yml")
 FL = REPO / "fl"
 
 
