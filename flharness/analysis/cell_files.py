@@ -9,8 +9,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..results.cell_record import CellConfig
-from . import flent_data, flentlib, pcap, qdisc_stats, queue, ss_samples
+from ..results.cell_record import BottleneckPorts, CellConfig, Direction
+from . import flent_data, flentlib, pcap, queue, ss_samples
 from .capture import Datagrams, Packets, read, read_udp
 from .probe import PROBE_FILE, ProbeSamples
 from .probe import load as load_probe
@@ -28,6 +28,7 @@ class CellFiles:
     dir: Path
     server: str  # the address Flent talks to (inside the tunnel, if any)
     flent: dict[str, Any] | None = None
+    ports: BottleneckPorts | None = None  # cell.json's (None in cells recorded before it had them)
     sections: dict[str, str] = field(init=False)  # host → its part of teardown.log ({} without one)
     _texts: dict[str, str | None] = field(default_factory=dict, init=False)
     _captures: dict[str, Packets | None] = field(default_factory=dict, init=False)
@@ -102,9 +103,12 @@ class CellFiles:
             return f"the {host} capture could not be read ({e})"
 
     @cached_property
-    def bottleneck_ports(self) -> dict[str, str]:
-        """Direction → the middlebox's port that queues it (the queue samples' header)."""
-        return qdisc_stats.ports(self.text(queue.QUEUE_LOG) or "")
+    def bottleneck_ports(self) -> dict[Direction, str]:
+        """Direction → the middlebox's port that queues it: cell.json's, or in a cell
+        recorded before cell.json had them, the queue samples' header's."""
+        if self.ports is not None:
+            return self.ports.by_direction()
+        return queue.header_ports(self.text(queue.QUEUE_LOG) or "")
 
     def ss_path(self, host: str) -> Path | None:
         """HOST's socket sampler's log, if it has one."""
@@ -120,7 +124,7 @@ class CellFiles:
     def queues(self) -> dict[str, queue.QueueSeries]:
         """The middlebox's queue samples per direction ({} without any)."""
         path = self.dir / queue.QUEUE_LOG
-        return queue.load(path) if path.is_file() else {}
+        return queue.load(path, self.ports.by_direction() if self.ports else None) if path.is_file() else {}
 
     @cached_property
     def probe(self) -> ProbeSamples | str:

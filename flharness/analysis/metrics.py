@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -194,7 +194,7 @@ def analyse(files: CellFiles, record: CellRecord, settings: Settings) -> Analysi
 def analyse_folder(cell_dir: Path, record: CellRecord, settings: Settings) -> Analysis:
     """analyse() of the cell whose files are in CELL_DIR."""
     server = record.endpoints.server if record.endpoints else ""
-    return analyse(CellFiles(record.cell, record.config, cell_dir, server), record, settings)
+    return analyse(CellFiles(record.cell, record.config, cell_dir, server, ports=record.ports), record, settings)
 
 
 def cell_metrics(cell_dir: Path, record: CellRecord | dict[str, Any], settings: Settings) -> dict[str, Any]:
@@ -258,7 +258,7 @@ def _ipsec(files: CellFiles) -> dict[str, IpsecEnd]:
 
 def _qdisc_totals(files: CellFiles) -> dict[Direction, QdiscTotals]:
     totals = qdisc_stats.bottleneck_totals(files.sections.get("mid", ""), files.bottleneck_ports)
-    return {cast(Direction, d): QdiscTotals.model_validate(q) for d, q in totals.items()}
+    return {d: QdiscTotals.model_validate(q) for d, q in totals.items()}
 
 
 def _socket_series(rs: Any, f: FlowInfo, key: pcap.Key | None, ss: dict[str, SocketSamples]) -> tuple[

@@ -1,8 +1,7 @@
 """The bottleneck qdiscs' own totals for a whole cell, from the teardown log (the
 middlebox's `tc -s -d qdisc show` after the test; the qdiscs are fresh per cell, so their
 counters are the cell's). The declared qdisc of a port is handle 10: under fl's HTB, else
-the root 1: (as in analysis/queue.py); the ports are named in mid.qdisc.log's header
-("# devices up=DEV down=DEV").
+the root 1: (as in analysis/queue.py); the ports are cell.json's (CellFiles.bottleneck_ports).
 
 dualpi2 adds its own statistics, unindented after its counters (iproute2 7.3, Linux ≥ 6.17):
     prob 0.000000 delay_c 0us delay_l 0us
@@ -17,6 +16,7 @@ import re
 from typing import Any
 
 from .. import layout
+from ..results.cell_record import Direction
 from .teardown_log import device_blocks
 
 _QDISC_RE = re.compile(r"^qdisc (\S+) ([0-9a-f]+:) (?:root|parent \S+)")
@@ -63,18 +63,10 @@ def _qdisc(lines: list[str]) -> dict[str, Any]:
     return out
 
 
-_DEVICES_RE = re.compile(r"^# devices (.*)$", re.M)
-
-
-def ports(queue_log: str) -> dict[str, str]:
-    """direction → the middlebox's device, from the queue samples' header (QUEUE_LOG: their text)."""
-    m = _DEVICES_RE.search(queue_log)
-    return {d: dev for d, _, dev in (p.partition("=") for p in m.group(1).split())} if m else {}
-
-
-def bottleneck_totals(mid: str, ports: dict[str, str]) -> dict[str, dict[str, Any]]:
+def bottleneck_totals(mid: str, ports: dict[Direction, str]) -> dict[Direction, dict[str, Any]]:
     """direction → the declared qdisc's totals for the cell, from the middlebox's part of
-    the teardown log (MID); {} when the logs lack them."""
+    the teardown log (MID) and PORTS (direction → device); a direction whose device the
+    log lacks has none ({} when the logs lack them all)."""
     blocks = device_blocks(mid)
     out = {}
     for direction, dev in ports.items():

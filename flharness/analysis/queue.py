@@ -1,6 +1,8 @@
 """The bottleneck queue over time, from the middlebox's samples (mid.qdisc.log, written by
-roles/testbed/files/fl-qdisc-sample: a "# EPOCH" line, then one `tc -s -d -j qdisc show`
-array per port, upload's first).
+roles/testbed/files/fl-qdisc-sample: a "# devices NAME=DEV..." header naming each array's
+device, then per sample a "# EPOCH" line and one `tc -s -d -j qdisc show` array per port).
+Which direction a port queues is cell.json's `ports`; only cells recorded before it had
+them take it from the header's NAMEs.
 
 The bottleneck queue of a port is the qdisc the scenario declared: handle 10: under
 fl's HTB shaper, or the root 1: when it shapes by itself (bottleneck.sh.j2). Its
@@ -11,10 +13,11 @@ time report it too (dualpi2: delay-c, delay-l; cake: its tins' average delay).""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,6 +28,8 @@ from ..results.cell_record import CellConfig, Direction
 from .link import rate_at
 
 QUEUE_LOG = "mid.qdisc.log"
+DEVICES_HEADER = "# devices "
+_HEADER_RE = re.compile(rf"^{DEVICES_HEADER}.*$", re.M)
 #: Counters of CE marks, as tc's JSON names them: AQM marks (fq_codel, codel, pie, red, dualpi2)
 #: and ce_threshold marks (fq_codel, fq).
 MARK_KEYS = ("ecn_mark", "ce_mark", "ecn-mark", "marked")
@@ -47,10 +52,12 @@ class QueueSeries:
     own: dict[str, NDArray[np.float64]] = field(default_factory=dict)  # OWN_DELAYS (ms), DUALPI2_COUNTERS
 
 
-def load(path: Path) -> dict[str, QueueSeries]:
+def load(path: Path, ports: dict[Direction, str] | None = None) -> dict[str, QueueSeries]:
     """{direction ('up', 'down'): its series} from a sample log; {} if there is none.
-    A sample cut short when the sampler was stopped is left out."""
-    names: list[str] = []
+    PORTS: direction → device (cell.json's); None for a cell recorded without them, whose
+    header's NAMEs are the directions. A port the log did not sample has no series; a
+    sample cut short when the sampler was stopped is left out."""
+    names: list[str | None] = []  # each array's direction, in the log's order
     rows: dict[str, list[dict[str, Any]]] = {}
     sample: list[list[dict[str, Any]]] = []
     stamp = 0.0
@@ -58,13 +65,18 @@ def load(path: Path) -> dict[str, QueueSeries]:
     def keep() -> None:
         if names and len(sample) == len(names):
             for name, qdiscs in zip(names, sample):
-                if (q := bottleneck(qdiscs)) is not None:
+                if name is not None and (q := bottleneck(qdiscs)) is not None:
                     rows[name].append({"t": stamp, **q})
 
     for line in path.read_text().splitlines():
-        if line.startswith("# devices "):
-            names = [pair.split("=", 1)[0] for pair in line.split()[2:]]
-            rows = {n: [] for n in names}
+        if line.startswith(DEVICES_HEADER):
+            devices = header_devices(line)
+            if ports is None:  # recorded before cell.json had ports: the header's names
+                names = [name for name, _ in devices]
+            else:
+                direction = {dev: d for d, dev in ports.items()}
+                names = [direction.get(dev) for _, dev in devices]
+            rows = {n: [] for n in names if n is not None}
         elif line.startswith("# "):
             keep()
             stamp, sample = float(line[2:]), []
@@ -75,6 +87,20 @@ def load(path: Path) -> dict[str, QueueSeries]:
                 break
     keep()
     return {n: _series(r) for n, r in rows.items() if r}
+
+
+def header_devices(line: str) -> list[tuple[str | None, str]]:
+    """The sampled devices of a "# devices NAME=DEV..." header, in the samples' order, as
+    (NAME, DEV); a word without NAME= has None."""
+    return [(name, dev) if sep else (None, name) for name, sep, dev in (w.partition("=") for w in line.split()[2:])]
+
+
+def header_ports(text: str) -> dict[Direction, str]:
+    """Direction → device as a sample log's header (TEXT: the log's) names them: the ports
+    of a cell recorded before cell.json had them; {} without a header."""
+    header = _HEADER_RE.search(text)
+    pairs = header_devices(header.group(0)) if header else []
+    return {cast(Direction, name): dev for name, dev in pairs if name in get_args(Direction)}
 
 
 def bottleneck(qdiscs: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -39,7 +39,8 @@ def draw_queue_plots(scenarios: list[ScenarioResult]) -> dict[str, int]:
 
 
 def _draw(cell: CellResult, directions: list[Direction], seconds: float, out: Path) -> None:
-    series = queue.load(cell.dir / queue.QUEUE_LOG)
+    ports = cell.record.ports
+    series = queue.load(cell.dir / queue.QUEUE_LOG, ports.by_direction() if ports else None)
     assert cell.metrics is not None and cell.metrics.t0 is not None  # draw_queue_plots draws only such cells
     t0 = cell.metrics.t0
     fig = Figure(figsize=(8, 2.6 * len(directions) + 0.6), layout="constrained")

@@ -10,12 +10,12 @@ through them by the run, the analysis and the report.
 * store: a scenario's folder of cells, committed atomically.
 """
 from .cell_metrics import METRICS_VERSION, CellMetrics
-from .cell_record import CELL_VERSION, Backend, CellConfig, CellRecord, Checks, Endpoints
+from .cell_record import CELL_VERSION, Backend, BottleneckPorts, CellConfig, CellRecord, Checks, Endpoints
 from .files import VersionError, read, write
 from .flags import MISMEASURED, Flag, FlagCode, FlagKind
 from .run_record import RUN_VERSION, Invocation, RunRecord
 from .store import CELL_FILE, ScenarioResults
 
-__all__ = ["CELL_FILE", "CELL_VERSION", "METRICS_VERSION", "MISMEASURED", "RUN_VERSION", "Backend", "CellConfig",
-           "CellMetrics", "CellRecord", "Checks", "Endpoints", "Flag", "FlagCode", "FlagKind", "Invocation", "RunRecord",
+__all__ = ["CELL_FILE", "CELL_VERSION", "METRICS_VERSION", "MISMEASURED", "RUN_VERSION", "Backend", "BottleneckPorts",
+           "CellConfig", "CellMetrics", "CellRecord", "Checks", "Endpoints", "Flag", "FlagCode", "FlagKind", "Invocation", "RunRecord",
            "ScenarioResults", "VersionError", "read", "write"]

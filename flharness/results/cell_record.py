@@ -339,6 +339,21 @@ class Endpoints(Contract):
     """Netperf's control port (fl_netperf_port): its connections are not flows."""
 
 
+class BottleneckPorts(Contract):
+    """The middlebox's ports whose qdiscs are the cell's bottleneck, by the direction each
+    queues, as the cell's commands named them (testbed/commands.py, from the inventory's
+    fl_if_srv and fl_if_cli): the analysis finds each direction's queue samples and qdisc
+    totals by them."""
+
+    up: str
+    """The port towards srv: it queues the upload."""
+    down: str
+    """The port towards cli: it queues the download."""
+
+    def by_direction(self) -> dict[Direction, str]:
+        return {"up": self.up, "down": self.down}
+
+
 class CcCheck(Contract):
     declared: list[str]
     observed: list[str]
@@ -440,6 +455,9 @@ class CellRecord(Versioned):
     backend: Backend
     endpoints: Endpoints | None = None
     """None for a cell that never reached a testbed (skipped)."""
+    ports: BottleneckPorts | None = None
+    """None for a cell that never reached a testbed, and in cells recorded before fl recorded
+    them (the analysis reads those cells' ports from their queue samples' header)."""
     started: float | None = None
     """Epoch seconds on the machine fl runs on (never a VM guest's clock)."""
     ended: float | None = None

@@ -11,7 +11,7 @@ from ..analysis.cell_files import CellFiles
 from ..analysis.teardown_log import command_output
 from ..cells import Cell
 from ..hosts import ENDPOINTS
-from ..results.cell_record import CcCheck, Checks, Direction, Endpoints, FlowConfig, Status
+from ..results.cell_record import BottleneckPorts, CcCheck, Checks, Direction, Endpoints, FlowConfig, Status
 from ..testbed.ansible import PlaybookResult
 from .calibration import calibration
 
@@ -44,7 +44,9 @@ class Verdict:
         return "; ".join(self.reasons)
 
 
-def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, ends: Endpoints) -> Verdict:
+def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, ends: Endpoints,
+             ports: BottleneckPorts | None) -> Verdict:
+    """The checks of a cell whose files are in CELL_DIR; ENDS and PORTS: cell.json's."""
     v = Verdict()
     if not result.ok:
         v.fail(result.reason())
@@ -55,7 +57,7 @@ def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, ends: Endpoints
     missing = [f for f in REQUIRED_FILES if not (cell_dir / f).is_file() or (cell_dir / f).stat().st_size == 0]
     if missing:
         v.fail(f"missing or empty: {', '.join(missing)}")
-    files = CellFiles(cell.name, cell.config, cell_dir, ends.server)
+    files = CellFiles(cell.name, cell.config, cell_dir, ends.server, ports=ports)
     _check_captures(files, v)
     files.flent = _check_flent_data(cell, cell_dir, v)
     _check_ccs(cell, cell_dir, ends.netperf_port, v)

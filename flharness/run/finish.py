@@ -58,7 +58,7 @@ def finish(attempt: Attempt, result: PlaybookResult) -> tuple[CellRecord, Verdic
     write_cell_logs(attempt.cell, attempt.partial, result)
     compress_captures(attempt.partial)
     assert attempt.record.endpoints is not None  # recorded when the cell was handed out
-    verdict = evaluate(attempt.cell, attempt.partial, result, attempt.record.endpoints)
+    verdict = evaluate(attempt.cell, attempt.partial, result, attempt.record.endpoints, attempt.record.ports)
     rec = attempt.record
     rec.status, rec.reason, rec.checks = verdict.status, verdict.reason, verdict.checks
     rec.phases = {**result.phases, "compress and check (during the next cell)": round(time.time() - t0, 3)}

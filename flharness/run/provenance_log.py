@@ -6,8 +6,9 @@ import time
 
 from ..cells import Cell
 from ..results import files
-from ..results.cell_record import Backend, CellRecord, Endpoints
+from ..results.cell_record import Backend, BottleneckPorts, CellRecord, Endpoints
 from ..results.run_record import Invocation, Outcome, Planned, RunRecord
+from ..testbed.commands import ports
 from ..testbed.plan import target
 from ..testbed.testbed import Testbed
 from .context import Run
@@ -24,9 +25,11 @@ def backend_record(run: Run) -> Backend:
 
 def on_testbed(record: CellRecord, cell: Cell, tb: Testbed) -> None:
     """Record the testbed that runs the cell, and what the analysis needs of it: the
-    server's address and netperf's control port (they differ between testbeds)."""
+    server's address, netperf's control port and the middlebox's bottleneck ports, as
+    the cell's commands name them (they differ between testbeds)."""
     record.backend = record.backend.on_testbed(tb.id, tb.label)
     record.endpoints = Endpoints(server=target(cell, tb.inv), netperf_port=int(tb.inv.hostvars["cli"]["fl_netperf_port"]))
+    record.ports = BottleneckPorts.model_validate(ports(tb.inv).queues)
 
 
 def append_invocation(run: Run, plans: list[ScenarioPlan], entry: Invocation | None = None,

@@ -58,6 +58,13 @@ class Ports:
     tunnel: str  # the tunnel device on cli and srv
     ends: tuple[TunnelEnd, TunnelEnd] | None = None  # cli's and srv's, where both have a tunnel address
 
+    @property
+    def queues(self) -> dict[Direction, str]:
+        """Direction → the middlebox's port whose qdisc queues it (its bottleneck): upload's
+        towards srv, download's towards cli. The one place this is decided: the commands,
+        the queue sampler (plan.py) and cell.json's `ports` (run/provenance_log.py) take it."""
+        return {"up": self.mid_srv, "down": self.mid_cli}
+
     @staticmethod
     def ifb(dev: str) -> str:
         return layout.IFB_PREFIX + dev
@@ -127,9 +134,9 @@ def reset(ports: Ports, settings: RunSettings) -> list[str]:
 def bottleneck(config: CellConfig, ports: Ports, settings: RunSettings, ecn: ecn_rules.EcnCommands | None) -> list[str]:
     """Upload's bottleneck on the port towards srv, download's towards cli, then the path
     delay of each way on the IFB of the port it enters by, then tc's ECN rewrites."""
-    links = config.bottleneck
-    out = shape(ports.mid_srv, links.up, settings, header_hash_queues(config, links.up))
-    out += shape(ports.mid_cli, links.down, settings, header_hash_queues(config, links.down))
+    links, queues = config.bottleneck, ports.queues
+    out = shape(queues["up"], links.up, settings, header_hash_queues(config, links.up))
+    out += shape(queues["down"], links.down, settings, header_hash_queues(config, links.down))
     if (plan := delay_plan(config)) is not None:
         out += path_delay(ports.mid_cli, ports.ifb(ports.mid_cli), plan, "up")
         out += path_delay(ports.mid_srv, ports.ifb(ports.mid_srv), plan, "down")
@@ -275,9 +282,10 @@ def schedule_files(config: CellConfig, ports: Ports, settings: RunSettings) -> H
     per step: microseconds after Flent's start, its batch file, what it sets."""
     out, steps = {}, []
     before: Links = config.bottleneck
+    queues = ports.queues
     for i, step in enumerate(config.steps, 1):
-        out[f"schedule-{i}.tc"] = _lines(change(ports.mid_srv, step.up, before.up, settings)
-                                         + change(ports.mid_cli, step.down, before.down, settings))
+        out[f"schedule-{i}.tc"] = _lines(change(queues["up"], step.up, before.up, settings)
+                                         + change(queues["down"], step.down, before.down, settings))
         what = f"up {step.up.rate} {step.up.qdisc}, down {step.down.rate} {step.down.qdisc}"
         steps.append(f"{round(step.at_s * 1e6)} schedule-{i}.tc {what} (planned t={float(step.at_s)!r})")
         before = step

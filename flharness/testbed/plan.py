@@ -15,7 +15,7 @@ from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .inventory import Inventory
-from .playbook_vars import CellVars, EcnVars, IpsecVars, ProbeVars, RunVars, TunnelVars, VideoVars
+from .playbook_vars import CellVars, EcnVars, IpsecVars, ProbeVars, QueuePorts, RunVars, TunnelVars, VideoVars
 from .tunnel import outer_filter
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
@@ -183,6 +183,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         flent=flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)
         udp_header=UDP_HEADERS[6 if ":" in target(cell, inv) else 4],
         queue_interval=max(config.step_size, run_vars.queue_interval_min),
+        queue_ports=QueuePorts.model_validate(ports(inv).queues),
         queue_wait_filter=outer_filter(config.tunnel) if config.tunnel else PING_FILTER,
         state_sysctls={h: list(dict.fromkeys([*STATE_SYSCTLS, *config.sysctls.get(h, {})])) for h in HOSTS},
     )

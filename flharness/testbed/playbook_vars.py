@@ -108,6 +108,14 @@ class ProbeVars(PlaybookVars):
     """The IP TOS byte of its packets (irtt's --dscp takes the whole byte)."""
 
 
+class QueuePorts(PlaybookVars):
+    """The middlebox's ports the queue sampler reads, by the direction each queues
+    (commands.Ports.queues: the ports cell.json records)."""
+
+    up: str
+    down: str
+
+
 class CellVars(PlaybookVars):
     """fl_cell: everything the roles need for one cell."""
 
@@ -147,6 +155,8 @@ class CellVars(PlaybookVars):
     """Bytes of IP and UDP header towards the target (a datagram of the MTU less this fills a packet)."""
     queue_interval: float
     """Seconds between the middlebox's queue samples: the scenario's step, or more where each sample costs (VMs)."""
+    queue_ports: QueuePorts
+    """The bottleneck ports whose qdiscs the middlebox's queue sampler reads."""
     queue_wait_filter: str
     """A pcap filter for the test's first packet at the middlebox (its queue sampler waits for it)."""
     state_sysctls: dict[str, list[str]]

@@ -26,7 +26,7 @@ from flharness.report.dataset import rows
 from flharness.report.index import environment, table_safe
 from flharness.report.tables import fairness_table, stat
 from flharness.results.cell_metrics import Capacity, CellMetrics, FlowMetrics, QueueSummary, Spread
-from flharness.results.cell_record import CellConfig, CellRecord, Endpoints
+from flharness.results.cell_record import BottleneckPorts, CellConfig, CellRecord, Endpoints
 from flharness.results.flags import Flag
 from flharness.results.run_record import RunRecord
 from flharness.scenario import load_scenario
@@ -428,9 +428,9 @@ def test_dataset_has_one_row_per_flow_and_skipped_cells():
     assert Settings().window(180) == 60 and Settings().window(60) == 40 and Settings(20).window(60) == 20
 
 
-def _qdisc_log(path: Path, samples: list[tuple[float, list, list]]) -> Path:
+def _qdisc_log(path: Path, samples: list[tuple[float, list, list]], header: str = "# devices up=mid.r down=mid.l") -> Path:
     """A mid.qdisc.log as fl-qdisc-sample writes it: (epoch, up port's qdiscs, down's)."""
-    lines = ["# devices up=mid.r down=mid.l"]
+    lines = [header]
     for t, up, down in samples:
         lines += [f"# {t}", json.dumps(up), json.dumps(down)]
     path.write_text("\n".join(lines) + "\n[{\"kind\":\"htb\",")  # the last sample cut short
@@ -466,6 +466,58 @@ def test_the_bottleneck_queue_as_drain_time_at_the_rate_in_force(tmp_path):
     assert np.isclose(s.delay_ms.max, 48.448) and np.isclose(s.backlog_pkts.mean, 50 / 3)
     assert "delay_c_ms" not in s.model_dump() and "pkts_in_l" not in s.model_dump()  # dualpi2's only
     assert queue.summary(up, t0, (30, 40), config, "up") is None
+
+
+#: The middlebox's part of a teardown log: a FIFO under fl's HTB on each port.
+TEARDOWN = """\
+======== mid ========
+$ tc -s -d qdisc show dev mid.l; tc -s -d class show dev mid.l
+qdisc htb 1: root refcnt 3 r2q 10 default 0x1 direct_packets_stat 0 ver 3.17 direct_qlen 1000
+ Sent 5000 bytes 50 pkt (dropped 0, overlimits 0 requeues 0)
+qdisc pfifo 10: parent 1:1 limit 100p
+ Sent 5000 bytes 50 pkt (dropped 2, overlimits 0 requeues 0)
+
+$ tc -s -d qdisc show dev mid.r; tc -s -d class show dev mid.r
+qdisc htb 1: root refcnt 3 r2q 10 default 0x1 direct_packets_stat 0 ver 3.17 direct_qlen 1000
+ Sent 90000 bytes 60 pkt (dropped 0, overlimits 9 requeues 0)
+qdisc pfifo 10: parent 1:1 limit 100p
+ Sent 90000 bytes 60 pkt (dropped 7, overlimits 0 requeues 0)
+"""
+
+
+def test_a_cells_bottleneck_ports_are_its_records_and_an_older_cells_its_samples_header(tmp_path):
+    """A cell whose cell.json names its ports, its samples' header only their devices,
+    reads as an older cell whose header names the directions: the same queue samples and
+    qdisc totals. The record's ports decide even where the header's names say otherwise;
+    a port neither log has gives no series and no totals, not an error."""
+    up_port = [_htb({"kind": "pfifo", "backlog": 1514 * n, "qlen": n, "drops": n}) for n in range(3)]
+    down_port = [_htb({"kind": "pfifo", "backlog": 0, "qlen": 0, "drops": 10 + n}) for n in range(3)]
+    samples = [(1000.0 + n, up, down) for n, (up, down) in enumerate(zip(up_port, down_port))]
+
+    def cell(name: str, header: str, ports: BottleneckPorts | None) -> CellFiles:
+        d = tmp_path / name
+        d.mkdir()
+        _qdisc_log(d / queue.QUEUE_LOG, samples, header)
+        (d / "teardown.log").write_text(TEARDOWN)
+        return CellFiles("cell", _config(), d, SRV, ports=ports)
+
+    def seen(files: CellFiles) -> tuple:
+        queues = {d: (q.kind, list(q.t), list(q.backlog_pkts), list(q.drops)) for d, q in files.queues.items()}
+        return files.bottleneck_ports, queues, metrics._qdisc_totals(files)
+
+    old = cell("old", "# devices up=mid.r down=mid.l", None)
+    new = cell("new", "# devices mid.r mid.l", BottleneckPorts(up="mid.r", down="mid.l"))
+    assert seen(new) == seen(old)
+    ports, queues, totals = seen(new)
+    assert ports == {"up": "mid.r", "down": "mid.l"}
+    assert queues["up"][2:] == ([0, 1, 2], [0, 1, 2]) and queues["down"][3] == [10, 11, 12]
+    assert (totals["up"].sent_pkts, totals["up"].drops, totals["down"].drops) == (60, 7, 2)
+    swapped = cell("swapped", "# devices up=mid.r down=mid.l", BottleneckPorts(up="mid.l", down="mid.r"))
+    assert list(swapped.queues["up"].drops) == [10, 11, 12] and metrics._qdisc_totals(swapped)["up"].drops == 2
+    absent = cell("absent", "# devices mid.r mid.l", BottleneckPorts(up="mid.x", down="mid.l"))
+    assert set(absent.queues) == set(metrics._qdisc_totals(absent)) == {"down"}
+    gone = cell("gone", "# devices mid.r mid.l", BottleneckPorts(up="mid.x", down="mid.y"))
+    assert gone.queues == {} and metrics._qdisc_totals(gone) == {}
 
 
 def test_dualpi2_reports_both_queues():

@@ -166,6 +166,30 @@ def test_a_rate_step_changes_a_qdisc_only_where_its_words_change():
                   settings) == ["qdisc change dev m root handle 1: cake bandwidth 25mbit"]
 
 
+def test_the_bottleneck_ports_come_from_one_place(scenario_file, inv, tmp_path):
+    """The ports the commands shape, the queue sampler reads and cell.json records are the
+    inventory's, by direction as commands.Ports.queues decides: upload's towards srv."""
+    from types import SimpleNamespace
+
+    from flharness.results.cell_record import CellRecord
+    from flharness.run.provenance_log import on_testbed
+    from flharness.testbed.commands import ports
+    cell, = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\ncc: reno\nqdisc: pfifo limit 10\n")
+    queues = ports(inv).queues
+    assert queues == {"up": inv.hostvars["mid"]["fl_if_srv"], "down": inv.hostvars["mid"]["fl_if_cli"]} \
+        == {"up": "mid.r", "down": "mid.l"}
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV)
+    assert cv.queue_ports.model_dump() == queues
+    assert "class add dev mid.r parent 1: classid 1:1 htb rate 5mbit" in cv.files["mid"]["bottleneck.tc"]
+    script, = setup_scripts([cv], run_vars([cell], False, False), inv)
+    sampler = next(line for line in script.splitlines() if line.startswith('"$dir/fl-start" "$dir/qdisc-sample.pid"'))
+    assert shlex.split(sampler)[-2:] == ["up=mid.r", "down=mid.l"]
+    rec = CellRecord(scenario=cell.scenario, cell=cell.name, config_hash=cell.config_hash, status="ok",
+                     config=cell.config, backend={"kind": "host", "testbed": "netns", "inventory": "x", "clock": "real"})
+    on_testbed(rec, cell, SimpleNamespace(id="fl-1", label="", inv=inv))
+    assert rec.ports is not None and rec.ports.by_direction() == queues
+
+
 def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
     """Labels and cell names are free text in places; the script must still quote them (a
     command file is written whole from one quoted word: no shell sees its words)."""

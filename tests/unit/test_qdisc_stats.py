@@ -1,7 +1,9 @@
-"""The bottleneck qdiscs' totals read from a teardown log (analysis/qdisc_stats.py)."""
+"""The bottleneck qdiscs' totals read from a teardown log (analysis/qdisc_stats.py), at
+the ports cell.json names (or an older cell's queue samples' header)."""
 from __future__ import annotations
 
-from flharness.analysis.qdisc_stats import bottleneck_totals, ports, qdiscs
+from flharness.analysis.qdisc_stats import bottleneck_totals, qdiscs
+from flharness.analysis.queue import header_ports
 from flharness.analysis.teardown_log import host_sections
 
 #: The middlebox's part of a teardown log, dualpi2 under fl's HTB towards the server
@@ -48,7 +50,7 @@ $ ip -s link show dev mid.l; ip -s link show dev mid.r
 
 
 def test_the_declared_qdisc_per_direction_with_dualpi2s_statistics(tmp_path):
-    totals = bottleneck_totals(host_sections(TEARDOWN)["mid"], ports("# devices up=mid.r down=mid.l\n# 1.0\n"))
+    totals = bottleneck_totals(host_sections(TEARDOWN)["mid"], {"up": "mid.r", "down": "mid.l"})
     up, down = totals["up"], totals["down"]
     assert (down["kind"], down["handle"], down["sent_pkts"], down["drops"]) == ("pfifo", "10:", 11582, 3)
     assert "pkts_in_c" not in down
@@ -61,4 +63,21 @@ def test_a_self_shaping_root_and_missing_logs(tmp_path):
     block = "qdisc cake 1: root refcnt 2 bandwidth 10Mbit\n Sent 10 bytes 2 pkt (dropped 1, overlimits 0 requeues 0)\n"
     assert [(q["kind"], q["handle"], q["drops"]) for q in qdiscs(block)] == [("cake", "1:", 1)]
     assert set(host_sections(TEARDOWN)) == {"cli", "mid", "srv"}
-    assert bottleneck_totals("", ports("")) == {}
+    assert bottleneck_totals("", header_ports("")) == {}
+
+
+def test_a_port_the_teardown_log_lacks_has_no_totals():
+    """Ports (cell.json's) naming a device the middlebox's part does not show: that
+    direction has no totals, the other its own; none shown: no totals at all."""
+    mid = host_sections(TEARDOWN)["mid"]
+    assert set(bottleneck_totals(mid, {"up": "mid.x", "down": "mid.l"})) == {"down"}
+    assert bottleneck_totals(mid, {"up": "mid.x", "down": "mid.y"}) == {}
+
+
+def test_an_older_cells_ports_from_its_queue_samples_header():
+    """Cells recorded before cell.json had ports: the sampler's header names each
+    direction's device; a header without directions, or none, names none."""
+    old = "# devices up=mid.r down=mid.l\n# 1.0\n[]\n[]\n"
+    assert header_ports(old) == {"up": "mid.r", "down": "mid.l"}
+    assert bottleneck_totals(host_sections(TEARDOWN)["mid"], header_ports(old)).keys() == {"up", "down"}
+    assert header_ports("# devices mid.r mid.l\n# 1.0\n") == {} == header_ports("# 1.0\n[]\n")

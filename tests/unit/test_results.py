@@ -18,7 +18,7 @@ from flharness.analysis.metrics import Settings
 from flharness.cells import expand
 from flharness.results import files
 from flharness.results.cell_metrics import METRICS_VERSION, CellMetrics
-from flharness.results.cell_record import CELL_VERSION, Backend, CellRecord, Coordinate, Endpoints
+from flharness.results.cell_record import CELL_VERSION, Backend, BottleneckPorts, CellRecord, Coordinate, Endpoints
 from flharness.results.cell_series import SERIES_FILE, CellSeries
 from flharness.results.run_record import Invocation, Outcome, RunRecord
 from flharness.results.store import ScenarioResults
@@ -99,10 +99,11 @@ def test_every_shipped_cell_round_trips_to_the_configuration_it_hashed(tmp_path)
         assert read == cell.config and config_hash(read) == cell.config_hash, cell.name
 
 
-def test_a_record_round_trips_with_checks_endpoints_and_a_vm_backend(tmp_path):
+def test_a_record_round_trips_with_checks_endpoints_ports_and_a_vm_backend(tmp_path):
     rec = record("ok")
     rec.backend = Backend.model_validate(VM).on_testbed("fl-1a2b3c", "vm2")
     rec.endpoints = Endpoints(server="10.71.2.1", netperf_port=23456)
+    rec.ports = BottleneckPorts(up="mid.r", down="mid.l")
     rec.checks.flent_exit, rec.checks.late_start_s = 0, {"TCP upload::1": 3.5}
     files.write(tmp_path / "cell.json", rec)
     again = files.read(CellRecord, tmp_path / "cell.json")
@@ -110,7 +111,19 @@ def test_a_record_round_trips_with_checks_endpoints_and_a_vm_backend(tmp_path):
     written = json.loads((tmp_path / "cell.json").read_text())
     assert written["checks"] == {"flent_exit": 0, "late_start_s": {"TCP upload::1": 3.5}}  # only what was checked
     assert written["backend"]["testbed_label"] == "vm2" and written["version"] == CELL_VERSION
+    assert written["ports"] == {"up": "mid.r", "down": "mid.l"} and again.ports.by_direction() == written["ports"]
     assert "testbed_label" not in record("ok").backend.on_testbed("fl-1", "").model_dump()  # one testbed: no label
+
+
+def test_a_record_of_this_version_without_ports_reads_as_an_older_fl_wrote_it(tmp_path):
+    """cell.json's ports came without a new version: a record written before them (the
+    corpus, users' results) reads, with none (the analysis takes its queue samples' header)."""
+    older = record("ok").model_dump(mode="json")
+    del older["ports"]
+    again = files.read(CellRecord, _old(tmp_path / "cell.json", older))
+    assert again.ports is None and again.version == CELL_VERSION
+    with pytest.raises(ValidationError, match="down"):
+        BottleneckPorts.model_validate({"up": "mid.r"})
 
 
 def test_both_vm_backend_shapes_validate_and_unknown_keys_do_not():

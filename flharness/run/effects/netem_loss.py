@@ -21,7 +21,7 @@ from ...analysis.capture import identity
 from ...analysis.cell_files import CellFiles
 from ...analysis.qdisc_stats import bottleneck_totals, qdiscs
 from ...analysis.teardown_log import device_blocks
-from ...results.cell_record import Effect
+from ...results.cell_record import Direction, Effect
 
 Z = 5.0  # standard deviations: "far outside" the binomial
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
@@ -52,7 +52,8 @@ def check(files: CellFiles) -> list[Effect]:
     if netem is None:
         return []
     out = []
-    for direction, words in (("up", netem.up), ("down", netem.down)):
+    ways: tuple[tuple[Direction, list[str]], ...] = (("up", netem.up), ("down", netem.down))
+    for direction, words in ways:
         p = declared_loss(words)
         if p is None:
             continue
@@ -64,7 +65,7 @@ def check(files: CellFiles) -> list[Effect]:
     return out
 
 
-def _judge(files: CellFiles, direction: str, p: float, feature: str) -> Effect:
+def _judge(files: CellFiles, direction: Direction, p: float, feature: str) -> Effect:
     sender, receiver = (files.capture(h) for h in SIDES[direction])
     if sender is None or receiver is None:
         return Effect(feature=feature, evidence="a capture is missing: not verified", ok=False)
@@ -86,7 +87,7 @@ def _judge(files: CellFiles, direction: str, p: float, feature: str) -> Effect:
     return Effect(feature=feature, evidence=evidence, ok=ok)
 
 
-def _netem_counter(files: CellFiles, direction: str) -> tuple[int, int] | None:
+def _netem_counter(files: CellFiles, direction: Direction) -> tuple[int, int] | None:
     """(sent, dropped) of the netem qdiscs on the IFB that DIRECTION's packets enter
     the middlebox through (the port that queues the other direction)."""
     entering = files.bottleneck_ports.get("down" if direction == "up" else "up")
