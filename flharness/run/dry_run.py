@@ -6,8 +6,9 @@ from __future__ import annotations
 import shlex
 
 from ..hosts import HOSTS
-from ..testbed.plan import cell_vars
+from ..testbed.plan import cell_vars, host_dirs
 from ..testbed.playbook_vars import IpsecVars, RunVars
+from ..testbed.render import DRY_RUN_ID, DRY_RUN_ROOT
 from ..testbed.tunnel import MTU
 from .context import Run
 from .planning import ScenarioPlan
@@ -26,7 +27,7 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: RunVars) -> None:
             print(f"   {'skip' if p.action == 'skip' else 'done'}: {p.reason}")
             continue
         cv = cell_vars(p.cell, inv, sp.store.root / p.cell.name, not run.virtual_clock,
-                       tcp_rewrite=run.caps.tcp_rewrite, run_vars=run_vars)
+                       tcp_rewrite=run.caps.tcp_rewrite, run_vars=run_vars, scratch=host_dirs(DRY_RUN_ID, DRY_RUN_ROOT))
         for host in HOSTS:
             files = cv.files.get(host, {})
             print(f"   {host}:" + ("" if files else " nothing of its own"))

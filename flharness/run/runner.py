@@ -275,7 +275,7 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: RunVars,
         rec.started = time.time()
         attempt = Attempt(sp, cell, sp.store.new_partial(cell.name), rec, tb.label)
         tb.give(cell_vars(cell, tb.inv, tb.path_on_testbed(attempt.partial), not run.virtual_clock,
-                          tcp_rewrite=run.caps.tcp_rewrite, run_vars=rv))
+                          tcp_rewrite=run.caps.tcp_rewrite, run_vars=rv, scratch=tb.host_dirs))
         return attempt
 
     return Dispatch(slots, queue, start_cell, progress).run_all()

@@ -15,7 +15,7 @@ from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .inventory import Inventory
-from .playbook_vars import CellVars, EcnVars, IpsecVars, ProbeVars, QueuePorts, RunVars, TunnelVars, VideoVars
+from .playbook_vars import CellHostVars, CellVars, EcnVars, IpsecVars, ProbeVars, QueuePorts, RunVars, TunnelEndVars, TunnelVars, VideoVars
 from .tunnel import outer_filter
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
@@ -51,7 +51,24 @@ def testbed_vars(inv: Inventory, run_vars: RunVars | None) -> dict[str, Any]:
     server listens on its address, or on every address in runs with tunnels (built per
     cell, after the servers start); RUN_VARS: the run's fl_run (None when only probing)."""
     return {**tunnel.ANSIBLE_VARS, "fl_nft_table": layout.NFT_TABLE, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT, "fl_video_port": VIDEO_PORT,
-            "fl_srv_bind": "0.0.0.0" if run_vars and run_vars.tunnels else inv.srv_ip}
+            "fl_srv_bind": "0.0.0.0" if run_vars and run_vars.tunnels else inv.srv_ip,
+            "fl_tunnel_ends": {h: end.to_ansible() for h, end in tunnel_ends(inv).items()}}
+
+
+def tunnel_ends(inv: Inventory) -> dict[str, TunnelEndVars]:
+    """The cli-srv tunnel's ends as each names itself and its peer (tunnel_down.sh.j2,
+    wireguard_peer.sh.j2): their testbed addresses and the peer's inner one."""
+    hv = inv.hostvars
+    outer = {h: hv[h]["fl_addr"].split("/")[0] for h in tunnel.ENDS}
+    inner = {h: hv[h]["fl_tunnel_addr"].split("/")[0] if "fl_tunnel_addr" in hv[h] else None for h in tunnel.ENDS}
+    cli, srv = tunnel.ENDS
+    return {me: TunnelEndVars(peer=peer, local=outer[me], remote=outer[peer], peer_inner=inner[peer])
+            for me, peer in ((cli, srv), (srv, cli))}
+
+
+def host_dirs(testbed_id: str, state_root: str) -> dict[str, str]:
+    """Each host's scratch folder on a testbed (pid files, generated scripts, sysctl baselines)."""
+    return {h: f"{state_root}/{testbed_id}/{h}" for h in HOSTS}
 
 
 def host_links(inv: Inventory) -> dict[str, list[dict[str, str | None]]]:
@@ -72,7 +89,7 @@ def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
     (pid files, generated scripts, sysctl baselines) and links, fl_run (the one place it turns
     into plain data; {} before the run has one) and testbed_vars."""
     return {"fl_testbed_id": testbed_id,  # inventories name their namespaces with it
-            "fl_host_dirs": {h: f"{state_root}/{testbed_id}/{h}" for h in HOSTS},
+            "fl_host_dirs": host_dirs(testbed_id, state_root),
             "fl_host_links": host_links(inv),
             "fl_run": run_vars.to_ansible() if run_vars else {}, **testbed_vars(inv, run_vars)}
 
@@ -162,10 +179,11 @@ def test_parameter(key: str, value: str) -> str:
 
 
 def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = True, *,
-              tcp_rewrite: ecn_rules.TcpRewrite | None, run_vars: RunVars) -> CellVars:
+              tcp_rewrite: ecn_rules.TcpRewrite | None, run_vars: RunVars, scratch: dict[str, str]) -> CellVars:
     """fl_cell: everything the roles need for one cell (passed as Ansible extra vars), its
     commands as each host's files (commands.py). TCP_REWRITE: how the testbed clears a
-    SYN's ECN flags (Capabilities.tcp_rewrite); RUN_VARS: the run's fl_run."""
+    SYN's ECN flags (Capabilities.tcp_rewrite); RUN_VARS: the run's fl_run; SCRATCH: each
+    host's scratch folder on the testbed (host_dirs)."""
     tunnel = tunnel_vars(cell, inv)
     settings = RunSettings(ifb=run_vars.ifb, nft=run_vars.nft, htb_args=tuple(run_vars.htb_args))
     config, udp = cell.config, cell.config.udp_rate
@@ -186,7 +204,37 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         queue_ports=QueuePorts.model_validate(ports(inv).queues),
         queue_wait_filter=outer_filter(config.tunnel) if config.tunnel else PING_FILTER,
         state_sysctls={h: list(dict.fromkeys([*STATE_SYSCTLS, *config.sysctls.get(h, {})])) for h in HOSTS},
+        bottleneck_devs=bottleneck_devs(inv, run_vars.ifb),
+        hosts=cell_hosts(cell, inv, str(cell_dir), run_vars, scratch),
     )
+
+
+def bottleneck_devs(inv: Inventory, ifb: bool) -> list[str]:
+    """The middlebox's interfaces whose qdiscs fl owns: its ports, and their IFBs if IFB."""
+    p = ports(inv)
+    devs = [p.mid_cli, p.mid_srv]
+    return devs + ([Ports.ifb(d) for d in devs] if ifb else [])
+
+
+def cell_hosts(cell: Cell, inv: Inventory, cell_dir: str, run_vars: RunVars, scratch: dict[str, str]) -> dict[str, CellHostVars]:
+    """Per host, what it works with in CELL (CellHostVars). A host writes the cell's files
+    straight into CELL_DIR where it shares the controller's filesystem (namespaces on this
+    machine, or a VM guest with the results folder at the same path), else into its scratch
+    folder, fetched afterwards; a VM guest stages them there (run_vars.stage_cells) and moves
+    them after the test: host I/O during a test would make its timing depend on the host's."""
+    in_place = run_vars.shared_fs and not run_vars.stage_cells
+    tunnelled, tun = cell.config.tunnel is not None, ports(inv).tunnel
+    links = host_links(inv)
+    out: dict[str, CellHostVars] = {}
+    for host in HOSTS:
+        devs = [str(link["dev"]) for link in links[host]]
+        endpoint = host in tunnel.ENDS
+        extra = ([Ports.ifb(d) for d in devs] if host == "mid" and run_vars.ifb else []) + \
+            ([tun] if tunnelled and endpoint else [])
+        out[host] = CellHostVars(cell_dir=cell_dir if in_place else f"{scratch[host]}/cell",
+                                 capture_dev=(tun if tunnelled else devs[0]) if endpoint else None,
+                                 state_devs=devs + extra)
+    return out
 
 
 def samplers(config: CellConfig) -> list[str]:

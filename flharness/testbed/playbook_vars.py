@@ -116,6 +116,35 @@ class QueuePorts(PlaybookVars):
     down: str
 
 
+class CellHostVars(PlaybookVars):
+    """What one host of a cell works with (fl_cell.hosts[inventory_hostname]), decided in plan.py."""
+
+    cell_dir: str
+    """Where the host writes the cell's files: the results folder where it shares the
+    controller's (and does not stage them), else its scratch folder's cell/."""
+    capture_dev: str | None
+    """cli, srv: the interface tcpdump and the ss sampler watch (the tunnel device in
+    tunnelled cells: the inner packets, flow by flow); None on mid."""
+    state_devs: list[str]
+    """The interfaces whose qdiscs and link counters its teardown log shows: its links, on
+    mid their IFBs too (where the run has them), on cli and srv the tunnel device (tunnelled cells)."""
+
+
+class TunnelEndVars(PlaybookVars):
+    """One end of the cli-srv tunnel on a testbed (fl_tunnel_ends[inventory_hostname]; also
+    outside cells: the testbed's teardown removes a tunnel left behind)."""
+
+    peer: Literal["cli", "srv"]
+    """The other end."""
+    local: str
+    """This end's testbed address (outer packets)."""
+    remote: str
+    """The other end's."""
+    peer_inner: str | None
+    """The other end's address inside the tunnel, without its prefix length (None where the
+    inventory has none: no cell of it can have a tunnel)."""
+
+
 class CellVars(PlaybookVars):
     """fl_cell: everything the roles need for one cell."""
 
@@ -161,3 +190,7 @@ class CellVars(PlaybookVars):
     """A pcap filter for the test's first packet at the middlebox (its queue sampler waits for it)."""
     state_sysctls: dict[str, list[str]]
     """Per host: the sysctls its teardown log shows."""
+    bottleneck_devs: list[str]
+    """The middlebox's interfaces whose qdiscs fl owns: its ports, and their IFBs where the run has them."""
+    hosts: dict[str, CellHostVars]
+    """Per host: the values it works with (CellHostVars)."""

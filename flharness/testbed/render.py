@@ -19,6 +19,7 @@ from .playbook_vars import CellVars, RunVars
 SCRIPTS = {"cli": ["setup.sh.j2", "flent.sh.j2", "collect.sh.j2"],
            "mid": ["setup.sh.j2", "collect.sh.j2"], "srv": ["setup.sh.j2", "collect.sh.j2"]}
 DRY_RUN_ID = "fl-000000"  # the testbed id shown in rendered scripts
+DRY_RUN_ROOT = "/run/fl"  # and the state root
 
 
 def render_cells(inv: Inventory, run_vars: RunVars, cells: list[CellVars],
@@ -33,7 +34,7 @@ def render_cells(inv: Inventory, run_vars: RunVars, cells: list[CellVars],
         out = folder / "out"
         out.mkdir()
         result = run_playbook("render", inventory, {
-            **playbook_extra_vars(DRY_RUN_ID, "/run/fl", inv, run_vars),
+            **playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, run_vars),
             "fl_render_cells": [c.to_ansible() for c in cells], "fl_render_templates": templates or SCRIPTS,
             "fl_render_testbed": testbed or {}, "fl_render_dir": str(out)}, folder / "ansible.log")
         if not result.ok:

@@ -25,7 +25,7 @@ from ..errors import FlError
 from . import netns, probe
 from .ansible import PlaybookResult, run_playbook
 from .inventory import Inventory, testbed_inventory
-from .plan import playbook_extra_vars
+from .plan import host_dirs, playbook_extra_vars
 from .playbook_vars import CellVars, RunVars
 from .probe_reply import ProbeReply
 from .probing import probe_hosts
@@ -64,6 +64,11 @@ class Testbed:
     @property
     def kind(self) -> str:
         return "vm" if self.vm else self.inv.backend
+
+    @property
+    def host_dirs(self) -> dict[str, str]:
+        """Each host's scratch folder (plan.host_dirs)."""
+        return host_dirs(self.id, str(STATE_ROOT))
 
     def extra_vars(self) -> dict[str, Any]:
         return playbook_extra_vars(self.id, str(STATE_ROOT), self.inv, self.run_vars)

@@ -12,11 +12,12 @@ from flharness.errors import ScenarioError
 from flharness.scenario import load_scenario
 from flharness.testbed.commands import DelayClass, TosFilter, delay_plan
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, flent_argv, run_vars
+from flharness.testbed.plan import cell_vars, flent_argv, host_dirs, run_vars
 from flharness.testbed.playbook_vars import IpsecVars
-from flharness.testbed.render import render_cells
+from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT, render_cells
 
 REPO = Path(__file__).resolve().parents[2]
+SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as rendered scripts show them
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,7 @@ def test_bottleneck_script_shapes(scenario_file, inv):
           rate: [{up: 5mbit, down: 100mbit}]
           qdisc: ["pfifo limit {{ packets('250ms') }}", cake bandwidth 50mbit]
     """)
-    fifo, cake = (cell_vars(c, inv, Path("/tmp/x"), tcp_rewrite="tc", run_vars=RV).files["mid"]["bottleneck.tc"]
+    fifo, cake = (cell_vars(c, inv, Path("/tmp/x"), tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH).files["mid"]["bottleneck.tc"]
                   for c in cells)
     assert "class add dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n" in fifo
     assert "qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 103\n" in fifo
@@ -134,7 +135,7 @@ def test_path_features_render(scenario_file, inv, tmp_path):
         udp: 5mbit
         rate_schedule: [{at: 10s, rate: 5mbit}]
     """)
-    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV)
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
     mid = cv.files["mid"]
     assert "root handle 1: netem delay 50ms 75ms distribution normal loss 5% limit 100000\n" in mid["bottleneck.tc"]
     assert "root handle 1: netem delay 50ms duplicate 1% limit 100000\n" in mid["bottleneck.tc"]
@@ -178,7 +179,7 @@ def test_the_bottleneck_ports_come_from_one_place(scenario_file, inv, tmp_path):
     queues = ports(inv).queues
     assert queues == {"up": inv.hostvars["mid"]["fl_if_srv"], "down": inv.hostvars["mid"]["fl_if_cli"]} \
         == {"up": "mid.r", "down": "mid.l"}
-    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV)
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
     assert cv.queue_ports.model_dump() == queues
     assert "class add dev mid.r parent 1: classid 1:1 htb rate 5mbit" in cv.files["mid"]["bottleneck.tc"]
     script, = setup_scripts([cv], run_vars([cell], False, False), inv)
@@ -195,7 +196,7 @@ def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
     command file is written whole from one quoted word: no shell sees its words)."""
     cell = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\ncc: reno\n"
                                    "qdisc: {value: 'pfifo limit 10', label: \"x y (z)\"}\n")[0]
-    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV)
+    cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
     batch = cv.files["mid"]["bottleneck.tc"]
     evil = batch.replace("rate 5mbit", "rate 5mbit; reboot $(reboot)")  # as if validation were bypassed
     cv = cv.model_copy(update={"files": {**cv.files, "mid": {**cv.files["mid"], "bottleneck.tc": evil}}})
@@ -260,7 +261,7 @@ def test_a_receiver_of_its_own_cc(scenario_file, inv, tmp_path):
     assert flent_lists(flent_argv(down, inv, tmp_path))["cc_algos"] == ["reno,dctcp", "reno,bbr"]
     with pytest.raises(ScenarioError, match="tcp_bidirectional sets one congestion control for flows both ways"):
         one_cell(scenario_file, "test: tcp_bidirectional\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nreceiver_cc: reno\n")
-    assert cell_vars(up, inv, tmp_path, tcp_rewrite="tc", run_vars=RV).samplers == ["cli", "srv"]
+    assert cell_vars(up, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH).samplers == ["cli", "srv"]
     same, = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: prague\n")
     assert "receiver_cc" not in same.config.model_dump(exclude_none=True)["flows"][0]  # the hash of older cells kept
     assert "cc_algos=prague" in flent_argv(same, inv, tmp_path)
@@ -282,7 +283,7 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
         tunnel: ipsec
         matrix: {replay_window: [0, 256]}
     """)
-    cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc", run_vars=RV) for c in cells)
+    cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH) for c in cells)
     assert cv.target == "10.71.9.2" and cv.flent[cv.flent.index("-H") + 1] == "10.71.9.2"
     assert isinstance(cv.tunnel, IpsecVars) and isinstance(cv0.tunnel, IpsecVars)
     assert cv.ecn is not None and cv.ecn.at == "cli"
@@ -328,7 +329,7 @@ def test_tunnel_needs_inner_addresses(scenario_file, tmp_path):
     ini.write_text((REPO / "inventory.ini").read_text().replace(" fl_tunnel_addr=10.71.9.2/24", ""))
     cell, = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\nqdisc: pfifo\ncc: reno\ntunnel: fou\n")
     with pytest.raises(FlError, match="srv: fl_tunnel_addr is missing"):
-        cell_vars(cell, load_inventory(ini), tmp_path, tcp_rewrite="tc", run_vars=RV)
+        cell_vars(cell, load_inventory(ini), tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
 
 
 def test_tunnel_capabilities(scenario_file):
@@ -366,7 +367,7 @@ def test_tunnelled_fq_hashes_outer_headers(scenario_file, inv, tmp_path):
           - {tunnel: [fou], qdisc: [fq_codel flows 256, {value: fq_pie, shaper: self}, cake bandwidth 10mbit]}
           - {tunnel: [none], qdisc: [fq_codel]}
     """)
-    scripts = [files(cell_vars(c, inv, tmp_path / c.name, tcp_rewrite="tc", run_vars=RV)) for c in cells]
+    scripts = [files(cell_vars(c, inv, tmp_path / c.name, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)) for c in cells]
     flt = "handle 1 protocol all prio 1 flow hash keys src,dst,proto,proto-src,proto-dst divisor"
     assert f"filter add dev mid.r parent 10: {flt} 256\n" in scripts[0]
     assert f"filter add dev mid.l parent 10: {flt} 256\n" in scripts[0]
@@ -513,3 +514,34 @@ def test_video_and_probe_capabilities(scenario_file):
     assert "iperf missing" in caps().unsupported(video) and "iperf present" in caps(iperf="present").unsupported(video)
     assert caps(irtt="0.9.0").unsupported(probe) is None
     assert "no irtt on the testbed" in caps().unsupported(probe)
+
+
+def test_each_host_gets_its_folder_devices_and_tunnel_end_from_python(scenario_file, inv):
+    """What differs by host is decided in plan.py (issue 40): where it writes the cell
+    (results folder, or its scratch folder where it has no shared one or stages cells),
+    the device it captures on (the tunnel's in tunnelled cells), the devices its teardown
+    log shows (IFBs as commands.Ports names them), and each tunnel end's peer."""
+    from flharness.testbed.plan import testbed_vars
+    plain, tunnelled = (one_cell(scenario_file, f"""
+        test: tcp_1up
+        rate: 10mbit
+        qdisc: pfifo
+        cc: cubic
+        {extra}
+    """)[0] for extra in ("rtt: 20ms", "tunnel: wireguard"))
+    ssh, vm = run_vars([], ifb=True, nft=True, shared_fs=False), run_vars([], ifb=True, nft=True, vm=True)
+    cv = cell_vars(plain, inv, Path("/results/c"), tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
+    assert {h: v.cell_dir for h, v in cv.hosts.items()} == dict.fromkeys(("cli", "mid", "srv"), "/results/c")
+    assert [h.capture_dev for h in cv.hosts.values()] == ["cli.r", None, "srv.l"]
+    assert cv.hosts["mid"].state_devs == cv.bottleneck_devs == ["mid.l", "mid.r", "ifb4mid.l", "ifb4mid.r"]
+    assert cv.hosts["cli"].state_devs == ["cli.r"]
+    for rv in (ssh, vm):
+        staged = cell_vars(plain, inv, Path("/results/c"), tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH)
+        assert {h: v.cell_dir for h, v in staged.hosts.items()} == {h: f"{d}/cell" for h, d in SCRATCH.items()}
+        assert staged.bottleneck_devs == ["mid.l", "mid.r"]  # no cell needs IFBs
+    tv = cell_vars(tunnelled, inv, Path("/results/t"), tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
+    assert [h.capture_dev for h in tv.hosts.values()] == ["fl-tun", None, "fl-tun"]
+    assert tv.hosts["srv"].state_devs == ["srv.l", "fl-tun"]
+    assert testbed_vars(inv, RV)["fl_tunnel_ends"] == {
+        "cli": {"peer": "srv", "local": "10.71.1.1", "remote": "10.71.2.1", "peer_inner": "10.71.9.2"},
+        "srv": {"peer": "cli", "local": "10.71.2.1", "remote": "10.71.1.1", "peer_inner": "10.71.9.1"}}

@@ -1,6 +1,7 @@
 """The contract between fl and the roles (flharness/testbed/playbook_vars.py): every
-`fl_run.X` and `fl_cell.X.Y` that roles/ and playbooks/ read is a field of the models,
-and the cells of shipped scenarios hand over data that has each of them."""
+`fl_run.X`, `fl_cell.X.Y` and `fl_tunnel_ends[host].X` that roles/ and playbooks/ read
+(through a host's entry too: `fl_cell.hosts[inventory_hostname].X`) is a field of the
+models, and the cells of shipped scenarios hand over data that has each of them."""
 from __future__ import annotations
 
 import re
@@ -16,18 +17,24 @@ from pydantic import BaseModel
 from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, run_vars
-from flharness.testbed.playbook_vars import CellVars, RunVars
+from flharness.testbed.plan import cell_vars, host_dirs, run_vars
+from flharness.testbed.plan import testbed_vars as of_testbed  # (not collected as a test)
+from flharness.testbed.playbook_vars import CellVars, RunVars, TunnelEndVars
+from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT
 
 REPO = Path(__file__).resolve().parents[2]
-ROOTS: dict[str, type[BaseModel]] = {"fl_run": RunVars, "fl_cell": CellVars}
+SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as rendered scripts show them
+#: The variables fl hands over typed, and their types.
+ROOTS: dict[str, Any] = {"fl_run": RunVars, "fl_cell": CellVars, "fl_tunnel_ends": dict[str, TunnelEndVars]}
+ANY = "*"  # the key of a step indexed by a variable (fl_cell.hosts[inventory_hostname]): any key
 #: Names read as keys that are none of fl_cell's, on purpose.
 NOT_KEYS = {"fl_cell.stop": "the hand-over's last word ({'stop': true}, session.py), no cell",
             "fl_cell.py": "plugins/lookup/fl_cell.py, named in a comment"}
-#: One step of a chain: .get('k', …) (may be absent), ['k'], or .k.
-STEP = r"""\.get\(\s*['"](\w+)['"]|\[\s*['"](\w+)['"]\s*\]|\.(\w+)"""
-CHAIN = re.compile(rf"\b(fl_run|fl_cell)\b((?:{STEP})+)")
-ALIAS = re.compile(rf"{{%-?\s*set\s+(\w+)\s*=\s*(fl_run|fl_cell)((?:{STEP})*)\s*-?%}}")
+#: One step of a chain: .get('k', …) (may be absent), ['k'], .k, or [variable] (any key).
+STEP = r"""\.get\(\s*['"](\w+)['"]|\[\s*['"](\w+)['"]\s*\]|\.(\w+)|\[\s*(\w+)\s*\]"""
+ROOT = "|".join(ROOTS)
+CHAIN = re.compile(rf"\b({ROOT})\b((?:{STEP})+)")
+ALIAS = re.compile(rf"{{%-?\s*set\s+(\w+)\s*=\s*({ROOT})((?:{STEP})*)\s*-?%}}")
 SCENARIOS = ["tests/scenarios/every-feature.yml", "scenarios/s5-tunnel.yml", "scenarios/s9-tunnel-reordering.yml",
              "scenarios/s10-ect1-gaming.yml", "scenarios/demo.yml"]
 
@@ -45,11 +52,11 @@ class Ref(NamedTuple):
 
 
 def _steps(text: str) -> list[tuple[str, bool]]:
-    return [(got or item or attr, bool(got)) for got, item, attr in re.findall(STEP, text)]
+    return [(got or item or attr or ANY, bool(got)) for got, item, attr, _ in re.findall(STEP, text)]
 
 
 def references(text: str, where: str = "<string>") -> list[Ref]:
-    """Every fl_run / fl_cell key chain in TEXT, through `{% set x = fl_cell.… %}` aliases too."""
+    """Every fl_run / fl_cell / fl_tunnel_ends key chain in TEXT, through `{% set x = fl_cell.… %}` aliases too."""
     found = [(m.group(1), _steps(m.group(2)), m.start()) for m in CHAIN.finditer(text)]
     for alias in ALIAS.finditer(text):  # t.kind after {% set t = fl_cell.tunnel %}: fl_cell.tunnel.kind
         name, root, prefix = alias.group(1), alias.group(2), _steps(alias.group(3))
@@ -72,14 +79,19 @@ def _choices(annotation: Any) -> list[Any]:
 
 
 def missing_key(ref: Ref) -> str | None:
-    """The first key along REF that no model there has (as root.a.b), or None. The walk
-    stops where the value is no model (a dict, list or string: its own keys and methods)."""
+    """The first key along REF that no model there has (as root.a.b), or None. A mapping's
+    key (a host's: fl_cell.hosts[inventory_hostname]) leads to its values' type; the walk
+    stops where the value is no model or mapping (a list or string: its own methods)."""
     if ref.name in NOT_KEYS:
         return None
     kinds: list[Any] = [ROOTS[ref.chain[0]]]
     for i, key in enumerate(ref.chain[1:], 1):
+        values = [typing.get_args(k)[1] for k in kinds if typing.get_origin(k) is dict]
+        if values:
+            kinds = [k for v in values for k in _choices(v)]
+            continue
         models = [k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)]
-        if not models:
+        if not models or key == ANY:
             return None
         fields = [m.model_fields[key].annotation for m in models if key in m.model_fields]
         if not fields:
@@ -88,31 +100,33 @@ def missing_key(ref: Ref) -> str | None:
     return None
 
 
-def absent_in(ref: Ref, data: dict[str, Any]) -> str | None:
-    """The first key along REF (after its root) that DATA, as dumped, lacks where its parent
-    is there; a None parent (no tunnel), a non-mapping or a .get ends the walk."""
-    if ref.name in NOT_KEYS:
+def absent_in(ref: Ref, data: dict[str, Any], i: int = 1) -> str | None:
+    """The first key along REF (from its Ith) that DATA, as dumped, lacks where its parent
+    is there; a None parent (no tunnel), a non-mapping or a .get ends the walk; a variable's
+    key is looked for in every value (each host's)."""
+    if ref.name in NOT_KEYS or i == len(ref.chain) or not isinstance(data, dict):
         return None
-    value: Any = data
-    for i, key in enumerate(ref.chain[1:], 1):
-        if not isinstance(value, dict):
-            return None
-        if key not in value:
-            return None if i in ref.soft else ".".join(ref.chain[:i + 1])
-        value = value[key]
-    return None
+    key = ref.chain[i]
+    if key == ANY:
+        return next((a for v in data.values() if (a := absent_in(ref, v, i + 1))), None)
+    if key not in data:
+        return None if i in ref.soft else ".".join(ref.chain[:i + 1])
+    return absent_in(ref, data[key], i + 1)
 
 
-def reaches(ref: Ref, data: dict[str, Any]) -> bool:
-    """DATA has REF's keys all the way (or up to a list or string, whose methods it reads)."""
-    value: Any = data
-    for key in ref.chain[1:]:
-        if value is None or (isinstance(value, dict) and key not in value):
-            return False
-        if not isinstance(value, dict):
-            return True
-        value = value[key]
-    return True
+def reaches(ref: Ref, data: Any, i: int = 1) -> bool:
+    """DATA has REF's keys all the way (or up to a list or string, whose methods it reads);
+    a variable's key through some value."""
+    if i == len(ref.chain):
+        return True
+    if data is None:
+        return False
+    if not isinstance(data, dict):
+        return True
+    key = ref.chain[i]
+    if key == ANY:
+        return any(reaches(ref, v, i + 1) for v in data.values())
+    return key in data and reaches(ref, data[key], i + 1)
 
 
 def test_the_templates_read_only_keys_the_models_have():
@@ -130,24 +144,31 @@ def test_the_templates_read_only_keys_the_models_have():
     ("{% set t = fl_cell.tunnel %}\n{{ t.kind }} {{ t.get('fil', {}) }}", "fl_cell.tunnel.fil"),
     ("{{ fl_cell.sysctls.cli.anything }} {{ fl_cell.tunnel.fill.other }}", None),  # a dict's keys: not checked
     ("{{ fl_cell.flent.index('flent') }} {{ fl_cell_dir }} {{ fl_run.module_params[inventory_hostname] }}", None),
+    ("{{ fl_cell.hosts[inventory_hostname].capture_devv }}", "fl_cell.hosts.*.capture_devv"),
+    ("{% set h = fl_cell.hosts[inventory_hostname] %}\n{{ h.cell_dir }} {{ h.state_dev }}", "fl_cell.hosts.*.state_dev"),
+    ("{{ fl_cell.hosts.mid.state_devs | join(' ') }} {{ fl_cell.hosts['cli'].cell_dir }}", None),
+    ("{{ fl_tunnel_ends[inventory_hostname].remote }} {{ fl_tunnel_ends.cli.far }}", "fl_tunnel_ends.cli.far"),
+    ("{{ fl_tunnel_ends_x }} {{ fl_cell.files[inventory_hostname].anything }}", None),
 ])
 def test_the_scanner_names_the_key_a_model_lacks(text, missing):
     assert [k for r in references(text) if (k := missing_key(r))] == ([missing] if missing else [])
 
 
 @pytest.fixture(scope="module")
-def handed_over() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """fl_run (as a run's testbeds get it, with its batches) and each cell's fl_cell, dumped."""
+def handed_over() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """fl_run (as a run's testbeds get it, with its batches), each cell's fl_cell and the
+    testbed's fl_tunnel_ends, dumped."""
     inv = load_inventory(REPO / "inventory.ini")
     cells = [c for s in SCENARIOS for c in expand(load_scenario(REPO / s), REPO / s)]
     rv = run_vars(cells, ifb=True, nft=True)
-    made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv) for c in cells]
-    return rv.batched(3, 16).to_ansible(), [cv.to_ansible() for cv in made]
+    made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH) for c in cells]
+    return rv.batched(3, 16).to_ansible(), [cv.to_ansible() for cv in made], of_testbed(inv, rv)["fl_tunnel_ends"]
 
 
 def test_the_cells_hand_over_every_key_the_templates_read(handed_over):
-    fl_run, fl_cells = handed_over
-    data = [("fl_run", "fl_run", fl_run), *(("fl_cell", f"cell {c['name']}", c) for c in fl_cells)]
+    fl_run, fl_cells, ends = handed_over
+    data = [("fl_run", "fl_run", fl_run), ("fl_tunnel_ends", "fl_tunnel_ends", ends),
+            *(("fl_cell", f"cell {c['name']}", c) for c in fl_cells)]
     refs = template_references()
     lacking = {f"{r.where}: {who} lacks {key}" for r in refs for root, who, d in data
                if r.chain[0] == root and (key := absent_in(r, d))}
@@ -161,6 +182,9 @@ def test_a_handed_over_cell_lacking_a_key_is_named():
     ref, = references("{{ fl_cell.ecn.dev }}")
     assert absent_in(ref, {"ecn": {"at": "mid", "tc": False}}) == "fl_cell.ecn.dev"
     assert absent_in(ref, {"ecn": None}) is None  # no ECN rewrites: the templates test fl_cell.ecn first
+    host, = references("{{ fl_cell.hosts[inventory_hostname].capture_dev }}")
+    assert absent_in(host, {"hosts": {"cli": {"capture_dev": "cli.r"}, "mid": {}}}) == "fl_cell.hosts.*.capture_dev"
+    assert absent_in(host, {"hosts": {"cli": {"capture_dev": "cli.r"}}}) is None
 
 
 def test_the_task_names_python_reads_are_the_playbooks():
@@ -170,3 +194,12 @@ def test_the_task_names_python_reads_are_the_playbooks():
     names = {t["name"] for t in yaml.safe_load((REPO / "playbooks" / "tasks" / "cell.yml").read_text())}
     role = {f"cell : {t['name']}" for t in yaml.safe_load((REPO / "roles" / "cell" / "tasks" / "main.yml").read_text())}
     assert NEXT_CELL in names and FLENT_PHASE in role
+
+
+def test_the_cell_roles_defaults_decide_nothing():
+    """Rules (which devices, which folder, which peer) are decided in Python once (plan.py);
+    the cell role's defaults hold paths and constants only (issue 40)."""
+    defaults = yaml.safe_load((REPO / "roles" / "cell" / "defaults" / "main.yml").read_text()) or {}
+    ruled = {k: v for k, v in defaults.items()
+             if re.search(r"\bif\b|\bhostvars\b|\bmap\(|\bselect|inventory_hostname ==|\bsplit\(", str(v))}
+    assert not ruled, f"rules in roles/cell/defaults/main.yml (decide them in plan.py): {ruled}"

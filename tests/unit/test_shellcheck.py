@@ -13,10 +13,11 @@ import pytest
 from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, run_vars
-from flharness.testbed.render import render_cells
+from flharness.testbed.plan import cell_vars, host_dirs, run_vars
+from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT, render_cells
 
 REPO = Path(__file__).resolve().parents[2]
+SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as rendered scripts show them
 SHELLCHECK = shutil.which("shellcheck")
 HELPERS = sorted((REPO / "roles" / "testbed" / "files").iterdir())
 SCRIPTS = [*(p for p in HELPERS if "python" not in p.read_text().partition("\n")[0]), REPO / "flharness" / "testbed" / "vm_guest.sh",
@@ -50,7 +51,7 @@ def test_the_roles_templates_render_scripts_that_pass_shellcheck():
     cells = expand(load_scenario(path), path)
     inv = load_inventory(REPO / "inventory.ini")
     rv = run_vars(cells, ifb=True, nft=True)
-    made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv) for c in cells]
+    made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH) for c in cells]
     rendered = render_cells(inv, rv, made, CELL_TEMPLATES, {h: TESTBED_TEMPLATES for h in CELL_TEMPLATES})
     problems = [shellcheck(text, f"{cell} {host} {name}", dialect="sh")
                 for cell, hosts in rendered.items() for host, scripts in hosts.items() for name, text in scripts.items()]
