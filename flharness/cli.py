@@ -198,7 +198,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from .report.build import build
+    from .report.pipeline import build
     from .scenario.values import valid_name
     valid_name(args.run, "run name")
     return build(args.results / args.run, args.jobs, args.template_dir, args.junit, args.strict)

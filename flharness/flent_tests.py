@@ -43,6 +43,6 @@ FLENT_TESTS = _catalog()
 def flow_count(test: FlentTest, flows: int | None) -> int:
     """Flows of a cell: fixed by the test, or given by the scenario for tcp_nup/tcp_ndown."""
     if test.streams_param:
-        assert flows is not None, f"{test.name} needs its flow count"  # cells/build.py checks it
+        assert flows is not None, f"{test.name} needs its flow count"  # cells/resolve.py checks it
         return flows
     return test.flows

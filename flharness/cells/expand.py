@@ -8,8 +8,8 @@ from typing import Any
 from ..errors import ScenarioError
 from ..scenario.schema import Scenario
 from ..scenario.values import Point
-from .build import make_cell
 from .model import Cell
+from .resolve import make_cell
 
 
 def expand(scenario: Scenario, path: Path) -> list[Cell]:

@@ -1,7 +1,7 @@
 """cell.json: what ran, how it went, and everything needed to trust, analyse or redo it.
 
 Its `config` is the cell's fully resolved configuration exactly as it was hashed into
-`config_hash` (cells/build.py), keys left out where a feature is not used.
+`config_hash` (cells/resolve.py), keys left out where a feature is not used.
 """
 from __future__ import annotations
 
@@ -214,7 +214,7 @@ class NetemConfig(Contract):
 
 
 class CellConfig(Sparse):
-    """The cell's fully resolved configuration (cells/build.py); features left at their
+    """The cell's fully resolved configuration (cells/resolve.py); features left at their
     defaults are left out, so a new feature never changes the hash of cells without it."""
 
     format: int

@@ -23,7 +23,7 @@ class Contract(BaseModel):
 
 class Sparse(Contract):
     """Writes only the fields it was given or assigned: optional parts that fl leaves out
-    where they do not apply (as cells/build.py does in the hashed configuration), so a
+    where they do not apply (as cells/resolve.py does in the hashed configuration), so a
     file round-trips to the same keys."""
 
     @model_serializer(mode="wrap")

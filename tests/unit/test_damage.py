@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flharness.report.build import build
 from flharness.report.collect import UNREADABLE, collect
+from flharness.report.pipeline import build
 from flharness.results import files
 from flharness.results.run_record import RunRecord
 

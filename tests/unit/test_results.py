@@ -86,7 +86,7 @@ def test_every_shipped_cell_round_trips_to_the_configuration_it_hashed(tmp_path)
     start delays, sysctls, client qdiscs, UDP): cell.json's config is the very
     configuration that was hashed into config_hash, keys left out where a feature is
     unused, and the coordinates come back as written."""
-    from flharness.cells.build import config_hash
+    from flharness.cells.resolve import config_hash
     cells = _all_cells()
     assert len(cells) > 500
     path = tmp_path / "cell.json"
