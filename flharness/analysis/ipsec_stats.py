@@ -10,11 +10,9 @@ from __future__ import annotations
 import re
 
 from ..results.cell_metrics import IpsecEnd
+from ..teardown_format import XFRM_STAT, XFRM_STAT_UP, XFRM_STATE
 from .teardown_log import command_output
 
-XFRM_STATE = "ip -s xfrm state"
-XFRM_STAT = "cat /proc/net/xfrm_stat"
-XFRM_STAT_UP = "cat xfrm_stat.up"
 #: An SA's window: "replay-window 32 seq …" (the legacy bitmap), or "replay_window 256,"
 #: in its ESN replay context (above 32); not the stats line's "replay-window N replay N".
 _WINDOW_RE = re.compile(r"\breplay[-_]window (\d+)(?!\d| replay)")

@@ -1,25 +1,24 @@
 """The teardown log (teardown.log): per host, after a "======== HOST ========" line,
-each command fl ran after the test ("$ COMMAND") and what it printed."""
+each command fl ran after the test ("$ COMMAND") and what it printed. Its markers are
+teardown_format.py's, which the hosts' state scripts print (testbed/state_script.py)."""
 from __future__ import annotations
 
 import re
 
 from ..ecn import cookie_flow, rule_comment
-
-_HOST_RE = re.compile(r"^======== (\w+) ========$", re.M)
-_TC_RE = re.compile(r"^\$ tc -s -d qdisc show dev (\S+);.*$", re.M)
+from ..teardown_format import DEVICE_STATS_RE, HOST_RE, NEXT_COMMAND, command_header, output_after
 
 
 def host_sections(log: str) -> dict[str, str]:
     """Each host's part of a teardown log."""
-    parts = _HOST_RE.split(log)[1:]
+    parts = HOST_RE.split(log)[1:]
     return dict(zip(parts[::2], parts[1::2]))
 
 
 def device_blocks(section: str) -> dict[str, str]:
     """Each device's `tc -s -d qdisc show; tc -s -d class show` output in a host's part."""
-    parts = _TC_RE.split(section)
-    return {parts[i]: parts[i + 1].split("\n$ ", 1)[0] for i in range(1, len(parts) - 1, 2)}
+    parts = DEVICE_STATS_RE.split(section)
+    return {parts[i]: parts[i + 1].split(NEXT_COMMAND, 1)[0] for i in range(1, len(parts) - 1, 2)}
 
 
 _NFT_COUNTER_RE = re.compile(r'counter packets (\d+) bytes \d+ comment "(flow \d+: [\w-]+)"')
@@ -30,11 +29,8 @@ _SYSCTL_RE = re.compile(r"^([\w.]+) = (.*)$", re.M)
 
 def command_output(section: str, command: str) -> str | None:
     """What COMMAND (the text after "$ ", up to its end of line) printed in a host's part."""
-    start = section.find(f"$ {command}")
-    if start < 0:
-        return None
-    body = section[start:].split("\n", 1)[1] if "\n" in section[start:] else ""
-    return body.split("\n$ ", 1)[0]
+    start = section.find(command_header(command))
+    return output_after(section, start) if start >= 0 else None
 
 
 def rule_counters(section: str) -> dict[str, int]:

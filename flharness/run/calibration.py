@@ -33,6 +33,7 @@ from ..frames import FRAME_BYTES
 from ..hosts import HOSTS
 from ..results.cell_record import Calibration
 from ..results.flags import Flag, calibration_flag
+from ..teardown_format import COMMAND_PREFIX
 from ..testbed.commands import NETEM_LIMIT
 from .effects import effects
 
@@ -119,7 +120,7 @@ def offloads_on(sections: dict[str, str]) -> list[str]:
 def unrecorded_hosts(sections: dict[str, str]) -> list[str]:
     """Hosts whose part of the teardown log has no command in it (their collection
     printed nothing, or failed): capture drops and offloads went unchecked there."""
-    return [h for h in HOSTS if "$ " not in sections.get(h, "")]
+    return [h for h in HOSTS if COMMAND_PREFIX not in sections.get(h, "")]
 
 
 #: Per core: (ticks, idle + iowait ticks, steal ticks, ticks of idle-class work) of each

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..cells import Cell
 from ..hosts import HOSTS
+from ..teardown_format import host_header
 from ..testbed.ansible import PlaybookResult
 
 SETUP = ("# fl setup log: cell {name} ({scenario}), config {hash}\n"
@@ -30,4 +31,4 @@ def write_cell_logs(cell: Cell, cell_dir: Path, result: PlaybookResult) -> None:
 
 
 def _sections(per_host: dict[str, str]) -> str:
-    return "".join(f"\n======== {h} ========\n{text.rstrip()}\n" for h, text in per_host.items())
+    return "".join(f"\n{host_header(h)}\n{text.rstrip()}\n" for h, text in per_host.items())

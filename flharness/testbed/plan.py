@@ -16,6 +16,7 @@ from . import ecn_rules, tunnel
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .inventory import Inventory
 from .playbook_vars import CellHostVars, CellVars, EcnVars, IpsecVars, ProbeVars, QueuePorts, RunVars, TunnelEndVars, TunnelVars, VideoVars
+from .state_script import STATE_FILE, HostState, state_script
 from .tunnel import outer_filter
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
@@ -187,11 +188,16 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
     tunnel = tunnel_vars(cell, inv)
     settings = RunSettings(ifb=run_vars.ifb, nft=run_vars.nft, htb_args=tuple(run_vars.htb_args))
     config, udp = cell.config, cell.config.udp_rate
+    ecn, hosts = ecn_plan(cell, inv, tcp_rewrite), cell_hosts(cell, inv, str(cell_dir), run_vars, scratch)
+    state_sysctls = {h: list(dict.fromkeys([*STATE_SYSCTLS, *config.sysctls.get(h, {})])) for h in HOSTS}
+    files = host_files(config, ports(inv), settings, tcp_rewrite)
+    for host, script in state_scripts(cell, inv, run_vars, ecn, hosts, state_sysctls).items():
+        files[host] = {**files.get(host, {}), STATE_FILE: script}
     return CellVars(
         name=cell.name, scenario=cell.scenario, config_hash=cell.config_hash,
         dir=str(cell_dir), sysctls=config.sysctls,
-        files=host_files(config, ports(inv), settings, tcp_rewrite), summary=summary(cell),
-        ecn=ecn_plan(cell, inv, tcp_rewrite), tunnel=tunnel, schedule=bool(config.steps),
+        files=files, summary=summary(cell),
+        ecn=ecn, tunnel=tunnel, schedule=bool(config.steps),
         client_qdisc=config.client_qdisc_words or None,
         udp=udp.text if udp else None, udp_bps=udp.bps if udp else 0, flent_delay=config.lead_s,
         video=VideoVars(isochronous=config.video.isochronous, tos=config.video.tos) if config.video else None,
@@ -203,10 +209,19 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         queue_interval=max(config.step_size, run_vars.queue_interval_min),
         queue_ports=QueuePorts.model_validate(ports(inv).queues),
         queue_wait_filter=outer_filter(config.tunnel) if config.tunnel else PING_FILTER,
-        state_sysctls={h: list(dict.fromkeys([*STATE_SYSCTLS, *config.sysctls.get(h, {})])) for h in HOSTS},
         bottleneck_devs=bottleneck_devs(inv, run_vars.ifb),
-        hosts=cell_hosts(cell, inv, str(cell_dir), run_vars, scratch),
+        hosts=hosts,
     )
+
+
+def state_scripts(cell: Cell, inv: Inventory, run_vars: RunVars, ecn: EcnVars | None, hosts: dict[str, CellHostVars],
+                  sysctls: dict[str, list[str]]) -> dict[str, str]:
+    """Each host's state script for CELL (state_script.py): its teardown log's part."""
+    links = host_links(inv)
+    return {h: state_script(HostState(host=h, devs=hosts[h].state_devs, links=[str(link["dev"]) for link in links[h]],
+                                      nft=run_vars.nft, ecn=ecn, tunnel=cell.config.tunnel,
+                                      module_params=run_vars.module_params.get(h, []), sysctls=sysctls[h]))
+            for h in HOSTS}
 
 
 def bottleneck_devs(inv: Inventory, ifb: bool) -> list[str]:

@@ -126,7 +126,7 @@ class CellHostVars(PlaybookVars):
     """cli, srv: the interface tcpdump and the ss sampler watch (the tunnel device in
     tunnelled cells: the inner packets, flow by flow); None on mid."""
     state_devs: list[str]
-    """The interfaces whose qdiscs and link counters its teardown log shows: its links, on
+    """The interfaces whose qdiscs and link counters its state script shows: its links, on
     mid their IFBs too (where the run has them), on cli and srv the tunnel device (tunnelled cells)."""
 
 
@@ -156,7 +156,8 @@ class CellVars(PlaybookVars):
     sysctls: dict[str, dict[str, str]]
     """Per host: the sysctls set for the cell."""
     files: dict[str, dict[str, str]]
-    """Per host: its command files (file name → text, commands.py)."""
+    """Per host: its command files (file name → text: commands.py's, and state.sh, its state
+    script for the teardown log: state_script.py)."""
     summary: str
     """One line for the setup log."""
     ecn: EcnVars | None
@@ -188,8 +189,6 @@ class CellVars(PlaybookVars):
     """The bottleneck ports whose qdiscs the middlebox's queue sampler reads."""
     queue_wait_filter: str
     """A pcap filter for the test's first packet at the middlebox (its queue sampler waits for it)."""
-    state_sysctls: dict[str, list[str]]
-    """Per host: the sysctls its teardown log shows."""
     bottleneck_devs: list[str]
     """The middlebox's interfaces whose qdiscs fl owns: its ports, and their IFBs where the run has them."""
     hosts: dict[str, CellHostVars]

@@ -15,6 +15,7 @@ from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import cell_vars, flent_argv, host_dirs, run_vars
 from flharness.testbed.playbook_vars import IpsecVars
 from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT, render_cells
+from flharness.testbed.state_script import STATE_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as rendered scripts show them
@@ -141,7 +142,8 @@ def test_path_features_render(scenario_file, inv, tmp_path):
     assert "root handle 1: netem delay 50ms duplicate 1% limit 100000\n" in mid["bottleneck.tc"]
     assert mid["ecn.nft"] == ("flush chain inet fl ecn_rewrite\nadd rule inet fl ecn_rewrite iifname \"mid.l\" ip dscp 19 "
                               "ip ecn set not-ect counter comment \"flow 1: bleach\"\nreset counters table inet fl\n")
-    assert cv.files["cli"] == {"client.tc": "qdisc add dev cli.r root fq\n"}
+    assert all(STATE_FILE in cv.files[h] for h in ("cli", "mid", "srv"))  # each host's state script (state_script.py)
+    assert {k: v for k, v in cv.files["cli"].items() if k != STATE_FILE} == {"client.tc": "qdisc add dev cli.r root fq\n"}
     assert cv.udp_bps == 5_000_000 and cv.target == "10.71.2.1" and cv.schedule
     assert mid["schedule.steps"] == "10000000 schedule-1.tc up 5mbit pfifo limit 100, down 5mbit pfifo limit 100 (planned t=10.0)\n"
     assert mid["schedule-1.tc"] == ("class change dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
@@ -307,8 +309,10 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     assert "/xfrm_stat.up\nmtu=$(( $(cat /sys/class/net/cli.r/mtu) - 77 ))\n" in cli  # the included clean-up ends on its own line
     assert 'cat /proc/net/xfrm_stat > "$dir/xfrm_stat.up"' in cli  # the kernel's count before this cell's SAs
     collect = render_cells(inv, rv, [cv], {"cli": ["collect.sh.j2"]})[cv.name]["cli"]["collect.sh"]
-    up, after = collect.find('(cd "$dir" && show cat xfrm_stat.up)'), collect.find("show cat /proc/net/xfrm_stat")
-    assert 0 < up < after < collect.find("rm -f /run/"), collect  # both counts read before the tunnel goes
+    state = cv.files["cli"][STATE_FILE]  # sourced by collect.sh, in the scratch folder ("$dir")
+    up, after = state.find('(cd "$dir" && show cat xfrm_stat.up)'), state.find("show cat /proc/net/xfrm_stat")
+    assert 0 < up < after, state
+    assert 0 < collect.find(f'. "$dir/cmd/{STATE_FILE}"') < collect.find("rm -f /run/"), collect  # both counts read before the tunnel goes
     assert "ip xfrm state delete src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002 " in cli  # a leftover's
     assert sorted(cv.tunnel.fill) == ["@AUTH_cli@", "@AUTH_srv@", "@ENC_cli@", "@ENC_srv@"]
     assert len(cv.tunnel.fill["@ENC_cli@"]) == 34  # 128-bit AES keys

@@ -1,6 +1,7 @@
 """shellcheck on every shell script fl runs: the helpers and scripts of the repository, and
 the roles' templates as Ansible renders them for cells that take each of their branches
-(tests/scenarios/every-feature.yml) on every host (POSIX sh: Ansible's raw runs them so)."""
+(tests/scenarios/every-feature.yml) on every host (POSIX sh: Ansible's raw runs them so),
+collect.sh with the host's state script it sources (testbed/state_script.py)."""
 from __future__ import annotations
 
 import re
@@ -15,6 +16,7 @@ from flharness.scenario import load_scenario
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import cell_vars, host_dirs, run_vars
 from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT, render_cells
+from flharness.testbed.state_script import STATE_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as rendered scripts show them
@@ -53,10 +55,19 @@ def test_the_roles_templates_render_scripts_that_pass_shellcheck():
     rv = run_vars(cells, ifb=True, nft=True)
     made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH) for c in cells]
     rendered = render_cells(inv, rv, made, CELL_TEMPLATES, {h: TESTBED_TEMPLATES for h in CELL_TEMPLATES})
-    problems = [shellcheck(text, f"{cell} {host} {name}", dialect="sh")
+    states = {cv.name: {h: files[STATE_FILE] for h, files in cv.files.items()} for cv in made}
+    problems = [shellcheck(with_state(text, states[cell][host]) if name == "collect.sh" else text, f"{cell} {host} {name}", dialect="sh")
                 for cell, hosts in rendered.items() for host, scripts in hosts.items() for name, text in scripts.items()]
     assert len([1 for hosts in rendered.values() for scripts in hosts.values() for _ in scripts]) == len(cells) * 7 + 3 * 2
     assert not "".join(problems), "".join(problems)
+
+
+def with_state(collect: str, state: str) -> str:
+    """collect.sh as the shell runs it: the host's state script (state_script.py, written by
+    setup.sh) in place of the line that sources it."""
+    line = f'  . "$dir/cmd/{STATE_FILE}"\n'
+    assert line in collect
+    return collect.replace(line, state)
 
 
 def test_every_helper_is_installed_as_it_is():

@@ -13,6 +13,7 @@ from ...analysis.teardown_log import command_output, device_blocks, sysctl_value
 from ...analysis.udp_flow import udp_flow
 from ...layout import TUNNEL_DEV
 from ...results.cell_record import Effect
+from ...teardown_format import MODULE_PARAMS
 from ...testbed.commands import PARAM_HOSTS, module_param_path
 from ...units import Rate
 
@@ -98,7 +99,7 @@ def _sysctls(host: str, settings: dict[str, str], section: str) -> Effect:
 
 def _module_params(host: str, declared: dict[str, dict[str, str]], section: str) -> Effect:
     """The declared module parameters, read back from sysfs after the test ("PATH:VALUE")."""
-    read = dict(line.rsplit(":", 1) for line in (command_output(section, "grep -H .") or "").splitlines() if ":" in line)
+    read = dict(line.rsplit(":", 1) for line in (command_output(section, MODULE_PARAMS) or "").splitlines() if ":" in line)
     wanted = {module_param_path(m, p): v for m, params in declared.items() for p, v in params.items()}
     wrong = [f"{path} = {read.get(path, 'missing')} (declared {v})" for path, v in wanted.items() if read.get(path) != v]
     shown = "; ".join(f"{m}.{p} = {v}" for m, params in declared.items() for p, v in params.items())

@@ -1,0 +1,53 @@
+"""The teardown log's markers, defined once: what the hosts' state scripts print
+(testbed/state_script.py renders them, run/cell_logs.py gathers them) and what the
+analysis finds in it (analysis/teardown_log.py, ipsec_stats.py, run/effects/).
+
+A teardown log is, per host, a HOST_HEADER line ("======== HOST ========") followed by
+what the host printed: each command's header line ("$ COMMAND", command_header), then
+its output, then an empty line. A header may end in a note ("   # …") for the human
+reader; the parsers look a command up by its start, so notes never matter to them.
+"""
+from __future__ import annotations
+
+import re
+
+#: What starts a command's header line: the shell's prompt, as a human reads the log.
+COMMAND_PREFIX = "$ "
+#: Where one command's output ends: the next command's header line.
+NEXT_COMMAND = "\n" + COMMAND_PREFIX
+#: A host's part of the log starts with this line.
+HOST_HEADER = "======== {host} ========"
+HOST_RE = re.compile(r"^======== (\w+) ========$", re.M)
+
+#: The commands the analysis looks up, as the state scripts name them.
+UNAME = "uname -r"
+TCP_METRICS = "ip tcp_metrics show"
+MODULE_PARAMS = "grep -H ."  # then the parameters' files
+XFRM_STATE = "ip -s xfrm state"
+XFRM_POLICY = "ip -s xfrm policy"
+XFRM_STAT = "cat /proc/net/xfrm_stat"
+XFRM_STAT_UP = "cat xfrm_stat.up"  # in the host's scratch folder: read as the tunnel came up (tunnel_up.sh.j2)
+#: One device's qdisc and class statistics (device_stats): what DEVICE_STATS_RE finds.
+DEVICE_STATS_RE = re.compile(r"^" + re.escape(COMMAND_PREFIX) + r"tc -s -d qdisc show dev (\S+);.*$", re.M)
+
+
+def command_header(command: str, note: str = "") -> str:
+    """The line before COMMAND's output: "$ COMMAND", then "   # NOTE" if NOTE."""
+    return COMMAND_PREFIX + command + (f"   # {note}" if note else "")
+
+
+def host_header(host: str) -> str:
+    return HOST_HEADER.format(host=host)
+
+
+def device_stats(dev: str) -> str:
+    """The command that shows DEV's qdiscs, then its classes, with their statistics."""
+    return f"tc -s -d qdisc show dev {dev}; tc -s -d class show dev {dev}"
+
+
+def output_after(text: str, start: int) -> str:
+    """What the command whose header line starts at START of TEXT printed: the lines after
+    it, up to the next command's header line."""
+    rest = text[start:]
+    body = rest.split("\n", 1)[1] if "\n" in rest else ""
+    return body.split(NEXT_COMMAND, 1)[0]
