@@ -218,7 +218,7 @@ def state_scripts(cell: Cell, inv: Inventory, run_vars: RunVars, ecn: EcnVars | 
                   sysctls: dict[str, list[str]]) -> dict[str, str]:
     """Each host's state script for CELL (state_script.py): its teardown log's part."""
     links = host_links(inv)
-    return {h: state_script(HostState(host=h, devs=hosts[h].state_devs, links=[str(link["dev"]) for link in links[h]],
+    return {h: state_script(HostState(host=h, devs=state_devs(cell, inv, run_vars, h), links=[str(link["dev"]) for link in links[h]],
                                       nft=run_vars.nft, ecn=ecn, tunnel=cell.config.tunnel,
                                       module_params=run_vars.module_params.get(h, []), sysctls=sysctls[h]))
             for h in HOSTS}
@@ -240,16 +240,19 @@ def cell_hosts(cell: Cell, inv: Inventory, cell_dir: str, run_vars: RunVars, scr
     in_place = run_vars.shared_fs and not run_vars.stage_cells
     tunnelled, tun = cell.config.tunnel is not None, ports(inv).tunnel
     links = host_links(inv)
-    out: dict[str, CellHostVars] = {}
-    for host in HOSTS:
-        devs = [str(link["dev"]) for link in links[host]]
-        endpoint = host in tunnel.ENDS
-        extra = ([Ports.ifb(d) for d in devs] if host == "mid" and run_vars.ifb else []) + \
-            ([tun] if tunnelled and endpoint else [])
-        out[host] = CellHostVars(cell_dir=cell_dir if in_place else f"{scratch[host]}/cell",
-                                 capture_dev=(tun if tunnelled else devs[0]) if endpoint else None,
-                                 state_devs=devs + extra)
-    return out
+    return {host: CellHostVars(cell_dir=cell_dir if in_place else f"{scratch[host]}/cell",
+                               capture_dev=(tun if tunnelled else str(links[host][0]["dev"])) if host in tunnel.ENDS else None)
+            for host in HOSTS}
+
+
+def state_devs(cell: Cell, inv: Inventory, run_vars: RunVars, host: str) -> list[str]:
+    """The interfaces whose qdiscs and link counters HOST's state script shows: its links,
+    on mid their IFBs too (where the run has them), on cli and srv the tunnel device
+    (tunnelled cells)."""
+    devs = [str(link["dev"]) for link in host_links(inv)[host]]
+    if host == "mid" and run_vars.ifb:
+        return devs + [Ports.ifb(d) for d in devs]
+    return devs + ([ports(inv).tunnel] if cell.config.tunnel is not None and host in tunnel.ENDS else [])
 
 
 def samplers(config: CellConfig) -> list[str]:

@@ -125,9 +125,6 @@ class CellHostVars(PlaybookVars):
     capture_dev: str | None
     """cli, srv: the interface tcpdump and the ss sampler watch (the tunnel device in
     tunnelled cells: the inner packets, flow by flow); None on mid."""
-    state_devs: list[str]
-    """The interfaces whose qdiscs and link counters its state script shows: its links, on
-    mid their IFBs too (where the run has them), on cli and srv the tunnel device (tunnelled cells)."""
 
 
 class TunnelEndVars(PlaybookVars):

@@ -43,7 +43,7 @@ class HostState:
     """What one host's state script shows."""
 
     host: str
-    devs: list[str]  # whose qdiscs, classes and link counters (CellHostVars.state_devs)
+    devs: list[str]  # whose qdiscs, classes and link counters (plan.state_devs)
     links: list[str]  # its testbed interfaces (their offloads)
     nft: bool  # the run has fl's nftables table (the middlebox shows it)
     ecn: EcnVars | None  # the cell's ECN rewrites

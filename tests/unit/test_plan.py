@@ -12,7 +12,7 @@ from flharness.errors import ScenarioError
 from flharness.scenario import load_scenario
 from flharness.testbed.commands import DelayClass, TosFilter, delay_plan
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, flent_argv, host_dirs, run_vars
+from flharness.testbed.plan import cell_vars, flent_argv, host_dirs, run_vars, state_devs
 from flharness.testbed.playbook_vars import IpsecVars
 from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT, render_cells
 from flharness.testbed.state_script import STATE_FILE
@@ -537,15 +537,15 @@ def test_each_host_gets_its_folder_devices_and_tunnel_end_from_python(scenario_f
     cv = cell_vars(plain, inv, Path("/results/c"), tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
     assert {h: v.cell_dir for h, v in cv.hosts.items()} == dict.fromkeys(("cli", "mid", "srv"), "/results/c")
     assert [h.capture_dev for h in cv.hosts.values()] == ["cli.r", None, "srv.l"]
-    assert cv.hosts["mid"].state_devs == cv.bottleneck_devs == ["mid.l", "mid.r", "ifb4mid.l", "ifb4mid.r"]
-    assert cv.hosts["cli"].state_devs == ["cli.r"]
+    assert state_devs(plain, inv, RV, "mid") == cv.bottleneck_devs == ["mid.l", "mid.r", "ifb4mid.l", "ifb4mid.r"]
+    assert state_devs(plain, inv, RV, "cli") == ["cli.r"]
     for rv in (ssh, vm):
         staged = cell_vars(plain, inv, Path("/results/c"), tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH)
         assert {h: v.cell_dir for h, v in staged.hosts.items()} == {h: f"{d}/cell" for h, d in SCRATCH.items()}
         assert staged.bottleneck_devs == ["mid.l", "mid.r"]  # no cell needs IFBs
     tv = cell_vars(tunnelled, inv, Path("/results/t"), tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
     assert [h.capture_dev for h in tv.hosts.values()] == ["fl-tun", None, "fl-tun"]
-    assert tv.hosts["srv"].state_devs == ["srv.l", "fl-tun"]
+    assert state_devs(tunnelled, inv, RV, "srv") == ["srv.l", "fl-tun"]
     assert testbed_vars(inv, RV)["fl_tunnel_ends"] == {
         "cli": {"peer": "srv", "local": "10.71.1.1", "remote": "10.71.2.1", "peer_inner": "10.71.9.2"},
         "srv": {"peer": "cli", "local": "10.71.2.1", "remote": "10.71.1.1", "peer_inner": "10.71.9.1"}}

@@ -146,7 +146,7 @@ def test_the_templates_read_only_keys_the_models_have():
     ("{{ fl_cell.flent.index('flent') }} {{ fl_cell_dir }} {{ fl_run.module_params[inventory_hostname] }}", None),
     ("{{ fl_cell.hosts[inventory_hostname].capture_devv }}", "fl_cell.hosts.*.capture_devv"),
     ("{% set h = fl_cell.hosts[inventory_hostname] %}\n{{ h.cell_dir }} {{ h.state_dev }}", "fl_cell.hosts.*.state_dev"),
-    ("{{ fl_cell.hosts.mid.state_devs | join(' ') }} {{ fl_cell.hosts['cli'].cell_dir }}", None),
+    ("{{ fl_cell.hosts.mid.capture_dev }} {{ fl_cell.hosts['cli'].cell_dir }}", None),
     ("{{ fl_tunnel_ends[inventory_hostname].remote }} {{ fl_tunnel_ends.cli.far }}", "fl_tunnel_ends.cli.far"),
     ("{{ fl_tunnel_ends_x }} {{ fl_cell.files[inventory_hostname].anything }}", None),
 ])
