@@ -220,7 +220,7 @@ def test_flent_command(scenario_file, inv, tmp_path):
     assert "cc_algos=cubic,cubic" in params
     assert "fl_qdisc=pfifo" in params and f"fl_config_hash={cells[0].config_hash}" in params
     assert "markings" not in " ".join(params)
-    assert "--socket-stats" in argv and "-x" in argv and "-d" not in argv  # Flent's default lead
+    assert "--socket-stats" in argv and "-x" not in argv and "-d" not in argv  # Flent's default lead
 
 
 def test_a_shorter_lead_reaches_flent_and_the_time_limits(scenario_file, inv, tmp_path):
