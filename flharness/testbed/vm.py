@@ -53,6 +53,12 @@ MEMORY_RE = re.compile(r"^\d+[MG]$")
 #: and the like, never anything a shell or QEMU would read as syntax.
 APPEND_RE = re.compile(r"^[A-Za-z0-9_.,:=-]{1,200}$")
 GUEST_SCRIPT = Path(__file__).with_name("vm_guest.sh")
+#: Every folder shared with the guest over 9p, as fl's guest script expects on every
+#: machine. Without it virtme-ng first tries virtio-fs for each folder and waits up to
+#: 3.1 s for each virtiofsd that does not start (QEMU's own, Debian 12's, refuses its
+#: options): 10-13 s of every boot spent idle, and a guest that would differ between
+#: machines with and without a working virtiofsd.
+VNG_9P = ["--force-9p"]
 READY = "fl-guest: ready"
 #: Where the guest sees the run's results folder: on its own /run (a tmpfs), so an image's
 #: read-only root need not hold the host's path.
@@ -230,7 +236,7 @@ class Vm:
         self.kernel_log.parent.mkdir(parents=True, exist_ok=True)
         self._log_from = self.kernel_log.stat().st_size if self.kernel_log.is_file() else 0
         guest = ["/bin/sh", str(self.share / GUEST_SCRIPT.name), str(self.share), str(self.guest_path(self.kernel_log))]
-        argv = [vng(), "--run", self.cfg.kernel, *(["--root", self.cfg.root] if self.cfg.root else []),
+        argv = [vng(), "--run", self.cfg.kernel, *(["--root", self.cfg.root] if self.cfg.root else []), *VNG_9P,
                 "--cpus", str(self.cfg.cpus), "--memory", self.cfg.memory,
                 "--user", "root", "--cwd", self.cfg.root or "/", *(["--disable-kvm"] if self.cfg.accel == "tcg" else []),
                 *(["--append", self.cfg.append] if self.cfg.append else []),

@@ -15,12 +15,12 @@ from flharness.image.store import load_image
 
 #: One `fl run --vm --parallel 2` (two VMs, each booted once) serves every VM test module:
 #: the acceptance matrix and a repeated cell (test_e2e_vm), path features and the
-#: Pantheon scenario (…_features), tunnels (…_tunnel), and four single-flow cells (two of them
-#: a serial run repeats: …_parallel). The VM tests ask for what they check: TCG and the
+#: Pantheon scenario (…_features), tunnels (…_tunnel), and two single-flow cells (a serial
+#: run repeats them: …_parallel). The VM tests ask for what they check: TCG and the
 #: virtual clock (on a KVM host fl would pick KVM and the real clock).
 VM_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml")
                 for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-seed", "vm-tunnel", "vm-par")]
-VM_CELLS = 6 + 1 + 9 + 3 + 5 + 4
+VM_CELLS = 6 + 1 + 9 + 2 + 6 + 2
 VM_OPTIONS = ["--vm", "--vm-accel", "tcg", "--vm-clock", "virtual"]
 
 
@@ -29,13 +29,13 @@ VM_OPTIONS = ["--vm", "--vm-accel", "tcg", "--vm-clock", "virtual"]
 #: image built from .deb files, the l4s image's build) leave one idle; on the virtual
 #: clock the load does not change its results.
 SERIAL = str(REPO / "tests" / "scenarios" / "vm-par.yml")
-SERIAL_CELLS = "*-20ms"  # the two at 20 ms: at 80 ms one flow's goodput varies most (test_e2e_vm_parallel)
+SERIAL_CELLS = "*-20ms"  # vm-par's cells (all at 20 ms: at 80 ms one flow's goodput varies most, test_e2e_vm_parallel)
 
 
 @pytest.fixture(scope="session")
 def vm_run(tmp_path_factory):
     """The parallel VM run, interrupted (SIGINT) after its first two cells completed while
-    both VMs run cells, then resumed; then the serial run of vm-par's 20 ms cells starts ("serial": its
+    both VMs run cells, then resumed; then the serial run of vm-par's cells starts ("serial": its
     process, results folder and kernel image), ended at the latest with the session."""
     results = tmp_path_factory.mktemp("vm-results")
     fl = FlProcess("run", *VM_SCENARIOS, *VM_OPTIONS, "--parallel", "2", "--results", str(results))

@@ -14,6 +14,7 @@ import collections
 import itertools
 import json
 import re
+import shutil
 import statistics
 
 import pytest
@@ -197,11 +198,17 @@ def test_pantheon_schemes_at_1mbit_200ms(run):
             assert 0.95 * decreased <= queued <= 1.05 * full, (queued, decreased, full, flow)
 
 
-def test_the_pantheon_table_renders_with_one_run(run):
-    """`fl plot` on the VM run: the per-scheme table of pantheon-seed, one run each."""
-    p = run_fl("plot", "--run", run.name, "--results", str(run.parent), timeout=900)
+def test_the_pantheon_table_renders_with_one_run(run, tmp_path):
+    """`fl plot` of the VM run's pantheon-seed: the per-scheme table, one run each. Plotted
+    from a copy of the run holding that scenario alone (its record and cells): the table
+    reads nothing else, and plotting the run's other 26 cells cost a minute."""
+    copy = tmp_path / run.name
+    copy.mkdir()
+    shutil.copy(run / "run.json", copy / "run.json")
+    shutil.copytree(run / "pantheon-seed", copy / "pantheon-seed")
+    p = run_fl("plot", "--run", run.name, "--results", str(tmp_path), timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
-    readme = (run / "README.md").read_text()
+    readme = (copy / "README.md").read_text()
     section = readme.split("## pantheon-seed")[1].split("\n## ")[0]
     assert "| cc | throughput (Mbit/s) | p95 one-way delay (ms) | loss (%) | Pantheon's loss (%) |" in section, section
     for cc in ("cubic", "bbr"):
@@ -306,7 +313,7 @@ def test_rtt_split_up_puts_the_whole_delay_on_the_way_to_the_server(run):
         keys = [k for k in at_cli if k in at_srv and at_cli[k] < t0 + lead_in(data) - 0.5]
         return [abs(at_srv[k] - at_cli[k]) * 1e3 for k in keys]
     up, down = one_way(CLI, 8), one_way(SRV, 0)
-    assert len(up) > 10 and len(down) > 10
+    assert len(up) >= 5 and len(down) >= 5, (up, down)  # one a step (0.5 s) of the 5 s lead-in, from Flent's late start
     assert abs(statistics.median(up) - 40) <= 1 and statistics.median(down) <= 1, (statistics.median(up), statistics.median(down))
     base = statistics.median(v for _, v in series(data, "Ping (ms) ICMP", 0.5, lead_in(data) - 0.5))
     assert abs(base - 40) <= 1, base

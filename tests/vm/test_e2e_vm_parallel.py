@@ -1,6 +1,6 @@
 """Parallel VMs give the results one VM gives: the session's run (two VMs sharing the
-host's two cores, conftest.vm_run) and a run of two of its four single-flow cells (those at
-20 ms) in one VM of their own (in the background, beside the next modules' VMs and image
+host's two cores, conftest.vm_run) and a run of its two single-flow cells (vm-par.yml,
+at 20 ms) in one VM of their own (in the background, beside the next modules' VMs and image
 builds) agree, each figure computed by fl's analysis from the cell's own files.
 
 Not within 1 %: the virtual clock makes a guest's timing independent of the host's load
@@ -16,9 +16,8 @@ first losses hang on such details. How far apart, measured over CI runs of these
   rate D_SS by up to 7 %. Each cell's must agree within 25 % (a wrong rate or RTT is a
   factor of 2 or 4), and their geometric mean over the cells within 8 % (over eight, seen:
   2.7 %): chance moves single cells either way, a guest slowed or starved by the other
-  VM moves them all one way. The serial run repeats the two 20 ms cells only (the 80 ms
-  fq_codel cell is the one that varied 13 %: it alone would move a mean of two by 6.5 %),
-  which keeps it to half the CPU it took beside the next modules.
+  VM moves them all one way. vm-par has its two 20 ms cells only (the 80 ms fq_codel cell
+  it had is the one that varied 13 %: it alone would move a mean of two by 6.5 %).
 Not the RTT p99: of the 50 samples of a 10 s flow it is the largest, one slow-start
 overshoot (seen once: 35.6 ms alone, 28.6 ms in parallel, fq_codel at 10 Mbit/s).
 """
@@ -83,11 +82,8 @@ def test_an_explicit_kernel_path_boots_that_kernel(vm_run, serial):
 def test_parallel_vms_give_the_serial_results(vm_run, serial):
     parallel = metrics(vm_run["root"] / "vm-par")
     alone = metrics(serial[0])
-    assert len(parallel) == 4 and sorted(alone) == sorted(n for n in parallel if fnmatch(n, vm_run["serial_only"])), alone
+    assert len(parallel) == 2 and sorted(alone) == sorted(n for n in parallel if fnmatch(n, vm_run["serial_only"])), alone
     assert len(alone) == 2, alone
-    ran_on = {json.loads((vm_run["root"] / "vm-par" / name / "cell.json").read_text())["backend"]["testbed_label"]
-              for name in parallel}
-    assert ran_on == {"vm1", "vm2"}, ran_on
     off, logs = [], {}
     for name in alone:
         a, b = numbers(alone[name]), numbers(parallel[name])

@@ -4,7 +4,7 @@ dualpi2's and fq_codel's own counters in the teardown log, the client's socket s
 (ss prints Prague's alpha and CE count through DCTCP's info struct), `nft list hooks`
 and the guest kernel's log.
 
-The cells (tests/scenarios/vm-prague.yml, 20 Mbit/s, 20 ms, 10 s) run in the session's
+The cells (tests/scenarios/vm-prague.yml, 20 Mbit/s, 20 ms, 8 s) run in the session's
 l4s_lab (tests/vm/conftest.py), beside vm-l4s.yml, whose cubic-vs-cubic cell is the
 classic flows through the same dualpi2; a third VM of that fixture loads, runs and
 unloads the module by hand. Selected with `pytest -m vm`.
