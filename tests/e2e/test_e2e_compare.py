@@ -35,11 +35,11 @@ def runs(tmp_path_factory) -> Path:
         scenario.parent.mkdir(parents=True)
         scenario.write_text(text.replace("rate: 10mbit\n", f"rate: {rate}\n")
                             .replace("repetitions: 3\n", f"repetitions: {REPS[label]}\n"))
-        for _ in range(3):  # a run whose repetitions the machine disturbed: those again (twice at most)
+        for again in (2, 1, 0):  # a run whose repetitions the machine disturbed: those again (twice at most)
             p = run_fl("run", str(scenario), "--run", label, "--results", str(results), "--parallel", "2")
             assert p.returncode == 0, p.stdout + p.stderr
-            if not redo_doubted(results / label):
-                break
+            if not again or not redo_doubted(results / label):
+                break  # the last attempt's doubted repetitions stay, left out by fl compare
     return results
 
 
