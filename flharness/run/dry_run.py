@@ -1,9 +1,7 @@
 """`fl run --dry-run`: what would be configured and run, per cell, touching nothing: each
-host's command files (testbed/commands.py, exactly what a real run writes and runs) and
-the Flent command."""
+host's command files (testbed/commands.py, state_script.py and flent_script.py: exactly
+what a real run writes and runs; the client's flent.sh holds the Flent command)."""
 from __future__ import annotations
-
-import shlex
 
 from ..hosts import HOSTS
 from ..testbed.plan import cell_vars, host_dirs
@@ -39,4 +37,3 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: RunVars) -> None:
                 print(f"      (tunnel.ip: {MTU} is the underlay's MTU less {cv.tunnel.overhead} bytes, read on "
                       "the host" + (", and the keys are made per cell" if isinstance(cv.tunnel, IpsecVars) else "")
                       + ")")
-        print(f"   cli: {shlex.join(cv.flent)}")

@@ -9,13 +9,13 @@ from typing import Any
 
 from .. import layout
 from ..cells import Cell
-from ..frames import UDP_HEADERS
 from ..hosts import HOSTS, UDP_PORT, VIDEO_PORT
 from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
+from .flent_script import FLENT_FILE, FlentRun, ProbeFlow, UdpFlow, VideoFlow, flent_script
 from .inventory import Inventory
-from .playbook_vars import CellHostVars, CellVars, EcnVars, IpsecVars, ProbeVars, QueuePorts, RunVars, TunnelEndVars, TunnelVars, VideoVars
+from .playbook_vars import CellHostVars, CellVars, EcnVars, IpsecVars, QueuePorts, RunVars, TunnelEndVars, TunnelVars
 from .state_script import STATE_FILE, HostState, state_script
 from .tunnel import outer_filter
 
@@ -134,7 +134,8 @@ def netperf_cc(flow: FlowConfig) -> str:
 
 
 #: Flent as the client runs it: the same program without the imports a recording does not
-#: use (roles/testbed/files/fl-flent, in the client's scratch folder, on flent.sh's PATH).
+#: use (roles/testbed/files/fl-flent, in the client's scratch folder, on flent.sh's PATH:
+#: flent_script.py).
 FLENT = "fl-flent"
 
 
@@ -185,36 +186,50 @@ def test_parameter(key: str, value: str) -> str:
 def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = True, *,
               tcp_rewrite: ecn_rules.TcpRewrite | None, run_vars: RunVars, scratch: dict[str, str]) -> CellVars:
     """fl_cell: everything the roles need for one cell (passed as Ansible extra vars), its
-    commands as each host's files (commands.py). TCP_REWRITE: how the testbed clears a
-    SYN's ECN flags (Capabilities.tcp_rewrite); RUN_VARS: the run's fl_run; SCRATCH: each
-    host's scratch folder on the testbed (host_dirs)."""
+    commands as each host's files (commands.py; each host's state script, state_script.py;
+    the client's Flent script, flent_script.py). TIME_LIMIT: Flent's (flent_argv);
+    TCP_REWRITE: how the testbed clears a SYN's ECN flags (Capabilities.tcp_rewrite);
+    RUN_VARS: the run's fl_run; SCRATCH: each host's scratch folder on the testbed (host_dirs)."""
     tunnel = tunnel_vars(cell, inv)
     settings = RunSettings(ifb=run_vars.ifb, nft=run_vars.nft, htb_args=tuple(run_vars.htb_args))
-    config, udp = cell.config, cell.config.udp_rate
+    config = cell.config
     ecn, hosts = ecn_plan(cell, inv, tcp_rewrite), cell_hosts(cell, inv, str(cell_dir), run_vars, scratch)
     state_sysctls = {h: list(dict.fromkeys([*STATE_SYSCTLS, *config.sysctls.get(h, {})])) for h in HOSTS}
     files = host_files(config, ports(inv), settings, tcp_rewrite)
     for host, script in state_scripts(cell, inv, run_vars, ecn, hosts, state_sysctls).items():
         files[host] = {**files.get(host, {}), STATE_FILE: script}
+    files["cli"] = {**files.get("cli", {}), FLENT_FILE: flent_script(flent_run(cell, inv, hosts["cli"], scratch["cli"], time_limit))}
     return CellVars(
         name=cell.name, scenario=cell.scenario, config_hash=cell.config_hash,
         dir=str(cell_dir), sysctls=config.sysctls,
         files=files, summary=summary(cell),
         ecn=ecn, tunnel=tunnel, schedule=bool(config.steps),
         client_qdisc=config.client_qdisc_words or None,
-        udp=udp.text if udp else None, udp_bps=udp.bps if udp else 0, flent_delay=config.lead_s,
-        video=VideoVars(isochronous=config.video.isochronous, tos=config.video.tos) if config.video else None,
-        probe=ProbeVars(interval=config.probe.interval, tos=config.probe.tos) if config.probe else None,
-        target=target(cell, inv), length=config.length, step_size=config.step_size,
+        target=target(cell, inv), step_size=config.step_size,
         samplers=samplers(config),
-        flent=flent_argv(cell, inv, ".", time_limit),  # Flent runs in the cell's folder (flent.sh.j2)
-        udp_header=UDP_HEADERS[6 if ":" in target(cell, inv) else 4],
         queue_interval=max(config.step_size, run_vars.queue_interval_min),
         queue_ports=QueuePorts.model_validate(ports(inv).queues),
         queue_wait_filter=outer_filter(config.tunnel) if config.tunnel else PING_FILTER,
         bottleneck_devs=bottleneck_devs(inv, run_vars.ifb),
         hosts=hosts,
     )
+
+
+def flent_run(cell: Cell, inv: Inventory, cli: CellHostVars, scratch: str, time_limit: bool) -> FlentRun:
+    """What the client's Flent script runs for CELL (flent_script.py): Flent in the client's
+    cell folder (CLI.cell_dir), its helpers from its scratch folder SCRATCH, and the cell's
+    side flows, each to its server's port: iperf's as fl starts them (hosts.py), irtt's as
+    the inventory gives it (fl_irtt_port, on srv)."""
+    config = cell.config
+    assert cli.capture_dev is not None  # an endpoint's (cell_hosts)
+    udp, video, probe = config.udp_rate, config.video, config.probe
+    return FlentRun(cell_dir=cli.cell_dir, scratch=scratch, flent=tuple(flent_argv(cell, inv, ".", time_limit)),
+                    target=target(cell, inv), capture_dev=cli.capture_dev, sample_sockets="cli" in samplers(config),
+                    lead_s=config.lead_s, length=config.length,
+                    udp=UdpFlow(port=UDP_PORT, bps=int(udp.bps)) if udp else None,
+                    video=VideoFlow(port=VIDEO_PORT, isochronous=video.isochronous, tos=video.tos) if video else None,
+                    probe=ProbeFlow(port=int(inv.hostvars["srv"]["fl_irtt_port"]), interval=probe.interval,
+                                    tos=probe.tos) if probe else None)
 
 
 def state_scripts(cell: Cell, inv: Inventory, run_vars: RunVars, ecn: EcnVars | None, hosts: dict[str, CellHostVars],

@@ -90,24 +90,6 @@ class IpsecVars(PlaybookVars):
     """Placeholder in tunnel.ip → its key (each sender's SA: authentication and encryption)."""
 
 
-class VideoVars(PlaybookVars):
-    """The video flow's iperf client (flent.sh.j2)."""
-
-    isochronous: str
-    """iperf's --isochronous value: frames per second, mean and standard deviation (bits/s)."""
-    tos: int
-    """The IP TOS byte of its datagrams (DSCP and ECN field)."""
-
-
-class ProbeVars(PlaybookVars):
-    """The latency probe's irtt client (flent.sh.j2)."""
-
-    interval: str
-    """irtt's -i (Go's duration words: 10ms, 500us)."""
-    tos: int
-    """The IP TOS byte of its packets (irtt's --dscp takes the whole byte)."""
-
-
 class QueuePorts(PlaybookVars):
     """The middlebox's ports the queue sampler reads, by the direction each queues
     (commands.Ports.queues: the ports cell.json records)."""
@@ -153,8 +135,8 @@ class CellVars(PlaybookVars):
     sysctls: dict[str, dict[str, str]]
     """Per host: the sysctls set for the cell."""
     files: dict[str, dict[str, str]]
-    """Per host: its command files (file name → text: commands.py's, and state.sh, its state
-    script for the teardown log: state_script.py)."""
+    """Per host: its command files (file name → text: commands.py's; state.sh, its state
+    script for the teardown log: state_script.py; on cli flent.sh, the test: flent_script.py)."""
     summary: str
     """One line for the setup log."""
     ecn: EcnVars | None
@@ -162,24 +144,11 @@ class CellVars(PlaybookVars):
     schedule: bool
     """The bottleneck's rate changes during the test."""
     client_qdisc: list[str] | None
-    udp: str | None
-    """The competing UDP flow's rate (tc words)."""
-    udp_bps: float | int
-    """Its bits per second; 0 (an int, as ever) without one."""
-    video: VideoVars | None
-    probe: ProbeVars | None
-    flent_delay: int
-    """Seconds Flent runs alone before the flows (the UDP flow starts after them)."""
     target: str
     """The server address the tools talk to (inside the tunnel, if any)."""
-    length: int
     step_size: float
     samplers: list[str]
     """The hosts whose sockets are sampled."""
-    flent: list[str]
-    """Flent's argv, run in the cell's folder."""
-    udp_header: int
-    """Bytes of IP and UDP header towards the target (a datagram of the MTU less this fills a packet)."""
     queue_interval: float
     """Seconds between the middlebox's queue samples: the scenario's step, or more where each sample costs (VMs)."""
     queue_ports: QueuePorts

@@ -10,14 +10,14 @@ from pathlib import Path
 import yaml
 
 from ..errors import FlError
+from ..hosts import HOSTS
 from .ansible import run_playbook
 from .inventory import Inventory, testbed_inventory
 from .plan import playbook_extra_vars
 from .playbook_vars import CellVars, RunVars
 
 #: Per host, the templates of one cell's phases (roles/cell/templates/).
-SCRIPTS = {"cli": ["setup.sh.j2", "flent.sh.j2", "collect.sh.j2"],
-           "mid": ["setup.sh.j2", "collect.sh.j2"], "srv": ["setup.sh.j2", "collect.sh.j2"]}
+SCRIPTS = {h: ["setup.sh.j2", "collect.sh.j2"] for h in HOSTS}
 DRY_RUN_ID = "fl-000000"  # the testbed id shown in rendered scripts
 DRY_RUN_ROOT = "/run/fl"  # and the state root
 

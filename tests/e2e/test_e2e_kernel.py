@@ -40,7 +40,7 @@ def test_unsupported_cells_are_skipped_with_the_reason_and_the_rest_run(tmp_path
 def test_dry_run_touches_nothing(tmp_path):
     p = run_fl("run", "demo", "--dry-run", "--results", str(tmp_path / "r"))
     assert p.returncode == 0, p.stderr
-    assert p.stdout.count("cli: timeout -k 15") == 12
+    assert p.stdout.count("      flent.sh:\n") == p.stdout.count("PYTHONUNBUFFERED=1 timeout -k 15 ") == 12
     assert "      bottleneck.tc:\n" in p.stdout and "         qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 1032\n" in p.stdout
     # no namespace of its own (its testbed, if any, only renders), nothing left, no results folder
     assert not p.seen.inodes and leftovers(p.seen) == [] and not (tmp_path / "r").exists()

@@ -11,6 +11,7 @@ from flharness.cells import expand
 from flharness.errors import ScenarioError
 from flharness.scenario import load_scenario
 from flharness.testbed.commands import DelayClass, TosFilter, delay_plan
+from flharness.testbed.flent_script import FLENT_FILE
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import cell_vars, flent_argv, host_dirs, run_vars, state_devs
 from flharness.testbed.playbook_vars import IpsecVars
@@ -143,8 +144,9 @@ def test_path_features_render(scenario_file, inv, tmp_path):
     assert mid["ecn.nft"] == ("flush chain inet fl ecn_rewrite\nadd rule inet fl ecn_rewrite iifname \"mid.l\" ip dscp 19 "
                               "ip ecn set not-ect counter comment \"flow 1: bleach\"\nreset counters table inet fl\n")
     assert all(STATE_FILE in cv.files[h] for h in ("cli", "mid", "srv"))  # each host's state script (state_script.py)
-    assert {k: v for k, v in cv.files["cli"].items() if k != STATE_FILE} == {"client.tc": "qdisc add dev cli.r root fq\n"}
-    assert cv.udp_bps == 5_000_000 and cv.target == "10.71.2.1" and cv.schedule
+    assert {k: v for k, v in cv.files["cli"].items() if k not in (STATE_FILE, FLENT_FILE)} == {"client.tc": "qdisc add dev cli.r root fq\n"}
+    assert "iperf -u -c 10.71.2.1 -p 5001 -b 5000000 \\\n" in cv.files["cli"][FLENT_FILE]  # the client's Flent script (flent_script.py)
+    assert cv.target == "10.71.2.1" and cv.schedule
     assert mid["schedule.steps"] == "10000000 schedule-1.tc up 5mbit pfifo limit 100, down 5mbit pfifo limit 100 (planned t=10.0)\n"
     assert mid["schedule-1.tc"] == ("class change dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
                                     "class change dev mid.l parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n")
@@ -286,7 +288,7 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
         matrix: {replay_window: [0, 256]}
     """)
     cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH) for c in cells)
-    assert cv.target == "10.71.9.2" and cv.flent[cv.flent.index("-H") + 1] == "10.71.9.2"
+    assert cv.target == "10.71.9.2" and " -H 10.71.9.2 " in cv.files["cli"][FLENT_FILE]
     assert isinstance(cv.tunnel, IpsecVars) and isinstance(cv0.tunnel, IpsecVars)
     assert cv.ecn is not None and cv.ecn.at == "cli"
     keys = [cv0.tunnel.fill["@AUTH_cli@"], cv.tunnel.fill["@AUTH_cli@"], cv.tunnel.fill["@AUTH_srv@"]]

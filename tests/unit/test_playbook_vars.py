@@ -143,7 +143,7 @@ def test_the_templates_read_only_keys_the_models_have():
     ("x: \"{{ fl_run['nope'] | int }}\"", "fl_run.nope"),
     ("{% set t = fl_cell.tunnel %}\n{{ t.kind }} {{ t.get('fil', {}) }}", "fl_cell.tunnel.fil"),
     ("{{ fl_cell.sysctls.cli.anything }} {{ fl_cell.tunnel.fill.other }}", None),  # a dict's keys: not checked
-    ("{{ fl_cell.flent.index('flent') }} {{ fl_cell_dir }} {{ fl_run.module_params[inventory_hostname] }}", None),
+    ("{{ fl_cell.samplers.index('cli') }} {{ fl_cell_dir }} {{ fl_run.module_params[inventory_hostname] }}", None),
     ("{{ fl_cell.hosts[inventory_hostname].capture_devv }}", "fl_cell.hosts.*.capture_devv"),
     ("{% set h = fl_cell.hosts[inventory_hostname] %}\n{{ h.cell_dir }} {{ h.state_dev }}", "fl_cell.hosts.*.state_dev"),
     ("{{ fl_cell.hosts.mid.capture_dev }} {{ fl_cell.hosts['cli'].cell_dir }}", None),

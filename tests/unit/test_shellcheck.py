@@ -1,7 +1,8 @@
 """shellcheck on every shell script fl runs: the helpers and scripts of the repository, and
 the roles' templates as Ansible renders them for cells that take each of their branches
 (tests/scenarios/every-feature.yml) on every host (POSIX sh: Ansible's raw runs them so),
-collect.sh with the host's state script it sources (testbed/state_script.py)."""
+collect.sh with the host's state script it sources (testbed/state_script.py), and the
+client's flent.sh (testbed/flent_script.py) for the same cells."""
 from __future__ import annotations
 
 import re
@@ -13,6 +14,7 @@ import pytest
 
 from flharness.cells import expand
 from flharness.scenario import load_scenario
+from flharness.testbed.flent_script import FLENT_FILE
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import cell_vars, host_dirs, run_vars
 from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT, render_cells
@@ -26,8 +28,7 @@ SCRIPTS = [*(p for p in HELPERS if "python" not in p.read_text().partition("\n")
            REPO / "roles" / "modules" / "files" / "fl-load-modules", REPO / "tests" / "vm" / "prague_probe.sh",
            REPO / "install.sh", REPO / ".ci" / "run",
            REPO / ".ci" / "in-idle-cgroup"]
-CELL_TEMPLATES = {"cli": ["setup.sh.j2", "flent.sh.j2", "collect.sh.j2"], "mid": ["setup.sh.j2", "collect.sh.j2"],
-                  "srv": ["setup.sh.j2", "collect.sh.j2"]}
+CELL_TEMPLATES = {h: ["setup.sh.j2", "collect.sh.j2"] for h in ("cli", "mid", "srv")}
 TESTBED_TEMPLATES = ["testbed_up.sh.j2", "testbed_down.sh.j2"]  # install_helpers only copies the files above
 
 pytestmark = pytest.mark.skipif(SHELLCHECK is None and not __import__("os").environ.get("CI"),
@@ -58,7 +59,8 @@ def test_the_roles_templates_render_scripts_that_pass_shellcheck():
     states = {cv.name: {h: files[STATE_FILE] for h, files in cv.files.items()} for cv in made}
     problems = [shellcheck(with_state(text, states[cell][host]) if name == "collect.sh" else text, f"{cell} {host} {name}", dialect="sh")
                 for cell, hosts in rendered.items() for host, scripts in hosts.items() for name, text in scripts.items()]
-    assert len([1 for hosts in rendered.values() for scripts in hosts.values() for _ in scripts]) == len(cells) * 7 + 3 * 2
+    problems += [shellcheck(cv.files["cli"][FLENT_FILE], f"{cv.name} cli {FLENT_FILE}", dialect="sh") for cv in made]
+    assert len([1 for hosts in rendered.values() for scripts in hosts.values() for _ in scripts]) == len(cells) * 6 + 3 * 2
     assert not "".join(problems), "".join(problems)
 
 
