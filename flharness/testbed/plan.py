@@ -196,7 +196,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
     ecn, hosts = ecn_plan(cell, inv, tcp_rewrite), cell_hosts(cell, inv, str(cell_dir), run_vars, scratch)
     state_sysctls = {h: list(dict.fromkeys([*STATE_SYSCTLS, *config.sysctls.get(h, {})])) for h in HOSTS}
     files = host_files(config, ports(inv), settings, tcp_rewrite)
-    for host, script in state_scripts(cell, inv, run_vars, ecn, hosts, state_sysctls).items():
+    for host, script in state_scripts(cell, inv, run_vars, ecn, state_sysctls).items():
         files[host] = {**files.get(host, {}), STATE_FILE: script}
     files["cli"] = {**files.get("cli", {}), FLENT_FILE: flent_script(flent_run(cell, inv, hosts["cli"], scratch["cli"], time_limit))}
     return CellVars(
@@ -232,7 +232,7 @@ def flent_run(cell: Cell, inv: Inventory, cli: CellHostVars, scratch: str, time_
                                     tos=probe.tos) if probe else None)
 
 
-def state_scripts(cell: Cell, inv: Inventory, run_vars: RunVars, ecn: EcnVars | None, hosts: dict[str, CellHostVars],
+def state_scripts(cell: Cell, inv: Inventory, run_vars: RunVars, ecn: EcnVars | None,
                   sysctls: dict[str, list[str]]) -> dict[str, str]:
     """Each host's state script for CELL (state_script.py): its teardown log's part."""
     links = host_links(inv)
