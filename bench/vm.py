@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from flharness.testbed.session import FLENT_PHASE  # noqa: E402
+from flharness.phases import Phase  # noqa: E402
 
 TOTAL = 20.0  # Flent's total length of a 10 s test
 
@@ -63,7 +63,7 @@ def run(folder: Path, step: float, parallel: int, target: str = "auto", only: li
         sys.exit("fl run failed:\n" + "".join(lines))
     recs = [json.loads(p.read_text()) for p in results.glob("default/*/*/cell.json")]
     return {"wall": wall, "boot": first, "cells": [r["ended"] - r["started"] for r in recs],
-            "flent": [r["phases"].get(FLENT_PHASE, 0) for r in recs], "n": len(recs)}
+            "flent": [r["phases"].get(Phase.FLENT.value, 0) for r in recs], "n": len(recs)}
 
 
 def main() -> int:

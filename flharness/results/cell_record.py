@@ -473,7 +473,9 @@ class CellRecord(Versioned):
     """The cell's files when it was committed."""
     checks: Checks = Field(default_factory=Checks)
     phases: dict[str, float] = {}
-    """Seconds per Ansible task of the cell's playbook."""
+    """Seconds per phase of the cell, keyed by flharness/phases.py's Phase values: hand_over,
+    setup, flent, collect, fetch, check, other. Cells recorded before fl marked phases
+    have seconds per Ansible task, keyed by its name ("cell : Run Flent", …)."""
 
     @property
     def duration(self) -> float | None:

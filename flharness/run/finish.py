@@ -15,6 +15,7 @@ from pathlib import Path
 from ..analysis import cache
 from ..analysis.metrics import Settings
 from ..cells import Cell
+from ..phases import Phase
 from ..results import CellRecord, ScenarioResults
 from ..results.cell_record import Status
 from ..testbed.ansible import PlaybookResult
@@ -61,7 +62,7 @@ def finish(attempt: Attempt, result: PlaybookResult) -> tuple[CellRecord, Verdic
     verdict = evaluate(attempt.cell, attempt.partial, result, attempt.record.endpoints, attempt.record.ports)
     rec = attempt.record
     rec.status, rec.reason, rec.checks = verdict.status, verdict.reason, verdict.checks
-    rec.phases = {**result.phases, "compress and check (during the next cell)": round(time.time() - t0, 3)}
+    rec.phases = {**result.phases, Phase.CHECK.value: round(time.time() - t0, 3)}  # during the next cell
     committed = attempt.store.commit(attempt.partial, rec)
     if verdict.status == "ok":
         _analyse(committed, verdict)

@@ -40,7 +40,7 @@ class PlaybookResult:
     playbook: str
     rc: int
     failures: list[TaskFailure]
-    phases: dict[str, float] = field(default_factory=dict)  # seconds per task (+ start-up, exit)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per task or cell phase (+ start-up, exit)
     outputs: dict[str, dict[str, str]] = field(default_factory=dict)  # registered fl_*_out → host → stdout
 
     @property
@@ -133,16 +133,21 @@ def failure_of(event: dict[str, Any]) -> TaskFailure:
     return TaskFailure(event["host"], event["task"], _failure_text(event))
 
 
-def phases(events: list[dict[str, Any]], started: float, ended: float,
-           lead: str = "ansible start-up") -> dict[str, float]:
-    """Seconds from each task's start to the next's; what came before the first task
-    (LEAD: Ansible's start-up, or handing a cell over) and after the last are phases too."""
-    marks = [(lead, started)] + [(e["task"], e["t"]) for e in events if e["event"] == "task"]
-    marks += [("ansible exit", next((e["t"] for e in events if e["event"] == "end"), ended)), ("", ended)]
+def task_name(event: dict[str, Any]) -> str:
+    return str(event["task"])
+
+
+def phases(events: list[dict[str, Any]], started: float, ended: float, lead: str = "ansible start-up",
+           key: Callable[[dict[str, Any]], str] = task_name, after: str = "ansible exit") -> dict[str, float]:
+    """Seconds from each task's start to the next's, summed per KEY of the task's event (its
+    name, or a cell's phase); what came before the first task (LEAD: Ansible's start-up, or
+    handing a cell over) and after Ansible's end (AFTER) are phases too."""
+    marks = [(lead, started)] + [(key(e), e["t"]) for e in events if e["event"] == "task"]
+    marks += [(after, next((e["t"] for e in events if e["event"] == "end"), ended)), ("", ended)]
     out: dict[str, float] = {}
     for (name, t), (_, nxt) in pairwise(marks):
         out[name] = round(out.get(name, 0.0) + max(0.0, nxt - t), 3)
-    return {k: v for k, v in out.items() if v or k not in (lead, "ansible exit")}
+    return {k: v for k, v in out.items() if v or k not in (lead, after)}
 
 
 def wait_or_kill(proc: subprocess.Popen[Any]) -> int:

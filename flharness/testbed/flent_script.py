@@ -4,7 +4,7 @@
 beside it and the client's socket sampler.
 
 The setup script writes it with the client's other command files ($dir/cmd/flent.sh,
-roles/cell/templates/setup.sh.j2); the cell role's "Run Flent" task runs it
+roles/cell/templates/setup.sh.j2); the cell role's task of phase flent runs it
 (roles/cell/tasks/main.yml). It runs in the client's cell folder ("$dir" here), with
 the client's scratch folder on its PATH: fl's helpers, and Flent as fl-flent
 (roles/testbed/files: the same Flent, without the imports a recording does not use).

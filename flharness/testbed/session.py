@@ -4,7 +4,8 @@ the testbed and then runs the cells fl hands it, one at a time.
 The hand-over is two files in the session folder (see plugins/lookup/fl_cell.py):
 Ansible makes ``want`` when the testbed is free, fl answers with ``next.json``. What
 each cell's tasks did comes from fl's callback (events.jsonl): when each task started,
-and every failure.
+and every failure. A cell's tasks are told apart by the phase each carries
+(flharness/phases.py), never by their names.
 """
 from __future__ import annotations
 
@@ -19,13 +20,12 @@ from typing import Any
 import yaml
 
 from .. import REPO
+from ..phases import Phase
 from .ansible import PlaybookResult, UnsafeDumper, ansible_env, ansible_playbook, failure_of, kill_group, outputs_of, phases
 from .playbook_vars import CellVars
 
 LOG = logging.getLogger(__name__)
 PLAYBOOK = REPO / "playbooks" / "session.yml"
-NEXT_CELL = "Next cell"  # the task that asks fl for a cell (playbooks/tasks/cell.yml)
-FLENT_PHASE = "cell : Run Flent"  # the role task that runs the test: its phase in cell.json (roles/cell/tasks/main.yml)
 
 
 @dataclass
@@ -103,14 +103,8 @@ class Session:
         self._handed = time.time()
 
     def cell_result(self) -> PlaybookResult:
-        """The tasks of the cell handed over last: failures and seconds per task."""
-        events = self.events.read()
-        until = next((e["t"] for e in events if e.get("event") == "task" and e["task"] == NEXT_CELL),
-                     time.time())
-        cell = [e for e in events if e.get("t", 0) < until or e.get("event") != "task"]
-        failures = [failure_of(e) for e in cell if e["event"] in ("failed", "unreachable")]
-        return PlaybookResult("cell", 0, failures, phases(cell, self._handed, until, lead="hand-over"),
-                              outputs_of(cell))
+        """The tasks of the cell handed over last: failures and seconds per phase."""
+        return cell_result(self.events.read(), self._handed, time.time())
 
     def failures(self) -> list[str]:
         """Failures since the last cell (the testbed's removal, at the end)."""
@@ -136,3 +130,22 @@ class Session:
             except subprocess.TimeoutExpired:
                 self.stop()
 
+
+def cell_result(events: list[dict[str, Any]], handed: float, now: float) -> PlaybookResult:
+    """A cell's EVENTS, from when it was HANDED over: its failures and seconds per phase
+    (cell.json's phases). The cell ends where Ansible moves on to the next one (its first
+    NEXT_CELL task), else NOW (the session died); a task without a phase counts as OTHER."""
+    until = next((e["t"] for e in events if e.get("event") == "task" and e.get("phase") == Phase.NEXT_CELL), now)
+    cell = [e for e in events if e.get("t", 0) < until or e.get("event") != "task"]
+    failures = [failure_of(e) for e in cell if e["event"] in ("failed", "unreachable")]
+    return PlaybookResult("cell", 0, failures, phases(cell, handed, until, lead=Phase.HAND_OVER.value, key=_phase,
+                                                      after=Phase.OTHER.value), outputs_of(cell))
+
+
+def _phase(event: dict[str, Any]) -> str:
+    """The phase a task event names; OTHER for none (or one this fl does not know)."""
+    phase = event.get("phase")
+    return str(phase) if phase in _PHASES else Phase.OTHER.value
+
+
+_PHASES = frozenset(p.value for p in Phase)

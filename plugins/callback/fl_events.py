@@ -3,8 +3,10 @@ and the output of fl's registered scripts, as JSON lines.
 
 fl sets FL_ANSIBLE_EVENTS to a file; each failure becomes one line with the host,
 the task, the command and its error output, so fl can say precisely why a cell or
-the testbed failed instead of pointing at a long Ansible log. Task start times give
-fl the time each phase of a cell took (cell.json "phases"). What a task registered as
+the testbed failed instead of pointing at a long Ansible log. Task start times, with
+the phase a task of a cell names in its own variable fl_phase (flharness/phases.py; null
+for other tasks), give fl the time each phase of a cell took (cell.json "phases") and
+where a cell ends: fl never reads a task's name for that. What a task registered as
 ``fl_*_out`` printed (the cell's setup and collection scripts) becomes an "output"
 line: fl writes the cell's setup.log and teardown.log from them.
 """
@@ -38,7 +40,9 @@ class CallbackModule(CallbackBase):
                 f.write(json.dumps(event) + "\n")
 
     def v2_playbook_on_task_start(self, task, is_conditional):
-        self._append({"event": "task", "task": task.get_name(), "t": time.time()})
+        phase = (task.vars or {}).get("fl_phase")  # the task's own vars, never a parent's (an include's)
+        self._append({"event": "task", "task": task.get_name(), "phase": None if phase is None else str(phase),
+                      "t": time.time()})
 
     def v2_playbook_on_stats(self, stats):
         self._append({"event": "end", "t": time.time()})

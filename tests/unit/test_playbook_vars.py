@@ -187,15 +187,6 @@ def test_a_handed_over_cell_lacking_a_key_is_named():
     assert absent_in(host, {"hosts": {"cli": {"capture_dev": "cli.r"}}}) is None
 
 
-def test_the_task_names_python_reads_are_the_playbooks():
-    """fl finds a cell's end by the task that asks for the next one, and the benchmark reads
-    the test's phase by its task's name: both names are the roles' own."""
-    from flharness.testbed.session import FLENT_PHASE, NEXT_CELL
-    names = {t["name"] for t in yaml.safe_load((REPO / "playbooks" / "tasks" / "cell.yml").read_text())}
-    role = {f"cell : {t['name']}" for t in yaml.safe_load((REPO / "roles" / "cell" / "tasks" / "main.yml").read_text())}
-    assert NEXT_CELL in names and FLENT_PHASE in role
-
-
 def test_the_cell_roles_defaults_decide_nothing():
     """Rules (which devices, which folder, which peer) are decided in Python once (plan.py);
     the cell role's defaults hold paths and constants only (issue 40)."""
