@@ -46,14 +46,24 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
                    xz_level=XZ_LEVEL, queue_interval_min=QUEUE_INTERVAL_MIN["vm" if vm else "host"])
 
 
-def testbed_vars(inv: Inventory, run_vars: RunVars | None) -> dict[str, Any]:
-    """What every playbook fl runs on a testbed gets besides fl_run and the cell: names,
-    addresses and ports decided here (playbooks/group_vars derives none of them). The
-    server listens on its address, or on every address in runs with tunnels (built per
-    cell, after the servers start); RUN_VARS: the run's fl_run (None when only probing)."""
-    return {**tunnel.ANSIBLE_VARS, "fl_nft_table": layout.NFT_TABLE, "fl_srv_ip": inv.srv_ip, "fl_udp_port": UDP_PORT, "fl_video_port": VIDEO_PORT,
-            "fl_srv_bind": "0.0.0.0" if run_vars and run_vars.tunnels else inv.srv_ip,
+def testbed_vars(inv: Inventory) -> dict[str, Any]:
+    """What every playbook fl runs on a testbed gets besides fl_run, the cell and the
+    scratch folders: names decided here (playbooks/group_vars derives none of them)."""
+    return {**tunnel.ANSIBLE_VARS, "fl_nft_table": layout.NFT_TABLE,
             "fl_tunnel_ends": {h: end.to_ansible() for h, end in tunnel_ends(inv).items()}}
+
+
+def servers_argv(inv: Inventory, run_vars: RunVars, srv_dir: str) -> list[str]:
+    """fl-servers' arguments (roles/testbed/files/fl-servers: the server's daemons, started
+    with the testbed and again before each cell): the server's scratch folder SRV_DIR; the
+    address they listen on, every address in runs with tunnels (built per cell, after the
+    servers start); netperf's and irtt's ports (the inventory's, on srv); iperf's UDP and
+    video ports where some cell has such a flow, else '-'; and netserver's wait in tenths
+    of a second."""
+    srv = inv.hostvars["srv"]
+    return [srv_dir, "0.0.0.0" if run_vars.tunnels else inv.srv_ip, srv["fl_netperf_port"], srv["fl_irtt_port"],
+            str(UDP_PORT) if run_vars.udp else "-", str(VIDEO_PORT) if run_vars.video else "-",
+            str(run_vars.wait_timeout * 10)]
 
 
 def tunnel_ends(inv: Inventory) -> dict[str, TunnelEndVars]:
@@ -87,12 +97,14 @@ def host_links(inv: Inventory) -> dict[str, list[dict[str, str | None]]]:
 def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
                         run_vars: RunVars | None) -> dict[str, Any]:
     """The extra vars of every playbook on a testbed: its id, each host's scratch folder
-    (pid files, generated scripts, sysctl baselines) and links, fl_run (the one place it turns
-    into plain data; {} before the run has one) and testbed_vars."""
+    (pid files, generated scripts, sysctl baselines) and links, testbed_vars, fl_run (the one
+    place it turns into plain data; {} before the run has one) and, once it has one,
+    fl-servers' arguments (fl_servers_argv: per testbed, they name its server's folder and address)."""
+    dirs = host_dirs(testbed_id, state_root)
+    run = {"fl_run": run_vars.to_ansible(), "fl_servers_argv": servers_argv(inv, run_vars, dirs["srv"])} \
+        if run_vars else {"fl_run": {}}
     return {"fl_testbed_id": testbed_id,  # inventories name their namespaces with it
-            "fl_host_dirs": host_dirs(testbed_id, state_root),
-            "fl_host_links": host_links(inv),
-            "fl_run": run_vars.to_ansible() if run_vars else {}, **testbed_vars(inv, run_vars)}
+            "fl_host_dirs": dirs, "fl_host_links": host_links(inv), **run, **testbed_vars(inv)}
 
 
 def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> EcnVars | None:
@@ -250,17 +262,25 @@ def bottleneck_devs(inv: Inventory, ifb: bool) -> list[str]:
 
 
 def cell_hosts(cell: Cell, inv: Inventory, cell_dir: str, run_vars: RunVars, scratch: dict[str, str]) -> dict[str, CellHostVars]:
-    """Per host, what it works with in CELL (CellHostVars). A host writes the cell's files
-    straight into CELL_DIR where it shares the controller's filesystem (namespaces on this
-    machine, or a VM guest with the results folder at the same path), else into its scratch
-    folder, fetched afterwards; a VM guest stages them there (run_vars.stage_cells) and moves
-    them after the test: host I/O during a test would make its timing depend on the host's."""
-    in_place = run_vars.shared_fs and not run_vars.stage_cells
+    """Per host, what it works with in CELL (CellHostVars): where it writes the cell's
+    files (staging), and the device it captures on."""
+    staged, moves = staging(run_vars)
     tunnelled, tun = cell.config.tunnel is not None, ports(inv).tunnel
     links = host_links(inv)
-    return {host: CellHostVars(cell_dir=cell_dir if in_place else f"{scratch[host]}/cell",
+    return {host: CellHostVars(cell_dir=f"{scratch[host]}/cell" if staged else cell_dir, staged=staged, moves=moves,
                                capture_dev=(tun if tunnelled else str(links[host][0]["dev"])) if host in tunnel.ENDS else None)
             for host in HOSTS}
+
+
+def staging(run_vars: RunVars) -> tuple[bool, bool]:
+    """Whether a host stages a cell's files in its scratch folder, and whether it then moves
+    them into the results folder itself. A host that shares the controller's filesystem
+    (namespaces on this machine) writes them straight into the cell's folder; a VM guest,
+    which shares it too, stages them (run_vars.stage_cells) and moves them after the test:
+    host I/O during a test would make its timing depend on the host's; an ssh host stages
+    them for fl to fetch (roles/cell/tasks/fetch.yml)."""
+    staged = run_vars.stage_cells or not run_vars.shared_fs
+    return staged, staged and run_vars.shared_fs
 
 
 def state_devs(cell: Cell, inv: Inventory, run_vars: RunVars, host: str) -> list[str]:

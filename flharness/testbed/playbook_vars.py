@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 
 class PlaybookVars(BaseModel):
@@ -42,9 +42,10 @@ class RunVars(PlaybookVars):
     """Seconds to wait for a daemon or a capture to start (dilated)."""
     dilation: float
     shared_fs: bool
-    """The hosts write into the controller's results folder directly."""
+    """The hosts share the controller's results folder (else fl fetches each cell's files)."""
     stage_cells: bool
-    """A VM guest: cells are written locally, then moved to the shared folder."""
+    """A VM guest: cells are written locally, then moved to the shared folder (plan.py
+    decides each host's CellHostVars.staged and moves from it and shared_fs)."""
     xz_level: int
     queue_interval_min: float
     """Shortest interval between the middlebox's queue samples, seconds."""
@@ -104,9 +105,21 @@ class CellHostVars(PlaybookVars):
     cell_dir: str
     """Where the host writes the cell's files: the results folder where it shares the
     controller's (and does not stage them), else its scratch folder's cell/."""
+    staged: bool
+    """The host writes them into its own folder (cell_dir, emptied before the test), not the
+    results folder: a VM guest, or a host without the controller's filesystem."""
+    moves: bool
+    """After the test the host moves its staged files into the results folder (fl_cell.dir:
+    a VM guest, which shares it); staged otherwise, fl fetches them (roles/cell/tasks/fetch.yml)."""
     capture_dev: str | None
     """cli, srv: the interface tcpdump and the ss sampler watch (the tunnel device in
     tunnelled cells: the inner packets, flow by flow); None on mid."""
+
+    @model_validator(mode="after")
+    def _moves_what_it_staged(self) -> CellHostVars:
+        if self.moves and not self.staged:
+            raise ValueError("a host moves only the files it staged")
+        return self
 
 
 class TunnelEndVars(PlaybookVars):

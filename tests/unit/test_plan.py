@@ -5,6 +5,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+import yaml
 
 from flharness.analysis.flentlib import resultset_module
 from flharness.cells import expand
@@ -538,16 +539,101 @@ def test_each_host_gets_its_folder_devices_and_tunnel_end_from_python(scenario_f
     ssh, vm = run_vars([], ifb=True, nft=True, shared_fs=False), run_vars([], ifb=True, nft=True, vm=True)
     cv = cell_vars(plain, inv, Path("/results/c"), tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
     assert {h: v.cell_dir for h, v in cv.hosts.items()} == dict.fromkeys(("cli", "mid", "srv"), "/results/c")
+    assert {(v.staged, v.moves) for v in cv.hosts.values()} == {(False, False)}
     assert [h.capture_dev for h in cv.hosts.values()] == ["cli.r", None, "srv.l"]
     assert state_devs(plain, inv, RV, "mid") == cv.bottleneck_devs == ["mid.l", "mid.r", "ifb4mid.l", "ifb4mid.r"]
     assert state_devs(plain, inv, RV, "cli") == ["cli.r"]
-    for rv in (ssh, vm):
+    for rv, moves in ((ssh, False), (vm, True)):  # fl fetches an ssh host's files; a VM guest moves its own
         staged = cell_vars(plain, inv, Path("/results/c"), tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH)
         assert {h: v.cell_dir for h, v in staged.hosts.items()} == {h: f"{d}/cell" for h, d in SCRATCH.items()}
+        assert {(v.staged, v.moves) for v in staged.hosts.values()} == {(True, moves)}
         assert staged.bottleneck_devs == ["mid.l", "mid.r"]  # no cell needs IFBs
     tv = cell_vars(tunnelled, inv, Path("/results/t"), tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
     assert [h.capture_dev for h in tv.hosts.values()] == ["fl-tun", None, "fl-tun"]
     assert state_devs(tunnelled, inv, RV, "srv") == ["srv.l", "fl-tun"]
-    assert testbed_vars(inv, RV)["fl_tunnel_ends"] == {
+    assert testbed_vars(inv)["fl_tunnel_ends"] == {
         "cli": {"peer": "srv", "local": "10.71.1.1", "remote": "10.71.2.1", "peer_inner": "10.71.9.2"},
         "srv": {"peer": "cli", "local": "10.71.2.1", "remote": "10.71.1.1", "peer_inner": "10.71.9.1"}}
+
+
+def test_a_host_moves_only_what_it_staged():
+    from pydantic import ValidationError
+
+    from flharness.testbed.playbook_vars import CellHostVars
+    with pytest.raises(ValidationError, match="moves only the files it staged"):
+        CellHostVars(cell_dir="/results/c", staged=False, moves=True, capture_dev=None)
+
+
+#: fl-servers' arguments as group_vars' fl_servers_args rendered them before Python made
+#: them (issue 40): a plain run, and one with UDP, video and tunnels (every address).
+SERVERS_PLAIN = "/run/fl/fl-000000/srv 10.71.2.1 12865 2112 - - 150"
+SERVERS_EVERY = "/run/fl/fl-000000/srv 0.0.0.0 12865 2112 5001 5002 150"
+
+
+def test_fl_servers_arguments_come_from_python(inv):
+    """fl-servers' argv (plan.servers_argv): the server's scratch folder, its bind address
+    (every address with tunnels), the inventory's netperf and irtt ports (srv's), iperf's
+    ports where some cell has UDP or video, the dilated wait in tenths of a second; per
+    testbed (a parallel run's second testbed: its own folder and address); none before
+    the run has an fl_run."""
+    from dataclasses import replace
+
+    from flharness.testbed.inventory import moved
+    from flharness.testbed.plan import playbook_extra_vars, servers_argv
+    every = Path(REPO / "tests" / "scenarios" / "every-feature.yml")
+    rv_every = run_vars(expand(load_scenario(every), every), ifb=True, nft=True)
+    assert " ".join(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, RV)["fl_servers_argv"]) == SERVERS_PLAIN
+    assert " ".join(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, rv_every)["fl_servers_argv"]) == SERVERS_EVERY
+    second = moved(inv, 1)  # srv's ports, not cli's
+    other = replace(second, hostvars={**second.hostvars, "srv": second.hostvars["srv"] | {"fl_netperf_port": "12866", "fl_irtt_port": "2113"}})
+    slow = run_vars([], ifb=False, nft=False, dilation=2.5).model_copy(update={"video": True})
+    assert servers_argv(other, slow, "/s p/srv") == ["/s p/srv", "10.71.18.1", "12866", "2113", "-", "5002", "370"]
+    assert "fl_servers_argv" not in playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, None)
+
+
+def test_the_servers_task_renders_the_command_it_did(inv):
+    """roles/testbed/tasks/servers.yml's command, templated by Ansible with the extra vars
+    (and group_vars' fl_host_dir) srv gets, is the one it was before issue 40; quoted word
+    by word where a value needs it."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    from flharness.testbed.plan import playbook_extra_vars
+    task, = yaml.safe_load((REPO / "roles" / "testbed" / "tasks" / "servers.yml").read_text())
+    group_vars = yaml.safe_load((REPO / "playbooks" / "group_vars" / "all.yml").read_text())
+
+    def command(extra: dict) -> str:
+        templar = Templar(loader=DataLoader(), variables={**extra, "inventory_hostname": "srv"})
+        host_dir = templar.template(trust_as_template(group_vars["fl_host_dir"]))
+        templar = Templar(loader=DataLoader(), variables={**extra, "fl_host_dir": host_dir})
+        return str(templar.template(trust_as_template(task["ansible.builtin.raw"])))
+
+    assert command(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, RV)) == \
+        "/run/fl/fl-000000/srv/fl-servers " + SERVERS_PLAIN
+    assert command(playbook_extra_vars(DRY_RUN_ID, "/run/f l", inv, RV)) == \
+        "'/run/f l/fl-000000/srv'/fl-servers '/run/f l/fl-000000/srv' 10.71.2.1 12865 2112 - - 150"
+
+
+def test_each_host_stages_moves_and_starts_the_servers_as_it_did(scenario_file, inv):
+    """The scripts' staging branches (capture_start, queue_start: empty the host's own
+    folder; collect: move the staged files into the results folder) and the setup's
+    fl-servers line, rendered by Ansible per kind of testbed, are those the templates
+    rendered when Ansible decided them (before issue 40): written in place on namespaces,
+    staged and fetched on ssh hosts, staged and moved in a VM guest."""
+    cell, = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\ncc: reno\nqdisc: pfifo limit 10\n")
+    c = f"/results/{cell.name}"
+    every = {"udp": True, "video": True, "tunnels": ["wireguard"]}
+    kinds = {"netns": (run_vars([cell], False, False), SERVERS_PLAIN),
+             "ssh": (run_vars([cell], False, False, shared_fs=False), SERVERS_PLAIN),
+             "vm": (run_vars([cell], False, False, vm=True).model_copy(update=every), SERVERS_EVERY)}
+    for kind, (rv, servers) in kinds.items():
+        cv = cell_vars(cell, inv, Path(c), tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH)
+        rendered = render_cells(inv, rv, [cv], {h: ["setup.sh.j2", "collect.sh.j2"] for h in SCRATCH})[cell.name]
+        for host, scripts in rendered.items():
+            s = f"{SCRATCH[host]}/cell"
+            staged = [f"rm -rf {s}  # the host's own folder for the cell: the last cell's files are gone", f"mkdir -p {s}"]
+            want = {"netns": [f"mkdir -p {c}"], "ssh": staged, "vm": [*staged, f"mv {s}/* {c}/ && rmdir {s}"]}[kind]
+            got = [line for name in ("setup.sh", "collect.sh") for line in scripts[name].splitlines()
+                   if re.match(r"(rm -rf|mkdir -p|mv) /", line)]
+            assert got == want, (kind, host)
+        assert f'\n"$dir/fl-servers" {servers}\n' in rendered["srv"]["setup.sh"], kind

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, host_dirs, run_vars
+from flharness.testbed.plan import cell_vars, host_dirs, playbook_extra_vars, run_vars
 from flharness.testbed.plan import testbed_vars as of_testbed  # (not collected as a test)
 from flharness.testbed.playbook_vars import CellVars, RunVars, TunnelEndVars
 from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT
@@ -162,7 +162,7 @@ def handed_over() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]
     cells = [c for s in SCENARIOS for c in expand(load_scenario(REPO / s), REPO / s)]
     rv = run_vars(cells, ifb=True, nft=True)
     made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH) for c in cells]
-    return rv.batched(3, 16).to_ansible(), [cv.to_ansible() for cv in made], of_testbed(inv, rv)["fl_tunnel_ends"]
+    return rv.batched(3, 16).to_ansible(), [cv.to_ansible() for cv in made], of_testbed(inv)["fl_tunnel_ends"]
 
 
 def test_the_cells_hand_over_every_key_the_templates_read(handed_over):
@@ -187,10 +187,28 @@ def test_a_handed_over_cell_lacking_a_key_is_named():
     assert absent_in(host, {"hosts": {"cli": {"capture_dev": "cli.r"}}}) is None
 
 
-def test_the_cell_roles_defaults_decide_nothing():
-    """Rules (which devices, which folder, which peer) are decided in Python once (plan.py);
-    the cell role's defaults hold paths and constants only (issue 40)."""
-    defaults = yaml.safe_load((REPO / "roles" / "cell" / "defaults" / "main.yml").read_text()) or {}
-    ruled = {k: v for k, v in defaults.items()
-             if re.search(r"\bif\b|\bhostvars\b|\bmap\(|\bselect|inventory_hostname ==|\bsplit\(", str(v))}
-    assert not ruled, f"rules in roles/cell/defaults/main.yml (decide them in plan.py): {ruled}"
+RULE = re.compile(r"\bif\b|\bhostvars\b|\bmap\(|\bselect|inventory_hostname ==|\bsplit\(|[!=]=")
+
+
+@pytest.mark.parametrize("path", ["roles/cell/defaults/main.yml", "playbooks/group_vars/all.yml"])
+def test_the_defaults_and_group_vars_decide_nothing(path):
+    """Rules (which devices, which folder, which peer, which arguments) are decided in
+    Python once (plan.py); the cell role's defaults hold paths and constants only, the
+    playbooks' group_vars only look up what fl handed over (issue 40)."""
+    defaults = yaml.safe_load((REPO / path).read_text()) or {}
+    ruled = {k: v for k, v in defaults.items() if RULE.search(str(v))}
+    assert not ruled, f"rules in {path} (decide them in plan.py): {ruled}"
+
+
+def test_every_extra_var_fl_hands_over_is_read():
+    """Each of the extra vars every playbook gets (plan.playbook_extra_vars) is read by
+    roles/, playbooks/ or an inventory (fl_testbed_id names namespaces): none is left
+    behind when its reader goes, as fl_srv_bind and the ports fl_servers_argv replaced."""
+    inv = load_inventory(REPO / "inventory.ini")
+    handed = playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, run_vars([], ifb=True, nft=True))
+    assert "fl_servers_argv" in handed
+    files = [p for d in ("roles", "playbooks") for p in (REPO / d).rglob("*")
+             if p.suffix in (".j2", ".yml", ".yaml") and p.is_file()] + sorted(REPO.glob("*.ini"))
+    code = "\n".join(line for p in files for line in p.read_text().splitlines() if not line.lstrip().startswith("#"))
+    unread = [k for k in handed if not re.search(rf"\b{k}\b", code)]
+    assert not unread, f"extra vars no role, playbook or inventory reads: {unread}"
