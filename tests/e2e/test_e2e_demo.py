@@ -46,12 +46,16 @@ def test_all_cells_ran_with_all_files(demo):
 
 
 def test_goodput_is_90_to_100_percent_of_the_rate(demo):
+    """netperf's own throughput fills the link. netperf counts the bytes its sender wrote to
+    the socket, so it may exceed the rate by what the path still held (the sender's buffer,
+    the FIFO): by 5 % at most here (the CI saw 10.03 Mbit/s of a 10 Mbit/s BBR cell). What
+    fl reports, from the receiver, is held to the payload capacity: test_e2e_report."""
     for d in demo[1]:
         data = load_flent(d / f"{d.name}.flent.gz")
         meta = data["metadata"]["SERIES_META"]
         goodput = sum(meta[f"TCP upload::{i}"]["MEAN_VALUE"] for i in (1, 2))  # Mbit/s, netperf's own
         rate = json.loads((d / "cell.json").read_text())["coordinates"]["rate"]["value"]["up_bps"] / 1e6
-        assert 0.90 <= goodput / rate <= 1.00, (d.name, goodput, rate)
+        assert 0.90 <= goodput / rate <= 1.05, (d.name, goodput, rate)
         params = data["metadata"]["TEST_PARAMETERS"]
         assert params["fl_cell"] == d.name and params["fl_rate"] == f"{rate:g}mbit"
 
