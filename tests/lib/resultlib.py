@@ -307,3 +307,13 @@ def bursts(datagrams: list[tuple[float, int, int, int]], gap_s: float) -> list[l
             out[-1].append(number)
             last = ts
     return out
+
+
+def one_way_delays(cell_dir: Path, min_payload: int = 1000) -> list[float]:
+    """Each TCP data segment's time (s) from the client's capture to the server's, matched by
+    (source, port, sequence number, IP ID) so a retransmission is its own packet: both
+    captures run on one kernel's clock (the namespaces of one host or VM)."""
+    sent = {(p.src, p.sport, p.seq, p.ipid): p.ts for p in read_pcap(cell_dir / "cli.pcap.xz")
+            if p.proto == 6 and p.payload >= min_payload}
+    return [p.ts - sent[k] for p in read_pcap(cell_dir / "srv.pcap.xz")
+            if p.proto == 6 and p.payload >= min_payload and (k := (p.src, p.sport, p.seq, p.ipid)) in sent]

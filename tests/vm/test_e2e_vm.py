@@ -5,7 +5,7 @@ matrix (netem RTTs 20/80 ms × fq_codel/cake/FIFO, two Cubic flows at 10 Mbit/s)
 of one cell and the cells of the other VM test modules; it is interrupted while both
 VMs run cells, then resumed. Checks: no qemu survives the interrupt, completed cells are
 kept, the rest runs on both VMs; base RTT within ±1 ms of the declared RTT, goodput
-≥ 97 % of the payload capacity in the server's capture, FIFO queueing delay as the buffer implies (±15 %), fq_codel keeps ping within
+≥ 97 % of the payload capacity in the server's capture, FIFO queueing delay in the captures as the buffer implies (-5 %, + a frame), fq_codel keeps ping within
 10 ms of the base RTT, and the repeated cell's throughput within 1 % (determinism).
 Selected with `pytest -m vm`; not in the default suite.
 """
@@ -16,7 +16,7 @@ import statistics
 
 import pytest
 from flrun import needs_vm
-from resultlib import lead_in, payload_received_mbit, series
+from resultlib import lead_in, one_way_delays, payload_received_mbit, series
 
 from flharness.analysis.flent_data import load as load_flent
 from flharness.analysis.flent_data import t0 as flent_t0
@@ -120,16 +120,26 @@ def test_goodput_fills_the_payload_capacity(vm):
 
 
 def test_fifo_queueing_delay_is_what_the_buffer_implies(vm):
+    """A full FIFO of LIMIT frames delays a segment by LIMIT frame times at the rate (121 ms
+    for 100 at 10 Mbit/s), and no queue can delay it longer than that and its own frame. The
+    captures measure it without sampling: each data segment's time from the client's capture
+    to the server's, less the smallest (the one-way base), peaks within 5 % of it (two Cubic
+    flows fill the FIFO within 10 s at 20 and 80 ms; the captures of a CI run: 120.4 and
+    121.0 ms). Flent's ping, one probe every step (0.5 s), never sees more than that; it may
+    see less (the sawtooth at 80 ms is seconds long: a CI's 16 samples peaked at 111 ms)."""
+    frame_ms = 1514 * 8 / RATE * 1e3
     for name, (rec, data) in cells(vm, "vm-aqm").items():
         if qdisc(rec) != "pfifo_100":
             continue
         limit = int(rec["config"]["bottleneck"]["up"]["qdisc"].split()[-1])
-        theory = limit * 1514 * 8 / RATE * 1e3  # ms to drain a full FIFO
+        theory = limit * frame_ms  # ms to drain a full FIFO
+        owd = one_way_delays(vm["root"] / "vm-aqm" / name)
+        peak = (max(owd) - min(owd)) * 1e3
+        assert 0.95 * theory <= peak <= theory + frame_ms, (name, len(owd), peak, theory)
         lead = lead_in(data)
         base = statistics.median(ping(data, before=lead - 0.5))
-        loaded = sorted(ping(data, after=lead + 2, before=lead + rec["config"]["length"]))
-        peak = loaded[int(0.99 * (len(loaded) - 1))] - base
-        assert abs(peak - theory) <= 0.15 * theory, (name, peak, theory)
+        loaded = ping(data, after=lead, before=lead + rec["config"]["length"])
+        assert max(loaded) - base <= theory + frame_ms + 1, (name, max(loaded), base, theory)
 
 
 def test_fq_codel_keeps_ping_near_the_base_rtt(vm):
