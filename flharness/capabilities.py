@@ -107,7 +107,9 @@ class Capabilities:
             need = f"the {cell.coords['rtt'].label} RTT" if config.max_rtt_s else "netem impairments"
             for feature, what in (("netem", "sch_netem"), ("ifb", "ifb"), ("u32_mirred", "cls_u32/act_mirred")):
                 if not self.feature(feature):
-                    return f"kernel lacks {what} (needed for {need})"
+                    said = next((self.reply.feature_errors[f] for f in (feature, "ingress", "ifb")
+                                 if f in self.reply.feature_errors), None)
+                    return f"kernel lacks {what} (needed for {need})" + (f": {said}" if said else "")
         if any(f.ecn for f in config.flows) and not self.feature("nftables"):
             return "no nftables (nft) on the middlebox: needed for the per-flow ECN rewrites"
         if self.tcp_rewrite is None and any("strip-negotiation" in f.ecn_actions for f in config.flows):

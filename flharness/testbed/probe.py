@@ -249,11 +249,14 @@ class Probe:
     def features(self, tunnels: list[str]) -> dict[str, bool]:
         """What every testbed uses, and the TUNNELS kinds (with cls_flow, which tunnels need)."""
         f: dict[str, bool] = {}
-        f["ifb"] = sh("ip", "-n", self.ns, "link", "add", "name", "flifb", "type", "ifb")[0] == 0
-        f["ingress"] = self.tc("qdisc", "add", "dev", self.dev, "handle", "ffff:", "ingress")[0] == 0
-        f["u32_mirred"] = f["ifb"] and f["ingress"] and self.tc(
-            "filter", "add", "dev", self.dev, "parent", "ffff:", "protocol", "all", "prio", "10", "u32",
-            "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", "flifb")[0] == 0
+        ip, tc = ("ip", "-n", self.ns), ("tc", "-n", self.ns)
+        f["ifb"] = self._tried("ifb", "ip link add type ifb", ("ifb",), *ip, "link", "add", "name", "flifb", "type", "ifb")
+        f["ingress"] = self._tried("ingress", "tc qdisc add ingress", ("sch_ingress",),
+                                   *tc, "qdisc", "add", "dev", self.dev, "handle", "ffff:", "ingress")
+        f["u32_mirred"] = f["ifb"] and f["ingress"] and self._tried(
+            "u32_mirred", "tc filter add u32 action mirred", ("cls_u32", "act_mirred"),
+            *tc, "filter", "add", "dev", self.dev, "parent", "ffff:", "protocol", "all", "prio", "10",
+            "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", "flifb")
         f["netem"] = self.qdisc(["netem", "delay", "1ms"], True)["verdict"] == "ok"
         f["nftables"] = shutil.which("nft") is not None and \
             sh("nft", "add", "table", "inet", "flprobe", ns=self.ns)[0] == 0
@@ -267,6 +270,20 @@ class Probe:
                                     "flow", "hash", "keys", "src,dst,proto,proto-src,proto-dst", "divisor", "1024")[0] == 0
         f.update(self.tunnels(tunnels))
         return f
+
+    def _tried(self, feature: str, what: str, modules: tuple[str, ...], *argv: str) -> bool:
+        """Whether ARGV (WHAT, in words) succeeds; if not, once more after loading MODULES (the kernel loads
+        them on demand, but a CI's freshly booted guest once refused an ingress qdisc its
+        next boot took). What failed the second time: self.errors[FEATURE]."""
+        done = sh(*argv)
+        if done[0] != 0:
+            for module in modules:
+                sh("modprobe", "-q", module)
+            done = sh(*argv)
+        said = failure(done, what)
+        if said is not None:
+            self.errors[feature] = said
+        return said is None
 
     def tcp_rewrite(self, trials: RewriteTrials) -> dict[str, bool]:
         """Which ways of clearing a SYN's flags work here, tried for real. tc: the filter

@@ -455,6 +455,29 @@ def test_the_ipsec_trial_tries_the_sa_again_and_says_what_failed(monkeypatch):
                                  "RTNETLINK answers: No such file or directory")
 
 
+def test_an_ingress_refused_once_is_tried_again_after_loading_its_module(monkeypatch, scenario_file):
+    """A CI's freshly booted guest refused the ingress qdisc its next boot took, and skipped
+    two cells without saying why: a refused trial is tried again after modprobe, and one
+    refused twice names the command and tc's complaint in the cells' reason."""
+    from flharness.capabilities import Capabilities
+    from flharness.testbed import probe
+    loaded: list[str] = []
+    refusal = (2, "Error: Specified qdisc kind is unknown.")
+    monkeypatch.setattr(probe, "sh", lambda *argv, **kw: loaded.append(argv[-1]) or (0, "") if "modprobe" in argv
+                        else refusal if "ingress" in argv and "sch_ingress" not in loaded else (0, ""))
+    p = probe.Probe({"shaper": [], "root": "", "child": ""})
+    f = p.features([])
+    assert f["ingress"] and f["u32_mirred"] and loaded == ["sch_ingress"] and not p.errors
+    monkeypatch.setattr(probe, "sh", lambda *argv, **kw: refusal if "ingress" in argv else (0, ""))
+    f = p.features([])
+    assert not f["ingress"] and not f["u32_mirred"]
+    assert p.errors == {"ingress": "tc qdisc add ingress: Error: Specified qdisc kind is unknown."}
+    (cell,) = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nrtt: 20ms\nqdisc: pfifo\ncc: cubic\n")
+    caps = Capabilities(reply(cell, features={**FEATURES, **f}, feature_errors=p.errors))
+    assert caps.unsupported(cell) == ("kernel lacks cls_u32/act_mirred (needed for the 20ms RTT): "
+                                      "tc qdisc add ingress: Error: Specified qdisc kind is unknown.")
+
+
 def test_a_tunnel_the_kernel_lacks_is_skipped_with_what_failed(scenario_file):
     from flharness.capabilities import Capabilities
     (cell,) = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: fq_codel\ncc: cubic\ntunnel: ipsec\n")

@@ -5,8 +5,9 @@ matrix (netem RTTs 20/80 ms × fq_codel/cake/FIFO, two Cubic flows at 10 Mbit/s)
 of one cell and the cells of the other VM test modules; it is interrupted while both
 VMs run cells, then resumed. Checks: no qemu survives the interrupt, completed cells are
 kept, the rest runs on both VMs; base RTT within ±1 ms of the declared RTT, goodput
-≥ 97 % of the payload capacity in the server's capture, FIFO queueing delay in the captures as the buffer implies (-5 %, + a frame), fq_codel keeps ping within
-10 ms of the base RTT, and the repeated cell's throughput within 1 % (determinism).
+≥ 97 % of the payload capacity in the server's capture, FIFO queueing delay in the
+captures as the buffer implies (-5 %, + a frame), fq_codel keeps ping within 10 ms of the
+base RTT, and the repeated cell's throughput within 1 % (determinism).
 Selected with `pytest -m vm`; not in the default suite.
 """
 from __future__ import annotations
