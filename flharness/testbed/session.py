@@ -144,8 +144,7 @@ def cell_result(events: list[dict[str, Any]], handed: float, now: float) -> Play
 
 def _phase(event: dict[str, Any]) -> str:
     """The phase a task event names; OTHER for none (or one this fl does not know)."""
-    phase = event.get("phase")
-    return str(phase) if phase in _PHASES else Phase.OTHER.value
-
-
-_PHASES = frozenset(p.value for p in Phase)
+    try:
+        return Phase(str(event.get("phase"))).value
+    except ValueError:
+        return Phase.OTHER.value
