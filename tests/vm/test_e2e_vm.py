@@ -65,7 +65,7 @@ def test_an_interrupted_vm_run_leaves_no_qemu_and_keeps_completed_cells(vm):
     assert k["rc"] == 130, k["out"]
     assert k["qemus"] == []
     states = list(k["statuses"].values())
-    assert states.count("ok") >= 1 and states.count("interrupted") == 2, k["statuses"]
+    assert states.count("ok") >= 2 and states.count("interrupted") == 2, k["statuses"]  # fl printed two " ok "
 
 
 def test_the_next_run_resumes_and_every_cell_is_ok(vm):
