@@ -174,14 +174,20 @@ echo "CE delivered: $(ip netns exec fpx-lc nstat -az TcpExtTCPDeliveredCE | awk 
 ip netns del fpx-lc && ip netns del fpx-ls
 
 # A flow through 20 % random loss at 5 Mbit/s: many fast recoveries with small windows.
+# The loss starts 2 s in, once the connection is up: a CI's guest lost the SYN and its
+# retransmissions never left (tcp_retransmit_skb err=-16: the first still queued), so
+# the flow had no data at all.
 echo "== heavy loss"
 netns fpx-hc fpx-hs
 link fpx-hc h0 10.9.4.1/24 fpx-hs h1 10.9.4.2/24
 for n in fpx-hc fpx-hs; do ip netns exec "$n" sysctl -qw net.ipv4.tcp_ecn=3; done
-tc -n fpx-hc qdisc add dev h0 root netem delay 10ms loss 20% rate 5mbit limit 1000
+tc -n fpx-hc qdisc add dev h0 root netem delay 10ms rate 5mbit limit 1000
 tc -n fpx-hs qdisc add dev h1 root netem delay 10ms limit 1000
 trace_on 5203
-flow fpx-hc fpx-hs 10.9.4.2 5203 8
+(sleep 2; tc -n fpx-hc qdisc change dev h0 root netem delay 10ms loss 20% rate 5mbit limit 1000) &
+lossy=$!
+flow fpx-hc fpx-hs 10.9.4.2 5203 9
+wait "$lossy"
 trace_off heavy_loss
 ip netns del fpx-hc && ip netns del fpx-hs
 

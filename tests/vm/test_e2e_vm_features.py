@@ -61,7 +61,8 @@ def test_every_cell_ran_in_the_vm(run):
 
 
 def test_per_flow_rtt_from_socket_stats(run):
-    """Flow 1 (cubic) has an 80 ms path, flow 2 (reno) 20 ms: each socket's minimum RTT."""
+    """Flow 1 (cubic) has an 80 ms path, flow 2 (reno) 20 ms: each socket's minimum RTT,
+    the flows queued apart (fq_codel), so each sees its path empty at its start."""
     _, _, d = find(run, "vm-features", rtt="80ms-20ms")
     minrtt: dict[str, float] = {}
     for block in (d / "cli.ss.log").read_text().split("\n\t"):
