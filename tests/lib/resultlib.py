@@ -7,7 +7,7 @@ import lzma
 import re
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -309,11 +309,16 @@ def bursts(datagrams: list[tuple[float, int, int, int]], gap_s: float) -> list[l
     return out
 
 
+def arrivals(sent: Iterable[Pkt], received: Iterable[Pkt]) -> list[tuple[Pkt, float]]:
+    """Each packet of SENT that RECEIVED holds, with its arrival time: matched by (source,
+    port, sequence number, IP ID), so a retransmission is its own packet."""
+    arrived = {(p.src, p.sport, p.seq, p.ipid): p.ts for p in received}
+    return [(p, arrived[k]) for p in sent if (k := (p.src, p.sport, p.seq, p.ipid)) in arrived]
+
+
 def one_way_delays(cell_dir: Path, min_payload: int = 1000) -> list[float]:
-    """Each TCP data segment's time (s) from the client's capture to the server's, matched by
-    (source, port, sequence number, IP ID) so a retransmission is its own packet: both
+    """Each TCP data segment's time (s) from the client's capture to the server's: both
     captures run on one kernel's clock (the namespaces of one host or VM)."""
-    sent = {(p.src, p.sport, p.seq, p.ipid): p.ts for p in read_pcap(cell_dir / "cli.pcap.xz")
-            if p.proto == 6 and p.payload >= min_payload}
-    return [p.ts - sent[k] for p in read_pcap(cell_dir / "srv.pcap.xz")
-            if p.proto == 6 and p.payload >= min_payload and (k := (p.src, p.sport, p.seq, p.ipid)) in sent]
+    def data(host: str) -> list[Pkt]:
+        return [p for p in read_pcap(cell_dir / f"{host}.pcap.xz") if p.proto == 6 and p.payload >= min_payload]
+    return [t - p.ts for p, t in arrivals(data("cli"), data("srv"))]

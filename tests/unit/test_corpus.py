@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from resultlib import connections, read_pcap
+from resultlib import arrivals, connections, read_pcap
 
 from flharness.analysis import flent_data
 from flharness.analysis.cell_files import CellFiles
@@ -121,12 +121,11 @@ def _new_bytes(held: list[tuple[int, int]], lo: int, hi: int) -> int:
 
 def queueing_ms(sender: Path, receiver: Path, data_from_server: bool, t0: float) -> list[tuple[float, float]]:
     """(arrival on Flent's axis, one-way delay above the least, ms) of each data packet
-    seen in both captures (matched by sequence number and IP id, counted here)."""
+    seen in both captures (matched by resultlib.arrivals, counted here)."""
     def data(path: Path) -> list:
         return [p for conn in connections(read_pcap(path)).values() for p in conn
                 if p.payload and (p.src == conn[0].dst) == data_from_server]
-    sent = {(p.seq, p.ipid): p.ts for p in data(sender)}
-    owd = [(p.ts - t0, p.ts - sent[p.seq, p.ipid]) for p in data(receiver) if (p.seq, p.ipid) in sent]
+    owd = [(t - t0, t - p.ts) for p, t in arrivals(data(sender), data(receiver))]
     least = min(d for _, d in owd)
     return sorted((t, 1e3 * (d - least)) for t, d in owd)
 

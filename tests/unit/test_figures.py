@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import matplotlib.colors as mcolors
 import numpy as np
 import pytest
-from resultlib import read_pcap
+from resultlib import arrivals, read_pcap
 from test_golden import GOLDEN, data_segments, delivered, flow, flows_window, t0
 
 from flharness.analysis import cache
@@ -54,8 +54,8 @@ def expected(cell, flent) -> dict[int, list[tuple[float, float]]]:
     out = {}
     for i, f in enumerate(rec["config"]["flows"], 1):
         sent = [p for p in data_segments(flow(caps["cli"], f["tos"])) if start <= p.ts <= end]
-        arrived = {(p.seq, p.ipid): p.ts for p in data_segments(flow(caps["srv"], f["tos"]))}
-        out[i] = sorted((p.ts - t0(flent), (arrived[(p.seq, p.ipid)] - p.ts) * 1e3) for p in sent if (p.seq, p.ipid) in arrived)
+        arrived = arrivals(sent, data_segments(flow(caps["srv"], f["tos"])))
+        out[i] = sorted((p.ts - t0(flent), (t - p.ts) * 1e3) for p, t in arrived)
     return out
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from resultlib import LEAD_IN, SYN, Pkt, payload_received_mbit, read_pcap
+from resultlib import LEAD_IN, SYN, Pkt, arrivals, payload_received_mbit, read_pcap
 
 from flharness.analysis import cache
 from flharness.analysis.metrics import Settings
@@ -161,8 +161,7 @@ def test_one_way_delay_and_loss_match_segments_across_the_captures(metrics, rec,
     drain_ms = 20 * 1514 * 8 / rec["config"]["bottleneck"]["up"]["rate_bps"] * 1e3
     for f, m in zip(rec["config"]["flows"], metrics["flows"]):
         sent = [p for p in data_segments(flow(caps["cli"], f["tos"])) if start <= p.ts <= end]
-        arrived = {(p.seq, p.ipid): p.ts for p in data_segments(flow(caps["srv"], f["tos"]))}
-        matched = [(p.ts, arrived[(p.seq, p.ipid)] - p.ts) for p in sent if (p.seq, p.ipid) in arrived]
+        matched = [(p.ts, t - p.ts) for p, t in arrivals(sent, data_segments(flow(caps["srv"], f["tos"])))]
         delays = np.array([d for _, d in matched]) * 1e3
         last = max(t for t, _ in matched)
         settled = {(p.seq, p.ipid) for p in sent if p.ts <= last}
