@@ -5,7 +5,7 @@ Which direction a port queues is cell.json's `ports`; only cells recorded before
 them take it from the header's NAMEs.
 
 The bottleneck queue of a port is the qdisc the scenario declared: handle 10: under
-fl's HTB shaper, or the root 1: when it shapes by itself (bottleneck.sh.j2). Its
+fl's HTB shaper, or the root 1: when it shapes by itself (commands.py). Its
 queueing delay is the backlog's drain time at the link rate in force (rate schedules
 included): what a packet arriving at that moment waits, for a FIFO exactly and for a
 flow-queueing qdisc the wait behind every queue. Qdiscs that measure their own sojourn

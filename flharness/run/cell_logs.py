@@ -11,11 +11,11 @@ from ..testbed.ansible import PlaybookResult
 
 SETUP = ("# fl setup log: cell {name} ({scenario}), config {hash}\n"
          "# Commands fl ran on each testbed host for this cell, with their output, and the\n"
-         "# resulting qdiscs. Generated scripts: roles/cell/templates/setup.sh.j2 and what it includes.\n")
+         "# resulting qdiscs. Generated scripts: setup.sh (flharness/testbed/cell_scripts.py).\n")
 TEARDOWN = ("# fl teardown log: cell {name} ({scenario}), config {hash}\n"
             "# State of every testbed host after the test: qdisc/class statistics of fl's\n"
             "# interfaces, firewall counters, tunnel counters, TCP metrics, sysctls, kernel release,\n"
-            "# tcpdump's statistics and the rate schedule as applied (roles/cell/templates/collect.sh.j2).\n")
+            "# tcpdump's statistics and the rate schedule as applied (collect.sh: flharness/testbed/cell_scripts.py).\n")
 
 
 def write_cell_logs(cell: Cell, cell_dir: Path, result: PlaybookResult) -> None:

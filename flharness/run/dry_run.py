@@ -1,6 +1,8 @@
 """`fl run --dry-run`: what would be configured and run, per cell, touching nothing: each
-host's command files (testbed/commands.py, state_script.py and flent_script.py: exactly
-what a real run writes and runs; the client's flent.sh holds the Flent command)."""
+host's command files (testbed/commands.py, state_script.py and flent_script.py; the
+client's flent.sh holds the Flent command) and the two scripts the cell role runs on it,
+setup.sh (which writes those files, then runs them) and collect.sh (cell_scripts.py):
+exactly what a real run writes and runs."""
 from __future__ import annotations
 
 from ..hosts import HOSTS
@@ -29,7 +31,9 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: RunVars) -> None:
         for host in HOSTS:
             files = cv.files.get(host, {})
             print(f"   {host}:" + ("" if files else " nothing of its own"))
-            for name, text in files.items():
+            scripts = {"setup.sh (run by the cell role; writes the files above)": cv.hosts[host].setup,
+                       "collect.sh (run by the cell role after Flent)": cv.hosts[host].collect}
+            for name, text in {**files, **scripts}.items():
                 print(f"      {name}:")
                 for line in text.splitlines():
                     print(f"         {line}")

@@ -38,7 +38,7 @@ NFT_IP = {
 #: header: a SYN (no other control flag) gets its reserved bits (AE) and ECE/CWR cleared.
 NFT_STRIP = "tcp flags & (fin | syn | rst | psh | ack | urg) == syn tcp reserved set 0 tcp flags set syn"
 TCP_AT = 20  # the TCP header's offset in an IPv4 packet without options (the u32 filter requires IHL 5)
-STRIP_PRIO = 1  # tc filter priority: before the path delay's redirect (prio 10, bottleneck.sh.j2)
+STRIP_PRIO = 1  # tc filter priority: before the path delay's redirect (prio 10, layout.REDIRECT_PRIO)
 TcpRewrite = Literal["tc", "nft"]
 
 

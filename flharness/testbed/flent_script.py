@@ -4,7 +4,7 @@
 beside it and the client's socket sampler.
 
 The setup script writes it with the client's other command files ($dir/cmd/flent.sh,
-roles/cell/templates/setup.sh.j2); the cell role's task of phase flent runs it
+cell_scripts.py's setup.sh); the cell role's task of phase flent runs it
 (roles/cell/tasks/main.yml). It runs in the client's cell folder ("$dir" here), with
 the client's scratch folder on its PATH: fl's helpers, and Flent as fl-flent
 (roles/testbed/files: the same Flent, without the imports a recording does not use).
@@ -15,7 +15,7 @@ runners: its own start-up time varies) and lasts the test, its datagrams sized t
 MTU of the device towards the server (the tunnel's in tunnel cells: none is fragmented).
 The video flow is iperf's isochronous mode: frames at a frame rate. A latency probe
 (irtt, its packets marked as declared) starts with them too. The client's ss sampler
-runs with Flent (capture_start.sh.j2 says why). flent.log starts with Flent's exit
+runs with Flent (cell_scripts.py's capture start says why). flent.log starts with Flent's exit
 status and keeps the command line; the script never fails, so the captures are always
 stopped afterwards.
 """

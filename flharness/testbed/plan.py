@@ -8,14 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from .. import layout
+from ..analysis.queue import QUEUE_LOG
 from ..cells import Cell
 from ..hosts import HOSTS, UDP_PORT, VIDEO_PORT
 from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
+from .cell_scripts import Bottleneck, Capture, HostCell, Tunnel, TunnelEnd, collect_script, setup_script, tunnel_down
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .flent_script import FLENT_FILE, FlentRun, ProbeFlow, UdpFlow, VideoFlow, flent_script
 from .inventory import Inventory
-from .playbook_vars import CellHostVars, CellVars, EcnVars, IpsecVars, QueuePorts, RunVars, TunnelEndVars, TunnelVars
+from .playbook_vars import CellHostVars, CellVars, EcnVars, HostPlace, IpsecVars, QueuePorts, RunVars, TunnelEndVars, TunnelVars
 from .state_script import STATE_FILE, HostState, state_script
 from .tunnel import outer_filter
 
@@ -67,7 +69,7 @@ def servers_argv(inv: Inventory, run_vars: RunVars, srv_dir: str) -> list[str]:
 
 
 def tunnel_ends(inv: Inventory) -> dict[str, TunnelEndVars]:
-    """The cli-srv tunnel's ends as each names itself and its peer (tunnel_down.sh.j2,
+    """The cli-srv tunnel's ends as each names itself and its peer (cell_scripts.tunnel_down,
     wireguard_peer.sh.j2): their testbed addresses and the peer's inner one."""
     hv = inv.hostvars
     outer = {h: hv[h]["fl_addr"].split("/")[0] for h in tunnel.ENDS}
@@ -99,12 +101,18 @@ def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
     """The extra vars of every playbook on a testbed: its id, each host's scratch folder
     (pid files, generated scripts, sysctl baselines) and links, testbed_vars, fl_run (the one
     place it turns into plain data; {} before the run has one) and, once it has one,
-    fl-servers' arguments (fl_servers_argv: per testbed, they name its server's folder and address)."""
+    fl-servers' arguments (fl_servers_argv: per testbed, they name its server's folder and address);
+    fl_tunnel_down: per tunnel end, the script that removes a tunnel left behind (the
+    teardown of ssh hosts, roles/cell/tasks/tunnel_down.yml; cell_scripts.tunnel_down)."""
     dirs = host_dirs(testbed_id, state_root)
     run = {"fl_run": run_vars.to_ansible(), "fl_servers_argv": servers_argv(inv, run_vars, dirs["srv"])} \
         if run_vars else {"fl_run": {}}
+    ends = tunnel_ends(inv)
+    down = {h: tunnel_down(TunnelEnd(host=h, peer=e.peer, local=e.local, remote=e.remote, scratch=dirs[h])) for h, e in
+            ((h, ends[h]) for h in tunnel.ENDS)}
     return {"fl_testbed_id": testbed_id,  # inventories name their namespaces with it
-            "fl_host_dirs": dirs, "fl_host_links": host_links(inv), **run, **testbed_vars(inv)}
+            "fl_host_dirs": dirs, "fl_host_links": host_links(inv), **run, **testbed_vars(inv),
+            "fl_tunnel_down": down}
 
 
 def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> EcnVars | None:
@@ -205,12 +213,13 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
     tunnel = tunnel_vars(cell, inv)
     settings = RunSettings(ifb=run_vars.ifb, nft=run_vars.nft, htb_args=tuple(run_vars.htb_args))
     config = cell.config
-    ecn, hosts = ecn_plan(cell, inv, tcp_rewrite), cell_hosts(cell, inv, str(cell_dir), run_vars, scratch)
+    ecn, places = ecn_plan(cell, inv, tcp_rewrite), cell_hosts(cell, inv, str(cell_dir), run_vars, scratch)
     state_sysctls = {h: list(dict.fromkeys([*STATE_SYSCTLS, *config.sysctls.get(h, {})])) for h in HOSTS}
     files = host_files(config, ports(inv), settings, tcp_rewrite)
     for host, script in state_scripts(cell, inv, run_vars, ecn, state_sysctls).items():
         files[host] = {**files.get(host, {}), STATE_FILE: script}
-    files["cli"] = {**files.get("cli", {}), FLENT_FILE: flent_script(flent_run(cell, inv, hosts["cli"], scratch["cli"], time_limit))}
+    files["cli"] = {**files.get("cli", {}), FLENT_FILE: flent_script(flent_run(cell, inv, places["cli"], scratch["cli"], time_limit))}
+    made = {h: host_cell(cell, inv, h, place, run_vars, scratch, files.get(h, {}), tunnel, str(cell_dir)) for h, place in places.items()}
     return CellVars(
         name=cell.name, scenario=cell.scenario, config_hash=cell.config_hash,
         dir=str(cell_dir), sysctls=config.sysctls,
@@ -223,11 +232,12 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
         queue_ports=QueuePorts.model_validate(ports(inv).queues),
         queue_wait_filter=outer_filter(config.tunnel) if config.tunnel else PING_FILTER,
         bottleneck_devs=bottleneck_devs(inv, run_vars.ifb),
-        hosts=hosts,
+        hosts={h: CellHostVars(**place.model_dump(), setup=setup_script(made[h]), collect=collect_script(made[h]))
+               for h, place in places.items()},
     )
 
 
-def flent_run(cell: Cell, inv: Inventory, cli: CellHostVars, scratch: str, time_limit: bool) -> FlentRun:
+def flent_run(cell: Cell, inv: Inventory, cli: HostPlace, scratch: str, time_limit: bool) -> FlentRun:
     """What the client's Flent script runs for CELL (flent_script.py): Flent in the client's
     cell folder (CLI.cell_dir), its helpers from its scratch folder SCRATCH, and the cell's
     side flows, each to its server's port: iperf's as fl starts them (hosts.py), irtt's as
@@ -242,6 +252,38 @@ def flent_run(cell: Cell, inv: Inventory, cli: CellHostVars, scratch: str, time_
                     video=VideoFlow(port=VIDEO_PORT, isochronous=video.isochronous, tos=video.tos) if video else None,
                     probe=ProbeFlow(port=int(inv.hostvars["srv"]["fl_irtt_port"]), interval=probe.interval,
                                     tos=probe.tos) if probe else None)
+
+
+def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars: RunVars, scratch: dict[str, str],
+              files: dict[str, str], tunnel_of: IpsecVars | TunnelVars | None, results: str) -> HostCell:
+    """What HOST's setup and collect scripts do for CELL (cell_scripts.py): PLACE, where it
+    writes the cell's files and captures (cell_hosts); FILES, its command files;
+    TUNNEL_OF, the cell's tunnel (tunnel_vars); RESULTS, the cell's results folder."""
+    config, hv = cell.config, inv.hostvars[host]
+    bottleneck = capture = tunnel_end = None
+    if host == "mid":
+        p = ports(inv)
+        bottleneck = Bottleneck(summary=summary(cell), devs=tuple(bottleneck_devs(inv, run_vars.ifb)), schedule=bool(config.steps),
+                                port_cli=p.mid_cli, queue_interval=max(config.step_size, run_vars.queue_interval_min),
+                                queue_up=p.queues["up"], queue_down=p.queues["down"],
+                                queue_filter=outer_filter(config.tunnel) if config.tunnel else PING_FILTER,
+                                queue_log=f"{place.cell_dir}/{QUEUE_LOG}")
+    elif host in tunnel.ENDS and place.capture_dev is not None:
+        capture = Capture(dev=place.capture_dev, pcap=f"{place.cell_dir}/{host}.pcap",
+                          ss_log=f"{place.cell_dir}/{host}.ss.log" if host == "srv" and host in samplers(config) else None,
+                          target=target(cell, inv), xz_level=None if run_vars.shared_fs else run_vars.xz_level)
+        if tunnel_of is not None:
+            end = tunnel_ends(inv)[host]
+            me: tunnel.End = "cli" if host == "cli" else "srv"
+            tunnel_end = Tunnel(kind=tunnel_of.kind, overhead=tunnel_of.overhead, underlay=hv["fl_if"],
+                                end=TunnelEnd(host=me, peer=end.peer, local=end.local,
+                                              remote=end.remote, scratch=scratch[host]),
+                                fill=tunnel_of.fill if isinstance(tunnel_of, IpsecVars) else {})
+    return HostCell(host=host, cell=cell.name, scenario=cell.scenario, scratch=scratch[host], files=files,
+                    cell_dir=place.cell_dir, staged=place.staged, moves_to=results if place.moves else None,
+                    wait_timeout=run_vars.wait_timeout, client_if=hv["fl_if"] if host == "cli" else None,
+                    servers=tuple(servers_argv(inv, run_vars, scratch["srv"])) if host == "srv" else None,
+                    endpoint=host in tunnel.ENDS, tunnel=tunnel_end, capture=capture, bottleneck=bottleneck)
 
 
 def state_scripts(cell: Cell, inv: Inventory, run_vars: RunVars, ecn: EcnVars | None,
@@ -261,13 +303,13 @@ def bottleneck_devs(inv: Inventory, ifb: bool) -> list[str]:
     return devs + ([Ports.ifb(d) for d in devs] if ifb else [])
 
 
-def cell_hosts(cell: Cell, inv: Inventory, cell_dir: str, run_vars: RunVars, scratch: dict[str, str]) -> dict[str, CellHostVars]:
-    """Per host, what it works with in CELL (CellHostVars): where it writes the cell's
-    files (staging), and the device it captures on."""
+def cell_hosts(cell: Cell, inv: Inventory, cell_dir: str, run_vars: RunVars, scratch: dict[str, str]) -> dict[str, HostPlace]:
+    """Per host, where it works in CELL (HostPlace): where it writes the cell's files
+    (staging), and the device it captures on."""
     staged, moves = staging(run_vars)
     tunnelled, tun = cell.config.tunnel is not None, ports(inv).tunnel
     links = host_links(inv)
-    return {host: CellHostVars(cell_dir=f"{scratch[host]}/cell" if staged else cell_dir, staged=staged, moves=moves,
+    return {host: HostPlace(cell_dir=f"{scratch[host]}/cell" if staged else cell_dir, staged=staged, moves=moves,
                                capture_dev=(tun if tunnelled else str(links[host][0]["dev"])) if host in tunnel.ENDS else None)
             for host in HOSTS}
 

@@ -99,8 +99,8 @@ class QueuePorts(PlaybookVars):
     down: str
 
 
-class CellHostVars(PlaybookVars):
-    """What one host of a cell works with (fl_cell.hosts[inventory_hostname]), decided in plan.py."""
+class HostPlace(PlaybookVars):
+    """Where one host of a cell writes and captures, decided in plan.py (cell_hosts)."""
 
     cell_dir: str
     """Where the host writes the cell's files: the results folder where it shares the
@@ -116,10 +116,20 @@ class CellHostVars(PlaybookVars):
     tunnelled cells: the inner packets, flow by flow); None on mid."""
 
     @model_validator(mode="after")
-    def _moves_what_it_staged(self) -> CellHostVars:
+    def _moves_what_it_staged(self) -> HostPlace:
         if self.moves and not self.staged:
             raise ValueError("a host moves only the files it staged")
         return self
+
+
+class CellHostVars(HostPlace):
+    """What one host of a cell works with (fl_cell.hosts[inventory_hostname]): its place and
+    the two scripts the cell role runs on it as they are (testbed/cell_scripts.py)."""
+
+    setup: str
+    """Its setup script: writes its command files, configures the cell, starts its captures."""
+    collect: str
+    """Its collection script: stops them, records its state (teardown.log), removes the tunnel."""
 
 
 class TunnelEndVars(PlaybookVars):

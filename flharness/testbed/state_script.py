@@ -5,9 +5,9 @@ parameters, TCP metrics, sysctls). Which commands a host runs is decided here, a
 command's header line ("$ COMMAND") is teardown_format's, which the analysis parses.
 
 The setup script writes the file with the cell's other command files ($dir/cmd/state.sh,
-roles/cell/templates/setup.sh.j2); the collection script sources it
-(collect.sh.j2), so it reads the host's scratch folder as "$dir" (xfrm_stat.up, written
-by tunnel_up.sh.j2 as the tunnel came up).
+cell_scripts.py's setup.sh); the collection script sources it
+(collect.sh), so it reads the host's scratch folder as "$dir" (xfrm_stat.up, written
+by setup.sh as the tunnel came up).
 """
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def _tunnel(kind: str) -> list[str]:
     if kind == "ipsec":
         return ["# SA counters and replay state (keys replaced by <key>), and the kernel's own XFRM",
                 "# counters (XfrmInStateSeqError: packets the anti-replay check dropped), counted over the",
-                "# namespace's life: as the tunnel came up (tunnel_up.sh.j2) and now",
+                "# namespace's life: as the tunnel came up (setup.sh) and now",
                 f"{echo_header(XFRM_STATE)}; {XFRM_STATE} | sed -E 's/0x[0-9a-f]{{16,}}/<key>/g'; echo",
                 f"show {XFRM_POLICY}",
                 f'(cd "$dir" && show {XFRM_STAT_UP})',

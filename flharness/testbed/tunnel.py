@@ -3,7 +3,7 @@ run with `ip -batch`) and the tunnel's constants (ports, overheads, IPsec ids), 
 roles receive as variables (ANSIBLE_VARS) and never define.
 
 Two values are known only on the host and stand in the file as placeholders the setup
-script fills as it pipes the file into ip (roles/cell/templates/tunnel_up.sh.j2): the
+script fills as it pipes the file into ip (cell_scripts.py): the
 tunnel's MTU (the underlay's, read there, minus OVERHEAD) and IPsec's keys, made per cell
 by fl (testbed/plan.py) and handed over as extra variables, so that no file, log or dry
 run holds them. WireGuard's keys are made on the hosts (wg genkey) and its peers set once

@@ -23,7 +23,7 @@ from flharness.testbed.session import cell_result
 REPO = Path(__file__).resolve().parents[2]
 ROLE_TASKS = REPO / "roles" / "cell" / "tasks"
 #: The cell role's task files that no cell runs, with who does.
-NOT_IN_CELLS = {"render.yml": "playbooks/render.yml, the dry run", "tunnel_down.yml": "testbed_down.yml"}
+NOT_IN_CELLS = {"tunnel_down.yml": "testbed_down.yml"}
 #: Task keys that fire no task start: Ansible imports them when it reads the playbook.
 IMPORT_TASKS = {"import_tasks", "ansible.builtin.import_tasks"}
 STATIC = IMPORT_TASKS | {"import_role", "ansible.builtin.import_role"}

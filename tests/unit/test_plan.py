@@ -16,7 +16,7 @@ from flharness.testbed.flent_script import FLENT_FILE
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import cell_vars, flent_argv, host_dirs, run_vars, state_devs
 from flharness.testbed.playbook_vars import IpsecVars
-from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT, render_cells
+from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT
 from flharness.testbed.state_script import STATE_FILE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,9 +54,8 @@ def reply(*cells, **over):
 
 
 def setup_scripts(cell_vars_list, rv, inv, host="mid"):
-    """Each cell's setup script for HOST, rendered by Ansible from the cell role's templates."""
-    rendered = render_cells(inv, rv, cell_vars_list, {host: ["setup.sh.j2"]})
-    return [rendered[cv.name][host]["setup.sh"] for cv in cell_vars_list]
+    """Each cell's setup script for HOST (testbed/cell_scripts.py, as fl_cell hands it over)."""
+    return [cv.hosts[host].setup for cv in cell_vars_list]
 
 
 def files(cv, host="mid"):
@@ -204,10 +203,13 @@ def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
     cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
     batch = cv.files["mid"]["bottleneck.tc"]
     evil = batch.replace("rate 5mbit", "rate 5mbit; reboot $(reboot)")  # as if validation were bypassed
-    cv = cv.model_copy(update={"files": {**cv.files, "mid": {**cv.files["mid"], "bottleneck.tc": evil}}})
-    script, = setup_scripts([cv], run_vars([cell], False, False), inv)
-    written = re.search(r"^printf '%s' (.*) > \"\$cmd/\"bottleneck.tc$", script, re.M | re.S)
-    assert written and shlex.split(written.group(1)) == [cv.files["mid"]["bottleneck.tc"]]
+    from flharness.testbed.cell_scripts import setup_script
+    from flharness.testbed.plan import cell_hosts, host_cell
+    mid = cell_hosts(cell, inv, str(tmp_path), RV, SCRATCH)["mid"]
+    files = {**cv.files["mid"], "bottleneck.tc": evil}
+    script = setup_script(host_cell(cell, inv, "mid", mid, RV, SCRATCH, files, None, str(tmp_path)))
+    written = re.search(r"^printf '%s' ('(?:[^']|'\"'\"')*') > \"\$cmd/\"bottleneck.tc$", script, re.M)
+    assert written and shlex.split(written.group(1)) == [evil]
 
 
 def test_flent_command(scenario_file, inv, tmp_path):
@@ -311,7 +313,7 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     cli, = setup_scripts([cv], rv, inv, "cli")
     assert "/xfrm_stat.up\nmtu=$(( $(cat /sys/class/net/cli.r/mtu) - 77 ))\n" in cli  # the included clean-up ends on its own line
     assert 'cat /proc/net/xfrm_stat > "$dir/xfrm_stat.up"' in cli  # the kernel's count before this cell's SAs
-    collect = render_cells(inv, rv, [cv], {"cli": ["collect.sh.j2"]})[cv.name]["cli"]["collect.sh"]
+    collect = cv.hosts["cli"].collect
     state = cv.files["cli"][STATE_FILE]  # sourced by collect.sh, in the scratch folder ("$dir")
     up, after = state.find('(cd "$dir" && show cat xfrm_stat.up)'), state.find("show cat /proc/net/xfrm_stat")
     assert 0 < up < after, state
@@ -582,9 +584,9 @@ def test_each_host_gets_its_folder_devices_and_tunnel_end_from_python(scenario_f
 def test_a_host_moves_only_what_it_staged():
     from pydantic import ValidationError
 
-    from flharness.testbed.playbook_vars import CellHostVars
+    from flharness.testbed.playbook_vars import HostPlace
     with pytest.raises(ValidationError, match="moves only the files it staged"):
-        CellHostVars(cell_dir="/results/c", staged=False, moves=True, capture_dev=None)
+        HostPlace(cell_dir="/results/c", staged=False, moves=True, capture_dev=None)
 
 
 #: fl-servers' arguments as group_vars' fl_servers_args rendered them before Python made
@@ -638,9 +640,9 @@ def test_the_servers_task_renders_the_command_it_did(inv):
 
 
 def test_each_host_stages_moves_and_starts_the_servers_as_it_did(scenario_file, inv):
-    """The scripts' staging branches (capture_start, queue_start: empty the host's own
+    """The scripts' staging branches (the capture and queue sampler starts: empty the host's own
     folder; collect: move the staged files into the results folder) and the setup's
-    fl-servers line, rendered by Ansible per kind of testbed, are those the templates
+    fl-servers line, rendered by fl per kind of testbed, are those the templates
     rendered when Ansible decided them (before issue 40): written in place on namespaces,
     staged and fetched on ssh hosts, staged and moved in a VM guest."""
     cell, = one_cell(scenario_file, "test: tcp_1up\nrate: 5mbit\ncc: reno\nqdisc: pfifo limit 10\n")
@@ -651,7 +653,7 @@ def test_each_host_stages_moves_and_starts_the_servers_as_it_did(scenario_file, 
              "vm": (run_vars([cell], False, False, vm=True).model_copy(update=every), SERVERS_EVERY)}
     for kind, (rv, servers) in kinds.items():
         cv = cell_vars(cell, inv, Path(c), tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH)
-        rendered = render_cells(inv, rv, [cv], {h: ["setup.sh.j2", "collect.sh.j2"] for h in SCRATCH})[cell.name]
+        rendered = {h: {"setup.sh": v.setup, "collect.sh": v.collect} for h, v in cv.hosts.items()}
         for host, scripts in rendered.items():
             s = f"{SCRATCH[host]}/cell"
             staged = [f"rm -rf {s}  # the host's own folder for the cell: the last cell's files are gone", f"mkdir -p {s}"]

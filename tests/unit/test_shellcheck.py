@@ -1,8 +1,10 @@
-"""shellcheck on every shell script fl runs: the helpers and scripts of the repository, and
-the roles' templates as Ansible renders them for cells that take each of their branches
-(tests/scenarios/every-feature.yml) on every host (POSIX sh: Ansible's raw runs them so),
-collect.sh with the host's state script it sources (testbed/state_script.py), and the
-client's flent.sh (testbed/flent_script.py) for the same cells."""
+"""shellcheck on every shell script fl runs: the helpers and scripts of the repository, the
+testbed role's templates as Ansible renders them, and each host's setup.sh and collect.sh
+(testbed/cell_scripts.py) for cells that take each of their branches
+(tests/scenarios/every-feature.yml and s5-tunnel.yml's tunnels) on every kind of testbed
+(namespaces, a staged VM guest, ssh hosts; POSIX sh: Ansible's raw runs them so), collect.sh
+with the host's state script it sources (testbed/state_script.py), and the client's flent.sh
+(testbed/flent_script.py) for the same cells."""
 from __future__ import annotations
 
 import re
@@ -17,7 +19,7 @@ from flharness.scenario import load_scenario
 from flharness.testbed.flent_script import FLENT_FILE
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import cell_vars, host_dirs, run_vars
-from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT, render_cells
+from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT, render_testbed
 from flharness.testbed.state_script import STATE_FILE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,7 +30,6 @@ SCRIPTS = [*(p for p in HELPERS if "python" not in p.read_text().partition("\n")
            REPO / "roles" / "modules" / "files" / "fl-load-modules", REPO / "tests" / "vm" / "prague_probe.sh",
            REPO / "install.sh", REPO / ".ci" / "run",
            REPO / ".ci" / "in-idle-cgroup"]
-CELL_TEMPLATES = {h: ["setup.sh.j2", "collect.sh.j2"] for h in ("cli", "mid", "srv")}
 TESTBED_TEMPLATES = ["testbed_up.sh.j2", "testbed_down.sh.j2"]  # install_helpers only copies the files above
 
 pytestmark = pytest.mark.skipif(SHELLCHECK is None and not __import__("os").environ.get("CI"),
@@ -48,19 +49,25 @@ def test_the_repositorys_shell_scripts_pass_shellcheck():
     assert not "".join(problems), "".join(problems)
 
 
-def test_the_roles_templates_render_scripts_that_pass_shellcheck():
+def test_the_cells_and_testbeds_scripts_pass_shellcheck():
     assert SHELLCHECK, "shellcheck is missing (./install.sh installs it)"
-    path = REPO / "tests" / "scenarios" / "every-feature.yml"
-    cells = expand(load_scenario(path), path)
+    paths = [REPO / "tests" / "scenarios" / "every-feature.yml", REPO / "scenarios" / "s5-tunnel.yml"]
+    cells = [c for path in paths for c in expand(load_scenario(path), path)]
     inv = load_inventory(REPO / "inventory.ini")
-    rv = run_vars(cells, ifb=True, nft=True)
-    made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH) for c in cells]
-    rendered = render_cells(inv, rv, made, CELL_TEMPLATES, {h: TESTBED_TEMPLATES for h in CELL_TEMPLATES})
-    states = {cv.name: {h: files[STATE_FILE] for h, files in cv.files.items()} for cv in made}
-    problems = [shellcheck(with_state(text, states[cell][host]) if name == "collect.sh" else text, f"{cell} {host} {name}", dialect="sh")
-                for cell, hosts in rendered.items() for host, scripts in hosts.items() for name, text in scripts.items()]
-    problems += [shellcheck(cv.files["cli"][FLENT_FILE], f"{cv.name} cli {FLENT_FILE}", dialect="sh") for cv in made]
-    assert len([1 for hosts in rendered.values() for scripts in hosts.values() for _ in scripts]) == len(cells) * 6 + 3 * 2
+    kinds = {"netns": {}, "vm": {"vm": True}, "ssh": {"shared_fs": False}}
+    problems, scripts = [], 0
+    for kind, settings in kinds.items():
+        rv = run_vars(cells, ifb=True, nft=True, **settings)
+        made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH) for c in cells]
+        for cv in made:
+            for host, h in cv.hosts.items():
+                for name, text in (("setup.sh", h.setup), ("collect.sh", with_state(h.collect, cv.files[host][STATE_FILE]))):
+                    problems.append(shellcheck(text, f"{kind} {cv.name} {host} {name}", dialect="sh"))
+                    scripts += 1
+        problems += [shellcheck(cv.files["cli"][FLENT_FILE], f"{cv.name} cli {FLENT_FILE}", dialect="sh") for cv in made]
+    rendered = render_testbed(inv, run_vars(cells, ifb=True, nft=True), {h: TESTBED_TEMPLATES for h in ("cli", "mid", "srv")})
+    problems += [shellcheck(text, f"{host} {name}", dialect="sh") for host, texts in rendered.items() for name, text in texts.items()]
+    assert scripts == len(kinds) * len(cells) * 6 and sum(map(len, rendered.values())) == 3 * 2
     assert not "".join(problems), "".join(problems)
 
 
@@ -75,6 +82,6 @@ def with_state(collect: str, state: str) -> str:
 def test_every_helper_is_installed_as_it_is():
     """install_helpers copies every file of roles/testbed/files (the list is the folder's)."""
     inv = load_inventory(REPO / "inventory.ini")
-    rendered = render_cells(inv, run_vars([], ifb=True, nft=True), [], {}, {"cli": ["install_helpers.sh.j2"]})
-    installed = rendered[""]["cli"]["install_helpers.sh"]
+    rendered = render_testbed(inv, run_vars([], ifb=True, nft=True), {"cli": ["install_helpers.sh.j2"]})
+    installed = rendered["cli"]["install_helpers.sh"]
     assert sorted(re.findall(r"> /run/fl/\S+/(fl-[\w-]+)\n", installed)) == [p.name for p in HELPERS], installed[:500]
