@@ -17,10 +17,10 @@ from jinja2.sandbox import SandboxedEnvironment
 from .frames import FRAME_BYTES
 from .units import Duration, Rate
 
-KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/%+-]{1,64}$")
+KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}\Z")
+TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/%+-]{1,64}\Z")
 _EXPR_RE = re.compile(r"\{\{(.*?)\}\}", re.S)
-_EXPR_CHARS_RE = re.compile(r"^[A-Za-z0-9_.'\"(), *+/<>=!-]*$")
+_EXPR_CHARS_RE = re.compile(r"^[A-Za-z0-9_.'\"(), *+/<>=!-]*\Z")
 
 #: Qdiscs that shape by themselves (given a rate/bandwidth) and so sit at the root.
 SELF_SHAPING_KINDS = {"tbf", "htb", "hfsc", "cbs", "taprio"}

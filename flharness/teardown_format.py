@@ -26,7 +26,8 @@ MODULE_PARAMS = "grep -H ."  # then the parameters' files
 XFRM_STATE = "ip -s xfrm state"
 XFRM_POLICY = "ip -s xfrm policy"
 XFRM_STAT = "cat /proc/net/xfrm_stat"
-XFRM_STAT_UP = "cat xfrm_stat.up"  # in the host's scratch folder: read as the tunnel came up (cell_scripts.py's setup)
+XFRM_STAT_FILE = "xfrm_stat.up"  # in the host's scratch folder: IPsec's counters as the tunnel came up (cell_scripts.py's setup)
+XFRM_STAT_UP = f"cat {XFRM_STAT_FILE}"
 #: One device's qdisc and class statistics (device_stats): what DEVICE_STATS_RE finds.
 DEVICE_STATS_RE = re.compile(r"^" + re.escape(COMMAND_PREFIX) + r"tc -s -d qdisc show dev (\S+);.*$", re.M)
 

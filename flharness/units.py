@@ -11,7 +11,7 @@ _RATE_UNITS = {
 }
 _RATE_RE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps|tbps)$", re.I)
 _TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
-_TIME_RE = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s)$")
+_TIME_RE = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s)\Z")
 
 
 @dataclass(frozen=True, order=True)

@@ -27,7 +27,7 @@ DEFAULT_RECIPE = "l4s"
 #: The oldest kernel (major, minor) fl's tcp_prague builds for: 7.3's AccECN hooks (docs/prague.md).
 KIT_KERNEL = (7, 3)
 #: A kernel release as `uname -r` prints it and Debian names its packages (linux-image-RELEASE).
-RELEASE_RE = re.compile(r"^[0-9]+\.[0-9]+[0-9a-z.+-]{0,80}$")
+RELEASE_RE = re.compile(r"^[0-9]+\.[0-9]+[0-9a-z.+-]{0,80}\Z")
 
 
 class Kit(BaseModel):

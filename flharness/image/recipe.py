@@ -34,15 +34,15 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-PACKAGE_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")
-VERSION_RE = re.compile(r"^[0-9A-Za-z.+~:-]+$")
-SUITE_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
-MODULE_RE = re.compile(r"^[a-z0-9_]{1,60}$")
+PACKAGE_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]+\Z")
+VERSION_RE = re.compile(r"^[0-9A-Za-z.+~:-]+\Z")
+SUITE_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}\Z")
+MODULE_RE = re.compile(r"^[a-z0-9_]{1,60}\Z")
 CONSTRAINT_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9.+-]+)(?:/(?P<suite>[a-z][a-z0-9-]{1,40}))?"
                            r"\s*(?:(?P<op>>=|<=|=)\s*(?P<version>[0-9A-Za-z.+~:-]+))?$")
-SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-BOOT_SYSCTL_RE = re.compile(r"^(net|kernel|vm)(\.[A-Za-z0-9_-]+)+$")
-BOOT_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}$")
+SHA256_RE = re.compile(r"^[0-9a-f]{64}\Z")
+BOOT_SYSCTL_RE = re.compile(r"^(net|kernel|vm)(\.[A-Za-z0-9_-]+)+\Z")
+BOOT_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}\Z")
 
 
 def _match(pattern: re.Pattern[str], what: str) -> AfterValidator:
@@ -151,7 +151,7 @@ class Module(Strict):
 class Userland(Strict):
     suite: Suite
     also: list[Suite] = []  # further suites, for packages taken from them by name: "flent/trixie"
-    components: list[Annotated[str, _match(re.compile(r"^[a-z-]+$"), "archive component")]] = ["main"]
+    components: list[Annotated[str, _match(re.compile(r"^[a-z-]+\Z"), "archive component")]] = ["main"]
     #: Debian packages: a name, optionally "/SUITE" (one of `also`) and a version
     #: constraint: "iproute2>=7.0", "flent/trixie".
     packages: list[str] = []
@@ -192,7 +192,7 @@ class Boot(Strict):
 
 class Recipe(Strict):
     description: str = ""
-    mirror: Annotated[str, _match(re.compile(r"^https?://[A-Za-z0-9.:/_~+-]+$"), "mirror URL")] = "http://deb.debian.org/debian"
+    mirror: Annotated[str, _match(re.compile(r"^https?://[A-Za-z0-9.:/_~+-]+\Z"), "mirror URL")] = "http://deb.debian.org/debian"
     kernel: Kernel
     userland: Userland
     modules: list[Module] = []

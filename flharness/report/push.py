@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import FlError
 
 LOG = logging.getLogger(__name__)
-DEST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+:[A-Za-z0-9._/+-]*$|^/[A-Za-z0-9._/+-]*$")
+DEST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+:[A-Za-z0-9._/+-]*\Z|^/[A-Za-z0-9._/+-]*\Z")
 
 
 def push(run_dir: Path, dest: str, url: str | None, rsh: str = "ssh -o BatchMode=yes") -> int:

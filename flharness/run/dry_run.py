@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ..hosts import HOSTS
 from ..testbed.plan import cell_vars, host_dirs
-from ..testbed.playbook_vars import IpsecVars, RunVars
+from ..testbed.playbook_vars import RunVars
 from ..testbed.render import DRY_RUN_ID, DRY_RUN_ROOT
-from ..testbed.tunnel import MTU
+from ..testbed.tunnel import MTU, OVERHEAD
 from .context import Run
 from .planning import ScenarioPlan
 
@@ -27,7 +27,8 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: RunVars) -> None:
             print(f"   {'skip' if p.action == 'skip' else 'done'}: {p.reason}")
             continue
         cv = cell_vars(p.cell, inv, sp.store.root / p.cell.name, not run.virtual_clock,
-                       tcp_rewrite=run.caps.tcp_rewrite, run_vars=run_vars, scratch=host_dirs(DRY_RUN_ID, DRY_RUN_ROOT))
+                       tcp_rewrite=run.caps.tcp_rewrite, run_vars=run_vars, scratch=host_dirs(DRY_RUN_ID, DRY_RUN_ROOT),
+                       keys=False)
         for host in HOSTS:
             files = cv.files.get(host, {})
             print(f"   {host}:" + ("" if files else " nothing of its own"))
@@ -38,6 +39,5 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: RunVars) -> None:
                 for line in text.splitlines():
                     print(f"         {line}")
             if host in ("cli", "srv") and cv.tunnel:
-                print(f"      (tunnel.ip: {MTU} is the underlay's MTU less {cv.tunnel.overhead} bytes, read on "
-                      "the host" + (", and the keys are made per cell" if isinstance(cv.tunnel, IpsecVars) else "")
-                      + ")")
+                print(f"      (tunnel.ip: {MTU} is the underlay's MTU less {OVERHEAD[cv.tunnel]} bytes, read on "
+                      "the host" + (", and the keys are made per cell" if cv.tunnel == "ipsec" else "") + ")")

@@ -23,7 +23,7 @@ NETEM_WORDS = {"loss", "random", "state", "gemodel", "ecn", "corrupt", "duplicat
 #: links: `then delay 200us slot 800us 5ms packets 16 limit 10000`); there `delay` and
 #: `limit` are the stage's own.
 CHAINED_WORDS = NETEM_WORDS | {"delay", "limit"}
-NETEM_NUMBER_RE = re.compile(r"^\d+(\.\d+)?(%|us|ms|s)?$")
+NETEM_NUMBER_RE = re.compile(r"^\d+(\.\d+)?(%|us|ms|s)?\Z")
 TUNNELS = ("none", "wireguard", "ipsec", "fou")
 #: Where the path delay goes: share of the RTT added on the way up (cli → srv) and down.
 RTT_SPLITS = {"even": (0.5, 0.5), "up": (1.0, 0.0), "down": (0.0, 1.0)}

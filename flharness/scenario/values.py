@@ -17,16 +17,16 @@ from ..hosts import HOSTS
 from ..qdisc import check_expressions, check_template, default_label, placeholder_text
 from ..units import Duration, Rate
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-CC_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-VAR_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
-SYSCTL_KEY_RE = re.compile(r"^net(\.[A-Za-z0-9_-]+)+$")
-SYSCTL_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}$")
-SCALAR_TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/%+-]+$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
+CC_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}\Z")
+VAR_RE = re.compile(r"^[a-z_][a-z0-9_]*\Z")
+SYSCTL_KEY_RE = re.compile(r"^net(\.[A-Za-z0-9_-]+)+\Z")
+SYSCTL_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}\Z")
+SCALAR_TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:/%+-]+\Z")
 #: module_params: a congestion control's module (tcp_*), one of its parameters, a value.
-MODULE_RE = re.compile(r"^tcp_[a-z0-9_]{1,40}$")
-MODULE_PARAM_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-MODULE_VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:-]{1,64}$")
+MODULE_RE = re.compile(r"^tcp_[a-z0-9_]{1,40}\Z")
+MODULE_PARAM_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
+MODULE_VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:-]{1,64}\Z")
 
 
 def check_name(text: object, what: str = "name") -> str:

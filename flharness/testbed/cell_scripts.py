@@ -19,10 +19,12 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..layout import NFT_TUNNEL_TABLE, TUNNEL_DEV
+from ..teardown_format import XFRM_STAT_FILE
 from .tunnel import IPSEC_ID, IPSEC_SPI, MTU, PORT, End
 
 q = shlex.quote
 SNAPLEN = 128  # bytes tcpdump keeps of each packet: the headers (tunnelled ones too)
+WG_KEY_FILE = "wg.key"  # in the host's scratch folder: its WireGuard private key for the cell
 
 
 @dataclass(frozen=True)
@@ -96,10 +98,6 @@ class HostCell:
 
 def _text(lines: list[str]) -> str:
     return "".join(f"{line}\n" for line in lines)
-
-
-def _header(h: HostCell, what: str) -> list[str]:
-    return [f"# fl cell {h.cell}{what} on {h.host}"]
 
 
 def setup_script(h: HostCell) -> str:
@@ -177,7 +175,7 @@ def _tunnel_down(end: TunnelEnd) -> list[str]:
             f"ip xfrm state delete src {q(end.local)} dst {q(end.remote)} proto esp spi {q(IPSEC_SPI[end.host])} 2>/dev/null || true",
             f"ip xfrm state delete src {q(end.remote)} dst {q(end.local)} proto esp spi {q(IPSEC_SPI[end.peer])} 2>/dev/null || true",
             f"nft delete table {NFT_TUNNEL_TABLE} 2>/dev/null || true",
-            f"rm -f {q(end.scratch + '/wg.key')} {q(end.scratch + '/xfrm_stat.up')}"]
+            f"rm -f {q(f'{end.scratch}/{WG_KEY_FILE}')} {q(f'{end.scratch}/{XFRM_STAT_FILE}')}"]
 
 
 def _tunnel_up(t: Tunnel) -> list[str]:
@@ -190,14 +188,14 @@ def _tunnel_up(t: Tunnel) -> list[str]:
            *_tunnel_down(t.end),
            f"mtu=$(( $(cat /sys/class/net/{q(t.underlay)}/mtu) - {int(t.overhead)} ))"]
     if t.kind == "ipsec":
-        out.append('cat /proc/net/xfrm_stat > "$dir/xfrm_stat.up"  # the namespace\'s counters before this cell\'s SAs')
+        out.append(f'cat /proc/net/xfrm_stat > "$dir/{XFRM_STAT_FILE}"  # the namespace\'s counters before this cell\'s SAs')
     elif t.kind == "fou":
         out.append("modprobe -q fou 2>/dev/null || true  # FOU's netlink family does not load it on demand")
     fill = "".join(f" -e {q(f's/{placeholder}/{value}/')}" for placeholder, value in t.fill.items())
     out += [f'sed {mtu}"$mtu/" "$cmd/tunnel.ip" | while IFS= read -r l; do echo "+ ip $l"; done',
             f'sed -e {mtu}"$mtu/"{fill} "$cmd/tunnel.ip" | ip -batch - >/dev/null']
     if t.kind == "wireguard":
-        key = q(f"{t.end.scratch}/wg.key")
+        key = q(f"{t.end.scratch}/{WG_KEY_FILE}")
         out += [f"(umask 077; wg genkey > {key})",
                 f"run wg set {dev} listen-port {int(PORT['wireguard'])} private-key {key}",
                 f'echo "wg-public-key: $(wg pubkey < {key})"']
@@ -236,7 +234,7 @@ def _bottleneck(h: HostCell, b: Bottleneck) -> list[str]:
     shown = f"+ fl-qdisc-sample {b.queue_interval} {b.port_cli} {q(b.queue_filter)} {up} {down} > {b.queue_log}"
     return [*out,
             "# The bottleneck queues over time (mid.qdisc.log): every qdisc on the ports towards srv",
-            "# (upload) and towards cli (download), as fl named them (fl_cell.queue_ports, which",
+            "# (upload) and towards cli (download), as fl named them (commands.Ports.queues, which",
             "# cell.json records), sampled by fl-qdisc-sample from the test's first packet (the",
             f"# tunnel's outer packets in tunnelled cells) every {b.queue_interval} s: the",
             "# scenario's step, or more where each sample costs (VMs).",

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import FlError
 from ..hosts import HOSTS
 
-IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,11}$")  # 15 minus the 'ifb4' prefix of its IFB
+IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,11}\Z")  # 15 minus the 'ifb4' prefix of its IFB
 BACKENDS = ("netns", "ssh")
 #: Inventory keys holding addresses, moved to a subnet of their own per parallel testbed.
 ADDRESS_KEYS = ("fl_addr", "fl_addr_cli", "fl_addr_srv", "fl_gateway", "fl_route_to", "fl_tunnel_addr")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import secrets
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,9 @@ from .cell_scripts import Bottleneck, Capture, HostCell, Tunnel, TunnelEnd, coll
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .flent_script import FLENT_FILE, FlentRun, ProbeFlow, UdpFlow, VideoFlow, flent_script
 from .inventory import Inventory
-from .playbook_vars import CellHostVars, CellVars, EcnVars, HostPlace, IpsecVars, QueuePorts, RunVars, TunnelEndVars, TunnelVars
-from .state_script import STATE_FILE, HostState, state_script
-from .tunnel import outer_filter
+from .playbook_vars import CellHostVars, CellVars, RunVars, TunnelEndVars
+from .state_script import STATE_FILE, EcnPlace, HostState, state_script
+from .tunnel import TunnelPlan, outer_filter
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
@@ -115,7 +116,7 @@ def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
             "fl_tunnel_down": down}
 
 
-def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> EcnVars | None:
+def ecn_place(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> EcnPlace | None:
     """Where the cell's per-flow ECN rewrites happen (their commands: commands.py): at the
     middlebox on packets from cli, or in tunnelled cells at the client's tunnel entrance;
     whether tc filters do some (the teardown log shows their counters)."""
@@ -123,24 +124,23 @@ def ecn_plan(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | Non
     if made is None:
         return None
     tunnelled = cell.config.tunnel is not None
-    return EcnVars(at="cli" if tunnelled else "mid", dev=ports(inv).tunnel if tunnelled else ports(inv).mid_cli,
+    return EcnPlace(at="cli" if tunnelled else "mid", dev=ports(inv).tunnel if tunnelled else ports(inv).mid_cli,
                    tc=bool(made.tc))
 
 
-def tunnel_vars(cell: Cell, inv: Inventory) -> IpsecVars | TunnelVars | None:
+def tunnel_plan(cell: Cell, inv: Inventory, keys: bool = True) -> TunnelPlan | None:
     """The cli-srv tunnel of a cell (its commands: each end's tunnel.ip, tunnel.py). IPsec
-    keys are made here, per cell, and reach the hosts only as (temporary) extra vars, which
-    fill the file's placeholders; WireGuard keys are made on the hosts."""
+    keys are made here, per cell, and reach the hosts only inside their setup scripts (the
+    cell's hand-over), which fill the file's placeholders; WireGuard keys are made on the hosts.
+    Without KEYS (the dry run) each placeholder is filled with KEY_SHOWN instead."""
     kind = cell.config.tunnel
     if kind is None:
         return None
     for host in ("cli", "srv"):
         inv.tunnel_ip(host)  # both ends have an inner address
-    if kind != "ipsec":
-        return TunnelVars.model_validate({"kind": kind, "overhead": tunnel.OVERHEAD[kind]})
-    fill = {tunnel.key(h, part): "0x" + secrets.token_hex(size) for h in tunnel.ENDS
-            for part, size in tunnel.KEY_BYTES.items()}
-    return IpsecVars(kind="ipsec", overhead=tunnel.OVERHEAD[kind], fill=fill)
+    fill = {tunnel.key(h, part): "0x" + secrets.token_hex(size) if keys else KEY_SHOWN for h in tunnel.ENDS
+            for part, size in tunnel.KEY_BYTES.items()} if kind == "ipsec" else {}
+    return TunnelPlan(kind=kind, overhead=tunnel.OVERHEAD[kind], fill=fill)
 
 
 def netperf_cc(flow: FlowConfig) -> str:
@@ -204,37 +204,29 @@ def test_parameter(key: str, value: str) -> str:
 
 
 def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = True, *,
-              tcp_rewrite: ecn_rules.TcpRewrite | None, run_vars: RunVars, scratch: dict[str, str]) -> CellVars:
+              tcp_rewrite: ecn_rules.TcpRewrite | None, run_vars: RunVars, scratch: dict[str, str],
+              keys: bool = True) -> CellVars:
     """fl_cell: everything the roles need for one cell (passed as Ansible extra vars), its
     commands as each host's files (commands.py; each host's state script, state_script.py;
     the client's Flent script, flent_script.py). TIME_LIMIT: Flent's (flent_argv);
     TCP_REWRITE: how the testbed clears a SYN's ECN flags (Capabilities.tcp_rewrite);
-    RUN_VARS: the run's fl_run; SCRATCH: each host's scratch folder on the testbed (host_dirs)."""
-    tunnel = tunnel_vars(cell, inv)
+    RUN_VARS: the run's fl_run; SCRATCH: each host's scratch folder on the testbed (host_dirs);
+    KEYS: IPsec's keys made (tunnel_plan; the dry run shows none)."""
+    tunnel_of = tunnel_plan(cell, inv, keys)
     settings = RunSettings(ifb=run_vars.ifb, nft=run_vars.nft, htb_args=tuple(run_vars.htb_args))
     config = cell.config
-    ecn, places = ecn_plan(cell, inv, tcp_rewrite), cell_hosts(cell, inv, str(cell_dir), run_vars, scratch)
+    ecn, places = ecn_place(cell, inv, tcp_rewrite), cell_hosts(cell, inv, str(cell_dir), run_vars, scratch)
     state_sysctls = {h: list(dict.fromkeys([*STATE_SYSCTLS, *config.sysctls.get(h, {})])) for h in HOSTS}
     files = host_files(config, ports(inv), settings, tcp_rewrite)
     for host, script in state_scripts(cell, inv, run_vars, ecn, state_sysctls).items():
         files[host] = {**files.get(host, {}), STATE_FILE: script}
     files["cli"] = {**files.get("cli", {}), FLENT_FILE: flent_script(flent_run(cell, inv, places["cli"], scratch["cli"], time_limit))}
-    made = {h: host_cell(cell, inv, h, place, run_vars, scratch, files.get(h, {}), tunnel, str(cell_dir)) for h, place in places.items()}
-    return CellVars(
-        name=cell.name, scenario=cell.scenario, config_hash=cell.config_hash,
-        dir=str(cell_dir), sysctls=config.sysctls,
-        files=files, summary=summary(cell),
-        ecn=ecn, tunnel=tunnel, schedule=bool(config.steps),
-        client_qdisc=config.client_qdisc_words or None,
-        target=target(cell, inv), step_size=config.step_size,
-        samplers=samplers(config),
-        queue_interval=max(config.step_size, run_vars.queue_interval_min),
-        queue_ports=QueuePorts.model_validate(ports(inv).queues),
-        queue_wait_filter=outer_filter(config.tunnel) if config.tunnel else PING_FILTER,
-        bottleneck_devs=bottleneck_devs(inv, run_vars.ifb),
-        hosts={h: CellHostVars(**place.model_dump(), setup=setup_script(made[h]), collect=collect_script(made[h]))
-               for h, place in places.items()},
-    )
+    made = {h: host_cell(cell, inv, h, place, run_vars, scratch, files.get(h, {}), tunnel_of, str(cell_dir))
+            for h, place in places.items()}
+    return CellVars(name=cell.name, dir=str(cell_dir), tunnel=tunnel_of.kind if tunnel_of else None,
+                    hosts={h: CellHostVars(cell_dir=places[h].cell_dir, setup=setup_script(made[h]), collect=collect_script(made[h]))
+                           for h in places},
+                    files=files)
 
 
 def flent_run(cell: Cell, inv: Inventory, cli: HostPlace, scratch: str, time_limit: bool) -> FlentRun:
@@ -255,10 +247,10 @@ def flent_run(cell: Cell, inv: Inventory, cli: HostPlace, scratch: str, time_lim
 
 
 def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars: RunVars, scratch: dict[str, str],
-              files: dict[str, str], tunnel_of: IpsecVars | TunnelVars | None, results: str) -> HostCell:
+              files: dict[str, str], tunnel_of: TunnelPlan | None, results: str) -> HostCell:
     """What HOST's setup and collect scripts do for CELL (cell_scripts.py): PLACE, where it
     writes the cell's files and captures (cell_hosts); FILES, its command files;
-    TUNNEL_OF, the cell's tunnel (tunnel_vars); RESULTS, the cell's results folder."""
+    TUNNEL_OF, the cell's tunnel (tunnel_plan); RESULTS, the cell's results folder."""
     config, hv = cell.config, inv.hostvars[host]
     bottleneck = capture = tunnel_end = None
     if host == "mid":
@@ -278,7 +270,7 @@ def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars:
             tunnel_end = Tunnel(kind=tunnel_of.kind, overhead=tunnel_of.overhead, underlay=hv["fl_if"],
                                 end=TunnelEnd(host=me, peer=end.peer, local=end.local,
                                               remote=end.remote, scratch=scratch[host]),
-                                fill=tunnel_of.fill if isinstance(tunnel_of, IpsecVars) else {})
+                                fill=tunnel_of.fill)
     return HostCell(host=host, cell=cell.name, scenario=cell.scenario, scratch=scratch[host], files=files,
                     cell_dir=place.cell_dir, staged=place.staged, moves_to=results if place.moves else None,
                     wait_timeout=run_vars.wait_timeout, client_if=hv["fl_if"] if host == "cli" else None,
@@ -286,7 +278,7 @@ def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars:
                     endpoint=host in tunnel.ENDS, tunnel=tunnel_end, capture=capture, bottleneck=bottleneck)
 
 
-def state_scripts(cell: Cell, inv: Inventory, run_vars: RunVars, ecn: EcnVars | None,
+def state_scripts(cell: Cell, inv: Inventory, run_vars: RunVars, ecn: EcnPlace | None,
                   sysctls: dict[str, list[str]]) -> dict[str, str]:
     """Each host's state script for CELL (state_script.py): its teardown log's part."""
     links = host_links(inv)
@@ -301,6 +293,24 @@ def bottleneck_devs(inv: Inventory, ifb: bool) -> list[str]:
     p = ports(inv)
     devs = [p.mid_cli, p.mid_srv]
     return devs + ([Ports.ifb(d) for d in devs] if ifb else [])
+
+
+#: What the dry run shows in place of an IPsec key (tunnel_plan).
+KEY_SHOWN = "KEY-MADE-PER-CELL"
+
+
+@dataclass(frozen=True)
+class HostPlace:
+    """Where one host of a cell writes and captures (cell_hosts)."""
+
+    cell_dir: str  # where it writes the cell's files: the results folder where it shares the controller's, else its scratch folder's cell/
+    staged: bool  # it writes them into its own folder (cell_dir, emptied before the test): a VM guest, or a host without the controller's filesystem
+    moves: bool  # after the test it moves its staged files into the results folder (a VM guest); staged otherwise, fl fetches them (fetch.yml)
+    capture_dev: str | None  # cli, srv: the interface tcpdump and the ss sampler watch (the tunnel device in tunnelled cells); None on mid
+
+    def __post_init__(self) -> None:
+        if self.moves and not self.staged:
+            raise ValueError("a host moves only the files it staged")
 
 
 def cell_hosts(cell: Cell, inv: Inventory, cell_dir: str, run_vars: RunVars, scratch: dict[str, str]) -> dict[str, HostPlace]:

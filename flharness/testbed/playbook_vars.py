@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class PlaybookVars(BaseModel):
@@ -63,69 +63,13 @@ class RunVars(PlaybookVars):
         return self.model_copy(update={"batches": batches, "batch": batch})
 
 
-class EcnVars(PlaybookVars):
-    """Where a cell's per-flow ECN rewrites happen."""
-
-    at: Literal["cli", "mid"]
-    """The middlebox, or the client's tunnel entrance in tunnelled cells."""
-    dev: str
-    """The device whose filters rewrite."""
-    tc: bool
-    """tc filters do some of them (the teardown shows their counters)."""
-
-
-class TunnelVars(PlaybookVars):
-    """A WireGuard or FOU tunnel between cli and srv (its keys, if any, are made on the hosts)."""
-
-    kind: Literal["wireguard", "fou"]
-    overhead: int
-    """Bytes the tunnel adds to a packet: its MTU is the underlay's less this."""
-
-
-class IpsecVars(PlaybookVars):
-    """An IPsec tunnel: its keys are made by fl per cell and fill the placeholders of tunnel.ip."""
-
-    kind: Literal["ipsec"]
-    overhead: int
-    fill: dict[str, str]
-    """Placeholder in tunnel.ip → its key (each sender's SA: authentication and encryption)."""
-
-
-class QueuePorts(PlaybookVars):
-    """The middlebox's ports the queue sampler reads, by the direction each queues
-    (commands.Ports.queues: the ports cell.json records)."""
-
-    up: str
-    down: str
-
-
-class HostPlace(PlaybookVars):
-    """Where one host of a cell writes and captures, decided in plan.py (cell_hosts)."""
+class CellHostVars(PlaybookVars):
+    """What one host of a cell works with (fl_cell.hosts[inventory_hostname]): where it
+    writes the cell's files, and the two scripts the cell role runs on it as they are
+    (testbed/cell_scripts.py)."""
 
     cell_dir: str
-    """Where the host writes the cell's files: the results folder where it shares the
-    controller's (and does not stage them), else its scratch folder's cell/."""
-    staged: bool
-    """The host writes them into its own folder (cell_dir, emptied before the test), not the
-    results folder: a VM guest, or a host without the controller's filesystem."""
-    moves: bool
-    """After the test the host moves its staged files into the results folder (fl_cell.dir:
-    a VM guest, which shares it); staged otherwise, fl fetches them (roles/cell/tasks/fetch.yml)."""
-    capture_dev: str | None
-    """cli, srv: the interface tcpdump and the ss sampler watch (the tunnel device in
-    tunnelled cells: the inner packets, flow by flow); None on mid."""
-
-    @model_validator(mode="after")
-    def _moves_what_it_staged(self) -> HostPlace:
-        if self.moves and not self.staged:
-            raise ValueError("a host moves only the files it staged")
-        return self
-
-
-class CellHostVars(HostPlace):
-    """What one host of a cell works with (fl_cell.hosts[inventory_hostname]): its place and
-    the two scripts the cell role runs on it as they are (testbed/cell_scripts.py)."""
-
+    """Where the host writes the cell's files (plan.HostPlace): fetch.yml reads them there."""
     setup: str
     """Its setup script: writes its command files, configures the cell, starts its captures."""
     collect: str
@@ -148,37 +92,18 @@ class TunnelEndVars(PlaybookVars):
 
 
 class CellVars(PlaybookVars):
-    """fl_cell: everything the roles need for one cell."""
+    """fl_cell: what the roles read for one cell. Everything a host does is in its scripts
+    (hosts); the rest names the cell and says which optional steps run."""
 
-    name: str
-    scenario: str
-    config_hash: str
+    name: str = Field(exclude=True)
+    """The cell (for fl's own messages; no role reads it)."""
     dir: str
-    """The cell's results folder as the hosts see it."""
-    sysctls: dict[str, dict[str, str]]
-    """Per host: the sysctls set for the cell."""
-    files: dict[str, dict[str, str]]
-    """Per host: its command files (file name → text: commands.py's; state.sh, its state
-    script for the teardown log: state_script.py; on cli flent.sh, the test: flent_script.py)."""
-    summary: str
-    """One line for the setup log."""
-    ecn: EcnVars | None
-    tunnel: IpsecVars | TunnelVars | None
-    schedule: bool
-    """The bottleneck's rate changes during the test."""
-    client_qdisc: list[str] | None
-    target: str
-    """The server address the tools talk to (inside the tunnel, if any)."""
-    step_size: float
-    samplers: list[str]
-    """The hosts whose sockets are sampled."""
-    queue_interval: float
-    """Seconds between the middlebox's queue samples: the scenario's step, or more where each sample costs (VMs)."""
-    queue_ports: QueuePorts
-    """The bottleneck ports whose qdiscs the middlebox's queue sampler reads."""
-    queue_wait_filter: str
-    """A pcap filter for the test's first packet at the middlebox (its queue sampler waits for it)."""
-    bottleneck_devs: list[str]
-    """The middlebox's interfaces whose qdiscs fl owns: its ports, and their IFBs where the run has them."""
+    """The cell's results folder as the hosts see it (fetch.yml copies into it)."""
+    tunnel: Literal["wireguard", "fou", "ipsec"] | None
+    """The cell's tunnel kind: WireGuard's ends then exchange their public keys."""
     hosts: dict[str, CellHostVars]
     """Per host: the values it works with (CellHostVars)."""
+    files: dict[str, dict[str, str]] = Field(exclude=True)
+    """Per host: its command files (file name → text: commands.py's; state.sh, its state
+    script for the teardown log: state_script.py; on cli flent.sh, the test: flent_script.py).
+    Not sent: each host's setup script writes them; kept for the dry run and the tests."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from typing import Literal
 
 from .. import layout
 from ..teardown_format import (
@@ -27,7 +28,6 @@ from ..teardown_format import (
     command_header,
     device_stats,
 )
-from .playbook_vars import EcnVars
 
 STATE_FILE = "state.sh"  # its name among the host's command files
 #: A command run by the script's show(): its header line (printed by the shell: "$ " and
@@ -39,6 +39,15 @@ OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic
 
 
 @dataclass(frozen=True)
+class EcnPlace:
+    """Where a cell's per-flow ECN rewrites happen (plan.ecn_place)."""
+
+    at: Literal["cli", "mid"]  # the middlebox, or the client's tunnel entrance in tunnelled cells
+    dev: str  # the device whose filters rewrite
+    tc: bool  # tc filters do some of them (the teardown shows their counters)
+
+
+@dataclass(frozen=True)
 class HostState:
     """What one host's state script shows."""
 
@@ -46,7 +55,7 @@ class HostState:
     devs: list[str]  # whose qdiscs, classes and link counters (plan.state_devs)
     links: list[str]  # its testbed interfaces (their offloads)
     nft: bool  # the run has fl's nftables table (the middlebox shows it)
-    ecn: EcnVars | None  # the cell's ECN rewrites
+    ecn: EcnPlace | None  # the cell's ECN rewrites
     tunnel: str | None  # the cell's tunnel kind
     module_params: list[str]  # the parameter files the run sets on this host
     sysctls: list[str]  # the sysctls it shows

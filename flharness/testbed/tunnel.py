@@ -1,20 +1,21 @@
 """A cell's tunnel between cli and srv, rendered here: each end's ip commands (tunnel.ip,
-run with `ip -batch`) and the tunnel's constants (ports, overheads, IPsec ids), which the
-roles receive as variables (ANSIBLE_VARS) and never define.
+run with `ip -batch`) and the tunnel's constants (ports, overheads, IPsec ids); the
+WireGuard peer step receives the device and port (ANSIBLE_VARS).
 
 Two values are known only on the host and stand in the file as placeholders the setup
 script fills as it pipes the file into ip (cell_scripts.py): the
 tunnel's MTU (the underlay's, read there, minus OVERHEAD) and IPsec's keys, made per cell
-by fl (testbed/plan.py) and handed over as extra variables, so that no file, log or dry
-run holds them. WireGuard's keys are made on the hosts (wg genkey) and its peers set once
-both ends have one (wireguard_peer.sh.j2).
+by fl (testbed/plan.py) and handed over inside the setup script (the cell's hand-over),
+so that no file, log or dry run holds them (the dry run shows plan.KEY_SHOWN).
+WireGuard's keys are made on the hosts (wg genkey) and its peers set once both ends have
+one (wireguard_peer.sh.j2).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from ..layout import NFT_TUNNEL_TABLE, TUNNEL_DEV
+from ..layout import TUNNEL_DEV
 
 End = Literal["cli", "srv"]
 ENDS: tuple[End, End] = ("cli", "srv")
@@ -32,9 +33,19 @@ MTU = "@MTU@"
 KeyPart = Literal["auth", "enc"]
 #: Bytes of each SA key fl makes: HMAC-SHA256's (256 bits) and AES-CBC's (128 bits).
 KEY_BYTES: dict[KeyPart, int] = {"auth": 32, "enc": 16}
-#: What the roles read (the setup's filter for the tunnel's outer packets, the teardown).
-ANSIBLE_VARS = {"fl_tunnel": {"dev": TUNNEL_DEV, "port": PORT, "ipsec_id": IPSEC_ID, "spi": IPSEC_SPI,
-                               "mtu": MTU, "nft_table": NFT_TUNNEL_TABLE}}
+#: What the roles read (the WireGuard peer step: wireguard_peer.sh.j2).
+ANSIBLE_VARS = {"fl_tunnel": {"dev": TUNNEL_DEV, "port": PORT}}
+
+
+@dataclass(frozen=True)
+class TunnelPlan:
+    """A cell's cli-srv tunnel (plan.tunnel_plan): its kind, the bytes it adds to a packet
+    (its MTU is the underlay's less this) and, for IPsec, each placeholder of tunnel.ip →
+    its key (each sender's SA: authentication and encryption; made per cell)."""
+
+    kind: str  # wireguard, fou or ipsec (OVERHEAD's keys)
+    overhead: int
+    fill: dict[str, str] = field(default_factory=dict)
 
 
 def outer_filter(kind: str) -> str:

@@ -14,8 +14,19 @@ from flharness.scenario import load_scenario
 from flharness.testbed.commands import DelayClass, TosFilter, delay_plan
 from flharness.testbed.flent_script import FLENT_FILE
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, flent_argv, host_dirs, run_vars, state_devs
-from flharness.testbed.playbook_vars import IpsecVars
+from flharness.testbed.plan import (
+    KEY_SHOWN,
+    bottleneck_devs,
+    cell_hosts,
+    cell_vars,
+    ecn_place,
+    flent_argv,
+    host_dirs,
+    run_vars,
+    samplers,
+    state_devs,
+    target,
+)
 from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT
 from flharness.testbed.state_script import STATE_FILE
 
@@ -146,7 +157,7 @@ def test_path_features_render(scenario_file, inv, tmp_path):
     assert all(STATE_FILE in cv.files[h] for h in ("cli", "mid", "srv"))  # each host's state script (state_script.py)
     assert {k: v for k, v in cv.files["cli"].items() if k not in (STATE_FILE, FLENT_FILE)} == {"client.tc": "qdisc add dev cli.r root fq\n"}
     assert "iperf -u -c 10.71.2.1 -p 5001 -b 5000000 \\\n" in cv.files["cli"][FLENT_FILE]  # the client's Flent script (flent_script.py)
-    assert cv.target == "10.71.2.1" and cv.schedule
+    assert target(cell, inv) == "10.71.2.1" and '"$dir/fl-schedule"' in cv.hosts["mid"].setup
     assert mid["schedule.steps"] == "10000000 schedule-1.tc up 5mbit pfifo limit 100, down 5mbit pfifo limit 100 (planned t=10.0)\n"
     assert mid["schedule-1.tc"] == ("class change dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
                                     "class change dev mid.l parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n")
@@ -184,7 +195,6 @@ def test_the_bottleneck_ports_come_from_one_place(scenario_file, inv, tmp_path):
     assert queues == {"up": inv.hostvars["mid"]["fl_if_srv"], "down": inv.hostvars["mid"]["fl_if_cli"]} \
         == {"up": "mid.r", "down": "mid.l"}
     cv = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
-    assert cv.queue_ports.model_dump() == queues
     assert "class add dev mid.r parent 1: classid 1:1 htb rate 5mbit" in cv.files["mid"]["bottleneck.tc"]
     script, = setup_scripts([cv], run_vars([cell], False, False), inv)
     sampler = next(line for line in script.splitlines() if line.startswith('"$dir/fl-start" "$dir/qdisc-sample.pid"'))
@@ -210,6 +220,15 @@ def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
     script = setup_script(host_cell(cell, inv, "mid", mid, RV, SCRATCH, files, None, str(tmp_path)))
     written = re.search(r"^printf '%s' ('(?:[^']|'\"'\"')*') > \"\$cmd/\"bottleneck.tc$", script, re.M)
     assert written and shlex.split(written.group(1)) == [evil]
+
+
+@pytest.mark.parametrize("name", ["s1\n", "s1\nreboot", "s1 x"])
+def test_a_name_ending_a_line_early_is_refused(name):
+    """Names reach the scripts' comment lines as they are: a newline would end one (Python's
+    `$` matches before a final newline; fl's patterns end in \\Z)."""
+    from flharness.scenario.values import check_name
+    with pytest.raises(ValueError, match="must be letters, digits"):
+        check_name(name)
 
 
 def test_flent_command(scenario_file, inv, tmp_path):
@@ -268,7 +287,7 @@ def test_a_receiver_of_its_own_cc(scenario_file, inv, tmp_path):
     assert flent_lists(flent_argv(down, inv, tmp_path))["cc_algos"] == ["reno,dctcp", "reno,bbr"]
     with pytest.raises(ScenarioError, match="tcp_bidirectional sets one congestion control for flows both ways"):
         one_cell(scenario_file, "test: tcp_bidirectional\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\nreceiver_cc: reno\n")
-    assert cell_vars(up, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH).samplers == ["cli", "srv"]
+    assert samplers(up.config) == ["cli", "srv"]
     same, = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: prague\n")
     assert "receiver_cc" not in same.config.model_dump(exclude_none=True)["flows"][0]  # the hash of older cells kept
     assert "cc_algos=prague" in flent_argv(same, inv, tmp_path)
@@ -291,11 +310,17 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
         matrix: {replay_window: [0, 256]}
     """)
     cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH) for c in cells)
-    assert cv.target == "10.71.9.2" and " -H 10.71.9.2 " in cv.files["cli"][FLENT_FILE]
-    assert isinstance(cv.tunnel, IpsecVars) and isinstance(cv0.tunnel, IpsecVars)
-    assert cv.ecn is not None and cv.ecn.at == "cli"
-    keys = [cv0.tunnel.fill["@AUTH_cli@"], cv.tunnel.fill["@AUTH_cli@"], cv.tunnel.fill["@AUTH_srv@"]]
+    assert target(cells[1], inv) == "10.71.9.2" and " -H 10.71.9.2 " in cv.files["cli"][FLENT_FILE]
+    assert cv.tunnel == cv0.tunnel == "ipsec" and cv.to_ansible()["tunnel"] == "ipsec"
+    ecn = ecn_place(cells[1], inv, "tc")
+    assert ecn is not None and ecn.at == "cli"
+    fill0, fill = (dict(re.findall(r" -e s/(@\w+@)/(0x[0-9a-f]+)/", c.hosts["cli"].setup)) for c in (cv0, cv))
+    keys = [fill0["@AUTH_cli@"], fill["@AUTH_cli@"], fill["@AUTH_srv@"]]
     assert len(set(keys)) == 3 and all(len(k) == 66 for k in keys)
+    assert "files" not in cv.to_ansible()  # each host's setup script carries its files
+    shown = cell_vars(cells[1], inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH, keys=False)
+    assert not re.search(r"0x[0-9a-f]{32}", shown.hosts["cli"].setup)  # the dry run's: no key
+    assert shown.hosts["cli"].setup.count(f"/{KEY_SHOWN}/") == 4
     rv = run_vars(cells, True, True)
     assert "ecn set" not in files(cv, "mid")
     tunnel_ip = cv.files["cli"]["tunnel.ip"].splitlines()
@@ -319,9 +344,9 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     assert 0 < up < after, state
     assert 0 < collect.find(f'. "$dir/cmd/{STATE_FILE}"') < collect.find("rm -f /run/"), collect  # both counts read before the tunnel goes
     assert "ip xfrm state delete src 10.71.2.1 dst 10.71.1.1 proto esp spi 0x0f170002 " in cli  # a leftover's
-    assert sorted(cv.tunnel.fill) == ["@AUTH_cli@", "@AUTH_srv@", "@ENC_cli@", "@ENC_srv@"]
-    assert len(cv.tunnel.fill["@ENC_cli@"]) == 34  # 128-bit AES keys
-    for placeholder, key in cv.tunnel.fill.items():  # each key once, in the command that fills its placeholder
+    assert sorted(fill) == ["@AUTH_cli@", "@AUTH_srv@", "@ENC_cli@", "@ENC_srv@"]
+    assert len(fill["@ENC_cli@"]) == 34  # 128-bit AES keys
+    for placeholder, key in fill.items():  # each key once, in the command that fills its placeholder
         assert cli.count(key) == 1 and f" -e s/{placeholder}/{key}/ " in cli and f"echo {key}" not in cli
     assert '"$cmd/tunnel.ip" | ip -batch - >/dev/null' in cli
     assert 'add rule inet fl_tunnel ecn_rewrite oifname "fl-tun" ip dscp 19 ip ecn set not-ect counter comment ' \
@@ -564,17 +589,19 @@ def test_each_host_gets_its_folder_devices_and_tunnel_end_from_python(scenario_f
     ssh, vm = run_vars([], ifb=True, nft=True, shared_fs=False), run_vars([], ifb=True, nft=True, vm=True)
     cv = cell_vars(plain, inv, Path("/results/c"), tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
     assert {h: v.cell_dir for h, v in cv.hosts.items()} == dict.fromkeys(("cli", "mid", "srv"), "/results/c")
-    assert {(v.staged, v.moves) for v in cv.hosts.values()} == {(False, False)}
-    assert [h.capture_dev for h in cv.hosts.values()] == ["cli.r", None, "srv.l"]
-    assert state_devs(plain, inv, RV, "mid") == cv.bottleneck_devs == ["mid.l", "mid.r", "ifb4mid.l", "ifb4mid.r"]
+    places = cell_hosts(plain, inv, "/results/c", RV, SCRATCH)
+    assert {(v.staged, v.moves) for v in places.values()} == {(False, False)}
+    assert [h.capture_dev for h in places.values()] == ["cli.r", None, "srv.l"]
+    assert state_devs(plain, inv, RV, "mid") == bottleneck_devs(inv, RV.ifb) == ["mid.l", "mid.r", "ifb4mid.l", "ifb4mid.r"]
     assert state_devs(plain, inv, RV, "cli") == ["cli.r"]
     for rv, moves in ((ssh, False), (vm, True)):  # fl fetches an ssh host's files; a VM guest moves its own
         staged = cell_vars(plain, inv, Path("/results/c"), tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH)
         assert {h: v.cell_dir for h, v in staged.hosts.items()} == {h: f"{d}/cell" for h, d in SCRATCH.items()}
-        assert {(v.staged, v.moves) for v in staged.hosts.values()} == {(True, moves)}
-        assert staged.bottleneck_devs == ["mid.l", "mid.r"]  # no cell needs IFBs
+        assert {(v.staged, v.moves) for v in cell_hosts(plain, inv, "/results/c", rv, SCRATCH).values()} == {(True, moves)}
+        assert bottleneck_devs(inv, rv.ifb) == ["mid.l", "mid.r"]  # no cell needs IFBs
     tv = cell_vars(tunnelled, inv, Path("/results/t"), tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH)
-    assert [h.capture_dev for h in tv.hosts.values()] == ["fl-tun", None, "fl-tun"]
+    assert tv.tunnel == "wireguard"
+    assert [h.capture_dev for h in cell_hosts(tunnelled, inv, "/results/t", RV, SCRATCH).values()] == ["fl-tun", None, "fl-tun"]
     assert state_devs(tunnelled, inv, RV, "srv") == ["srv.l", "fl-tun"]
     assert testbed_vars(inv)["fl_tunnel_ends"] == {
         "cli": {"peer": "srv", "local": "10.71.1.1", "remote": "10.71.2.1", "peer_inner": "10.71.9.2"},
@@ -582,10 +609,8 @@ def test_each_host_gets_its_folder_devices_and_tunnel_end_from_python(scenario_f
 
 
 def test_a_host_moves_only_what_it_staged():
-    from pydantic import ValidationError
-
-    from flharness.testbed.playbook_vars import HostPlace
-    with pytest.raises(ValidationError, match="moves only the files it staged"):
+    from flharness.testbed.plan import HostPlace
+    with pytest.raises(ValueError, match="moves only the files it staged"):
         HostPlace(cell_dir="/results/c", staged=False, moves=True, capture_dev=None)
 
 

@@ -133,21 +133,21 @@ def test_the_templates_read_only_keys_the_models_have():
     refs = template_references()
     names = {r.name for r in refs}  # the cell's scripts are fl's (cell_scripts.py): the roles read few keys
     assert len(names) > 15 and {"fl_cell.hosts.*.setup", "fl_cell.hosts.*.collect"} <= names
-    assert any(r.chain[:2] == ("fl_cell", "tunnel") and len(r.chain) > 2 for r in refs)
+    assert ("fl_cell", "tunnel") in {r.chain for r in refs}
     wrong = [f"{r.where}: {key} (read as {r.name})" for r in refs if (key := missing_key(r))]
     assert not wrong, "keys the roles read that playbook_vars.py's models lack:\n" + "\n".join(wrong)
 
 
 @pytest.mark.parametrize(("text", "missing"), [
     ("{{ fl_cell.nonexistent }}", "fl_cell.nonexistent"),
-    ("{% if fl_cell.ecn and fl_cell.ecn.devv %}", "fl_cell.ecn.devv"),
+    ("{% if fl_cell.tunnel and fl_cell.tunel %}", "fl_cell.tunel"),
     ("x: \"{{ fl_run['nope'] | int }}\"", "fl_run.nope"),
-    ("{% set t = fl_cell.tunnel %}\n{{ t.kind }} {{ t.get('fil', {}) }}", "fl_cell.tunnel.fil"),
-    ("{{ fl_cell.sysctls.cli.anything }} {{ fl_cell.tunnel.fill.other }}", None),  # a dict's keys: not checked
-    ("{{ fl_cell.samplers.index('cli') }} {{ fl_cell_dir }} {{ fl_run.module_params[inventory_hostname] }}", None),
+    ("{% set h = fl_cell.hosts['cli'] %}\n{{ h.setup }} {{ h.get('colect', '') }}", "fl_cell.hosts.cli.colect"),
+    ("{{ fl_run.sysctl_keys.cli.anything }} {{ fl_cell.tunnel.upper() }}", None),  # a dict's keys, a string's methods
+    ("{{ fl_cell_dir }} {{ fl_run.module_params[inventory_hostname] }}", None),
     ("{{ fl_cell.hosts[inventory_hostname].capture_devv }}", "fl_cell.hosts.*.capture_devv"),
     ("{% set h = fl_cell.hosts[inventory_hostname] %}\n{{ h.cell_dir }} {{ h.state_dev }}", "fl_cell.hosts.*.state_dev"),
-    ("{{ fl_cell.hosts.mid.capture_dev }} {{ fl_cell.hosts['cli'].cell_dir }}", None),
+    ("{{ fl_cell.hosts.mid.collect }} {{ fl_cell.hosts['cli'].cell_dir }}", None),
     ("{{ fl_tunnel_ends[inventory_hostname].remote }} {{ fl_tunnel_ends.cli.far }}", "fl_tunnel_ends.cli.far"),
     ("{{ fl_tunnel_ends_x }} {{ fl_cell.files[inventory_hostname].anything }}", None),
 ])
@@ -169,7 +169,7 @@ def handed_over() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]
 def test_the_cells_hand_over_every_key_the_templates_read(handed_over):
     fl_run, fl_cells, ends = handed_over
     data = [("fl_run", "fl_run", fl_run), ("fl_tunnel_ends", "fl_tunnel_ends", ends),
-            *(("fl_cell", f"cell {c['name']}", c) for c in fl_cells)]
+            *(("fl_cell", f"cell {i}", c) for i, c in enumerate(fl_cells, 1))]
     refs = template_references()
     lacking = {f"{r.where}: {who} lacks {key}" for r in refs for root, who, d in data
                if r.chain[0] == root and (key := absent_in(r, d))}
@@ -199,6 +199,17 @@ def test_the_defaults_and_group_vars_decide_nothing(path):
     defaults = yaml.safe_load((REPO / path).read_text()) or {}
     ruled = {k: v for k, v in defaults.items() if RULE.search(str(v))}
     assert not ruled, f"rules in {path} (decide them in plan.py): {ruled}"
+
+
+def test_every_key_of_a_cell_that_reaches_the_hosts_is_read(handed_over):
+    """fl_cell, as the hosts get it, holds only what roles/ or playbooks/ read (the cell's
+    scripts carry the rest): a field whose reader goes is dropped with it (issue 40)."""
+    _, fl_cells, _ = handed_over
+    read = {r.name for r in template_references()}
+    sent = {f"fl_cell.{k}" for c in fl_cells for k in c if k != "hosts"} | \
+           {f"fl_cell.hosts.*.{k}" for c in fl_cells for v in c["hosts"].values() for k in v}
+    unread = sorted(sent - read)
+    assert not unread, f"fl_cell keys the hosts get and no role reads: {unread}"
 
 
 def test_every_extra_var_fl_hands_over_is_read():
