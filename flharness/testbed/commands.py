@@ -1,7 +1,7 @@
 """Each host's command files for one cell, rendered here from its configuration
 (CellConfig): the shapes of every tc, nft and sysctl command fl runs for a cell live in
 this module (and the tc layout in layout.py). The cell role writes the files on the host
-and runs them with tc -batch, nft -f and sysctl (roles/cell/templates/); tests compare
+and runs them with tc -batch, nft -f and sysctl (its setup script: cell_scripts.py); tests compare
 them with golden files.
 
 mid:  reset.tc (fl's qdiscs removed), bottleneck.tc (both directions' bottleneck, the path

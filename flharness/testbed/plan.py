@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import layout
 from ..analysis.queue import QUEUE_LOG
 from ..cells import Cell
 from ..hosts import HOSTS, UDP_PORT, VIDEO_PORT
@@ -20,6 +19,7 @@ from .flent_script import FLENT_FILE, FlentRun, ProbeFlow, UdpFlow, VideoFlow, f
 from .inventory import Inventory
 from .playbook_vars import CellHostVars, CellVars, RunVars, TunnelEndVars
 from .state_script import STATE_FILE, EcnPlace, HostState, state_script
+from .testbed_scripts import Link, RunHost, down_script, helpers_script, up_script
 from .tunnel import TunnelPlan, outer_filter
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
@@ -52,7 +52,7 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
 def testbed_vars(inv: Inventory) -> dict[str, Any]:
     """What every playbook fl runs on a testbed gets besides fl_run, the cell and the
     scratch folders: names decided here (playbooks/group_vars derives none of them)."""
-    return {**tunnel.ANSIBLE_VARS, "fl_nft_table": layout.NFT_TABLE,
+    return {**tunnel.ANSIBLE_VARS,
             "fl_tunnel_ends": {h: end.to_ansible() for h, end in tunnel_ends(inv).items()}}
 
 
@@ -80,6 +80,10 @@ def tunnel_ends(inv: Inventory) -> dict[str, TunnelEndVars]:
             for me, peer in ((cli, srv), (srv, cli))}
 
 
+DRY_RUN_ID = "fl-000000"  # the testbed id scripts rendered for show (the dry run, tests) name
+DRY_RUN_ROOT = "/run/fl"  # and their state root
+
+
 def host_dirs(testbed_id: str, state_root: str) -> dict[str, str]:
     """Each host's scratch folder on a testbed (pid files, generated scripts, sysctl baselines)."""
     return {h: f"{state_root}/{testbed_id}/{h}" for h in HOSTS}
@@ -97,10 +101,35 @@ def host_links(inv: Inventory) -> dict[str, list[dict[str, str | None]]]:
     return out
 
 
+def run_hosts(inv: Inventory, dirs: dict[str, str], run_vars: RunVars | None) -> dict[str, RunHost]:
+    """Each host's part of the testbed (testbed_scripts.py): its scratch folder DIRS[host],
+    links and route (the inventory's), and what the run (RUN_VARS, if any) makes it keep."""
+    links = host_links(inv)
+    out = {}
+    for host, hv in inv.hostvars.items():
+        out[host] = RunHost(
+            host=host, dir=dirs[host], links=tuple(Link(dev=str(k["dev"]), addr=str(k["addr"]), ifb=k["ifb"]) for k in links[host]),
+            netns=inv.backend == "netns",
+            route=(str(hv["fl_route_to"]), str(hv["fl_gateway"])) if "fl_route_to" in hv else None,
+            sysctl_keys=tuple(run_vars.sysctl_keys.get(host, [])) if run_vars else (),
+            module_params=tuple(run_vars.module_params.get(host, [])) if run_vars else (),
+            ifb=bool(run_vars and run_vars.ifb), nft=bool(run_vars and run_vars.nft), up_dev=str(hv["fl_if_cli"]) if host == "mid" else None)
+    return out
+
+
+def host_scripts(inv: Inventory, dirs: dict[str, str], run_vars: RunVars | None) -> dict[str, dict[str, str]]:
+    """fl_testbed: per host, the testbed role's three scripts (testbed_scripts.py); before
+    a run has its fl_run (fl clean), only the helpers' and the removal."""
+    return {host: {"helpers": helpers_script(h.dir), "down": down_script(h),
+                   **({"up": up_script(h)} if run_vars else {})}
+            for host, h in run_hosts(inv, dirs, run_vars).items()}
+
+
 def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
                         run_vars: RunVars | None) -> dict[str, Any]:
     """The extra vars of every playbook on a testbed: its id, each host's scratch folder
-    (pid files, generated scripts, sysctl baselines) and links, testbed_vars, fl_run (the one
+    (pid files, generated scripts, sysctl baselines) and testbed scripts (fl_testbed:
+    host_scripts), testbed_vars, fl_run (the one
     place it turns into plain data; {} before the run has one) and, once it has one,
     fl-servers' arguments (fl_servers_argv: per testbed, they name its server's folder and address);
     fl_tunnel_down: per tunnel end, the script that removes a tunnel left behind (the
@@ -112,8 +141,8 @@ def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
     down = {h: tunnel_down(TunnelEnd(host=h, peer=e.peer, local=e.local, remote=e.remote, scratch=dirs[h])) for h, e in
             ((h, ends[h]) for h in tunnel.ENDS)}
     return {"fl_testbed_id": testbed_id,  # inventories name their namespaces with it
-            "fl_host_dirs": dirs, "fl_host_links": host_links(inv), **run, **testbed_vars(inv),
-            "fl_tunnel_down": down}
+            "fl_host_dirs": dirs, **run, **testbed_vars(inv),
+            "fl_tunnel_down": down, "fl_testbed": host_scripts(inv, dirs, run_vars)}
 
 
 def ecn_place(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> EcnPlace | None:

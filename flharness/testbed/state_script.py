@@ -34,7 +34,7 @@ STATE_FILE = "state.sh"  # its name among the host's command files
 #: its words), its output, an empty line.
 SHOW = 'show() { echo "' + COMMAND_PREFIX.replace("$", "\\$") + '$*"; "$@"; echo; }'
 OFFLOADS_NOTE = "segmentation and receive offloads"
-#: The offloads the teardown log reads back (testbed_up.sh.j2 turned them off).
+#: The offloads the teardown log reads back (testbed_scripts.up_script turned them off).
 OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload")
 
 
@@ -85,7 +85,7 @@ def state_script(s: HostState) -> str:
     out += [echo_header("; ".join(f"ip -s link show dev {dev}" for dev in s.devs)),
             "printf '%s\\n' " + "".join(f"{q(f'link show dev {dev}')} " for dev in s.devs) + "| ip -s -b -",
             "echo",
-            "# Offloads read back (testbed_up.sh.j2 turned them off: the bottleneck must see",
+            "# Offloads read back (testbed_scripts.up_script turned them off: the bottleneck must see",
             '# wire-size packets), one line "DEV NAME: STATE" each.',
             echo_header("ethtool -k " + " ".join(s.links), OFFLOADS_NOTE),
             "offloads() {",

@@ -42,6 +42,8 @@ def test_dry_run_touches_nothing(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("      flent.sh:\n") == p.stdout.count("PYTHONUNBUFFERED=1 timeout -k 15 ") == 12
     assert "      bottleneck.tc:\n" in p.stdout and "         qdisc add dev mid.r parent 1:1 handle 10: pfifo limit 1032\n" in p.stdout
+    assert p.stdout.count(": testbed_up.sh (run by the testbed role once") == 3  # each host's, before the cells
+    assert "         sysctl -qw net.ipv4.ip_forward=1\n" in p.stdout
     # no namespace of its own (its testbed, if any, only renders), nothing left, no results folder
     assert not p.seen.inodes and leftovers(p.seen) == [] and not (tmp_path / "r").exists()
 

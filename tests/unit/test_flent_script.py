@@ -16,8 +16,7 @@ from flharness.hosts import UDP_PORT, VIDEO_PORT
 from flharness.scenario import load_scenario
 from flharness.testbed.flent_script import FLENT_FILE, FlentRun, ProbeFlow, UdpFlow, VideoFlow, flent_script
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, host_dirs, run_vars
-from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT
+from flharness.testbed.plan import DRY_RUN_ID, DRY_RUN_ROOT, cell_vars, host_dirs, run_vars
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = FlentRun(cell_dir="/results/c", scratch="/run/fl/t/cli", flent=("timeout", "-k", "15", "140", "fl-flent", "tcp_1up"),

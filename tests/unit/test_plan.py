@@ -15,6 +15,8 @@ from flharness.testbed.commands import DelayClass, TosFilter, delay_plan
 from flharness.testbed.flent_script import FLENT_FILE
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import (
+    DRY_RUN_ID,
+    DRY_RUN_ROOT,
     KEY_SHOWN,
     bottleneck_devs,
     cell_hosts,
@@ -27,7 +29,6 @@ from flharness.testbed.plan import (
     state_devs,
     target,
 )
-from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT
 from flharness.testbed.state_script import STATE_FILE
 
 REPO = Path(__file__).resolve().parents[2]

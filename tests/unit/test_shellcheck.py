@@ -1,5 +1,5 @@
-"""shellcheck on every shell script fl runs: the helpers and scripts of the repository, the
-testbed role's templates as Ansible renders them, and each host's setup.sh and collect.sh
+"""shellcheck on every shell script fl runs: the helpers and scripts of the repository, each
+host's testbed scripts (testbed/testbed_scripts.py) on every kind of testbed, and each host's setup.sh and collect.sh
 (testbed/cell_scripts.py) for cells that take each of their branches
 (tests/scenarios/every-feature.yml and s5-tunnel.yml's tunnels) on every kind of testbed
 (namespaces, a staged VM guest, ssh hosts; POSIX sh: Ansible's raw runs them so), collect.sh
@@ -7,7 +7,6 @@ with the host's state script it sources (testbed/state_script.py), and the clien
 (testbed/flent_script.py) for the same cells."""
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,9 +17,9 @@ from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.testbed.flent_script import FLENT_FILE
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, host_dirs, run_vars
-from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT, render_testbed
+from flharness.testbed.plan import DRY_RUN_ID, DRY_RUN_ROOT, cell_vars, host_dirs, host_scripts, run_vars
 from flharness.testbed.state_script import STATE_FILE
+from flharness.testbed.testbed_scripts import helpers_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as rendered scripts show them
@@ -30,7 +29,7 @@ SCRIPTS = [*(p for p in HELPERS if "python" not in p.read_text().partition("\n")
            REPO / "roles" / "modules" / "files" / "fl-load-modules", REPO / "tests" / "vm" / "prague_probe.sh",
            REPO / "install.sh", REPO / ".ci" / "run",
            REPO / ".ci" / "in-idle-cgroup"]
-TESTBED_TEMPLATES = ["testbed_up.sh.j2", "testbed_down.sh.j2"]  # install_helpers only copies the files above
+INVENTORIES = ["inventory.ini", "inventory-vm.example.ini", "inventory-ssh.example.ini"]  # namespaces, a VM, ssh hosts
 
 pytestmark = pytest.mark.skipif(SHELLCHECK is None and not __import__("os").environ.get("CI"),
                                 reason="needs shellcheck (./install.sh)")
@@ -65,9 +64,11 @@ def test_the_cells_and_testbeds_scripts_pass_shellcheck():
                     problems.append(shellcheck(text, f"{kind} {cv.name} {host} {name}", dialect="sh"))
                     scripts += 1
         problems += [shellcheck(cv.files["cli"][FLENT_FILE], f"{cv.name} cli {FLENT_FILE}", dialect="sh") for cv in made]
-    rendered = render_testbed(inv, run_vars(cells, ifb=True, nft=True), {h: TESTBED_TEMPLATES for h in ("cli", "mid", "srv")})
-    problems += [shellcheck(text, f"{host} {name}", dialect="sh") for host, texts in rendered.items() for name, text in texts.items()]
-    assert scripts == len(kinds) * len(cells) * 6 and sum(map(len, rendered.values())) == 3 * 2
+    rv = run_vars(cells, ifb=True, nft=True)
+    testbeds = [host_scripts(load_inventory(REPO / i), SCRATCH, rv) for i in INVENTORIES]
+    problems += [shellcheck(text, f"{host} {name}", dialect="sh") for made in testbeds
+                 for host, texts in made.items() for name, text in texts.items() if name != "helpers"]
+    assert scripts == len(kinds) * len(cells) * 6 and sum(len(t) for made in testbeds for t in made.values()) == 3 * 3 * 3
     assert not "".join(problems), "".join(problems)
 
 
@@ -79,9 +80,12 @@ def with_state(collect: str, state: str) -> str:
     return collect.replace(line, state)
 
 
-def test_every_helper_is_installed_as_it_is():
-    """install_helpers copies every file of roles/testbed/files (the list is the folder's)."""
-    inv = load_inventory(REPO / "inventory.ini")
-    rendered = render_testbed(inv, run_vars([], ifb=True, nft=True), {"cli": ["install_helpers.sh.j2"]})
-    installed = rendered["cli"]["install_helpers.sh"]
-    assert sorted(re.findall(r"> /run/fl/\S+/(fl-[\w-]+)\n", installed)) == [p.name for p in HELPERS], installed[:500]
+def test_every_helper_is_installed_as_it_is(tmp_path):
+    """helpers_script, run by sh, copies every file of roles/testbed/files (the list is the
+    folder's) into the host's folder as it is, executable (0755)."""
+    folder = tmp_path / "it's a host"
+    subprocess.run(["sh", "-c", helpers_script(str(folder))], check=True)
+    assert sorted(p.name for p in folder.iterdir()) == [p.name for p in HELPERS]
+    for helper in HELPERS:
+        installed = folder / helper.name
+        assert installed.read_text() == helper.read_text() and installed.stat().st_mode & 0o777 == 0o755, helper.name

@@ -19,8 +19,7 @@ from flharness.run.cell_logs import _sections
 from flharness.scenario import load_scenario
 from flharness.teardown_format import COMMAND_PREFIX, MODULE_PARAMS, TCP_METRICS, UNAME, XFRM_STAT, command_header
 from flharness.testbed.inventory import load_inventory
-from flharness.testbed.plan import cell_vars, host_dirs, run_vars
-from flharness.testbed.render import DRY_RUN_ID, DRY_RUN_ROOT
+from flharness.testbed.plan import DRY_RUN_ID, DRY_RUN_ROOT, cell_vars, host_dirs, run_vars
 from flharness.testbed.state_script import STATE_FILE
 
 REPO = Path(__file__).resolve().parents[2]
