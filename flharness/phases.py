@@ -15,7 +15,7 @@ TASK_VAR = "fl_phase"
 
 class Phase(StrEnum):
     HAND_OVER = "hand_over"  # from fl handing the cell over (next.json) to its setup: the stop check
-    SETUP = "setup"  # each host's setup script, the WireGuard peers
+    SETUP = "setup"  # each host's setup script
     FLENT = "flent"  # the client's flent.sh: the test itself
     COLLECT = "collect"  # each host's collection script (and its retry)
     FETCH = "fetch"  # the cell's files fetched from ssh hosts

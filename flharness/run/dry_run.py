@@ -7,6 +7,7 @@ what a real run writes and runs."""
 from __future__ import annotations
 
 from ..hosts import HOSTS
+from ..testbed.cell_scripts import file_line
 from ..testbed.plan import DRY_RUN_ID, DRY_RUN_ROOT, cell_vars, host_dirs, host_scripts
 from ..testbed.playbook_vars import RunVars
 from ..testbed.tunnel import MTU, OVERHEAD
@@ -35,14 +36,17 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: RunVars) -> None:
         for host in HOSTS:
             files = cv.files.get(host, {})
             print(f"   {host}:" + ("" if files else " nothing of its own"))
-            cell_scripts = {"setup.sh (run by the cell role; writes the files above)": cv.hosts[host].setup,
+            setup = cv.hosts[host].setup
+            for name, text in files.items():  # each file is shown above: once is enough
+                setup = setup.replace(file_line(name, text), f'# (writes "$cmd/{name}": its text is above)')
+            cell_scripts = {"setup.sh (run by the cell role; writes the files above)": setup,
                             "collect.sh (run by the cell role after Flent)": cv.hosts[host].collect}
             for name, text in {**files, **cell_scripts}.items():
                 print(f"      {name}:")
                 _print_text(text)
             if host in ("cli", "srv") and cv.tunnel:
                 print(f"      (tunnel.ip: {MTU} is the underlay's MTU less {OVERHEAD[cv.tunnel]} bytes, read on "
-                      "the host" + (", and the keys are made per cell" if cv.tunnel == "ipsec" else "") + ")")
+                      "the host" + (", and the keys are made per cell" if cv.tunnel in ("ipsec", "wireguard") else "") + ")")
 
 
 def _print_text(text: str) -> None:

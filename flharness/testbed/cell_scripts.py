@@ -36,6 +36,7 @@ class TunnelEnd:
     local: str  # this end's testbed address (outer packets)
     remote: str  # the other end's
     scratch: str  # the host's scratch folder (its WireGuard key, IPsec's counters)
+    peer_inner: str | None = None  # the other end's address in the tunnel (WireGuard's allowed IPs)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Tunnel:
     underlay: str  # the host's testbed interface
     end: TunnelEnd
     fill: dict[str, str] = field(default_factory=dict)  # IPsec: placeholder in tunnel.ip → its key
+    wg_private: str | None = None  # WireGuard: this end's private key
+    wg_peer_public: str | None = None  # and its peer's public key
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,11 @@ def _text(lines: list[str]) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
+def file_line(name: str, text: str) -> str:
+    """The setup script's line that writes command file NAME with TEXT into $cmd."""
+    return f"printf '%s' {q(text)} > \"$cmd/\"{q(name)}"
+
+
 def setup_script(h: HostCell) -> str:
     """HOST's setup script: the command files written, then run (stops at the first failure)."""
     out = [f"# fl cell {h.cell} ({h.scenario}) on {h.host}: its whole",
@@ -119,8 +127,7 @@ def setup_script(h: HostCell) -> str:
            'rm -rf "$cmd"',
            'mkdir "$cmd"']
     for name, text in h.files.items():
-        out += ["# shellcheck disable=SC2016  # the file's text as it is (a script's own $ included)",
-                f"printf '%s' {q(text)} > \"$cmd/\"{q(name)}"]
+        out += ["# shellcheck disable=SC2016  # the file's text as it is (a script's own $ included)", file_line(name, text)]
     out += _sysctls_and_endpoint(h)
     if h.tunnel:
         out += _tunnel_up(h.tunnel)
@@ -195,10 +202,12 @@ def _tunnel_up(t: Tunnel) -> list[str]:
     out += [f'sed {mtu}"$mtu/" "$cmd/tunnel.ip" | while IFS= read -r l; do echo "+ ip $l"; done',
             f'sed -e {mtu}"$mtu/"{fill} "$cmd/tunnel.ip" | ip -batch - >/dev/null']
     if t.kind == "wireguard":
-        key = q(f"{t.end.scratch}/{WG_KEY_FILE}")
-        out += [f"(umask 077; wg genkey > {key})",
-                f"run wg set {dev} listen-port {int(PORT['wireguard'])} private-key {key}",
-                f'echo "wg-public-key: $(wg pubkey < {key})"']
+        assert t.wg_private and t.wg_peer_public and t.end.peer_inner, "a WireGuard end needs its keys and its peer's address"
+        key, port = q(f"{t.end.scratch}/{WG_KEY_FILE}"), int(PORT["wireguard"])
+        out += ["# This end's private key (made by fl for the cell, never printed) and its peer.",
+                f"(umask 077; printf '%s\\n' {q(t.wg_private)} > {key})",
+                f"run wg set {dev} listen-port {port} private-key {key} peer {q(t.wg_peer_public)} "
+                f"allowed-ips {q(t.end.peer_inner + '/32')} endpoint {q(f'{t.end.remote}:{port}')}"]
     return [*out,
             "# offloads off, so captures show wire-size packets",
             f"ethtool -K {dev} tso off gso off gro off 2>/dev/null || true",

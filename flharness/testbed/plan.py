@@ -17,10 +17,10 @@ from .cell_scripts import Bottleneck, Capture, HostCell, Tunnel, TunnelEnd, coll
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .flent_script import FLENT_FILE, FlentRun, ProbeFlow, UdpFlow, VideoFlow, flent_script
 from .inventory import Inventory
-from .playbook_vars import CellHostVars, CellVars, RunVars, TunnelEndVars
+from .playbook_vars import CellHostVars, CellVars, RunVars
 from .state_script import STATE_FILE, EcnPlace, HostState, state_script
 from .testbed_scripts import Link, RunHost, down_script, helpers_script, up_script
-from .tunnel import TunnelPlan, outer_filter
+from .tunnel import EndAddresses, TunnelPlan, WgKey, outer_filter, wireguard_key
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
@@ -49,13 +49,6 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
                    xz_level=XZ_LEVEL, queue_interval_min=QUEUE_INTERVAL_MIN["vm" if vm else "host"])
 
 
-def testbed_vars(inv: Inventory) -> dict[str, Any]:
-    """What every playbook fl runs on a testbed gets besides fl_run, the cell and the
-    scratch folders: names decided here (playbooks/group_vars derives none of them)."""
-    return {**tunnel.ANSIBLE_VARS,
-            "fl_tunnel_ends": {h: end.to_ansible() for h, end in tunnel_ends(inv).items()}}
-
-
 def servers_argv(inv: Inventory, run_vars: RunVars, srv_dir: str) -> list[str]:
     """fl-servers' arguments (roles/testbed/files/fl-servers: the server's daemons, started
     with the testbed and again before each cell): the server's scratch folder SRV_DIR; the
@@ -69,14 +62,14 @@ def servers_argv(inv: Inventory, run_vars: RunVars, srv_dir: str) -> list[str]:
             str(run_vars.wait_timeout * 10)]
 
 
-def tunnel_ends(inv: Inventory) -> dict[str, TunnelEndVars]:
-    """The cli-srv tunnel's ends as each names itself and its peer (cell_scripts.tunnel_down,
-    wireguard_peer.sh.j2): their testbed addresses and the peer's inner one."""
+def tunnel_ends(inv: Inventory) -> dict[str, EndAddresses]:
+    """The cli-srv tunnel's ends as each names itself and its peer (cell_scripts: the
+    tunnel's removal, WireGuard's peer): their testbed addresses and the peer's inner one."""
     hv = inv.hostvars
     outer = {h: hv[h]["fl_addr"].split("/")[0] for h in tunnel.ENDS}
     inner = {h: hv[h]["fl_tunnel_addr"].split("/")[0] if "fl_tunnel_addr" in hv[h] else None for h in tunnel.ENDS}
     cli, srv = tunnel.ENDS
-    return {me: TunnelEndVars(peer=peer, local=outer[me], remote=outer[peer], peer_inner=inner[peer])
+    return {me: EndAddresses(peer=peer, local=outer[me], remote=outer[peer], peer_inner=inner[peer])
             for me, peer in ((cli, srv), (srv, cli))}
 
 
@@ -129,7 +122,7 @@ def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
                         run_vars: RunVars | None) -> dict[str, Any]:
     """The extra vars of every playbook on a testbed: its id, each host's scratch folder
     (pid files, generated scripts, sysctl baselines) and testbed scripts (fl_testbed:
-    host_scripts), testbed_vars, fl_run (the one
+    host_scripts), fl_run (the one
     place it turns into plain data; {} before the run has one) and, once it has one,
     fl-servers' arguments (fl_servers_argv: per testbed, they name its server's folder and address);
     fl_tunnel_down: per tunnel end, the script that removes a tunnel left behind (the
@@ -141,7 +134,7 @@ def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
     down = {h: tunnel_down(TunnelEnd(host=h, peer=e.peer, local=e.local, remote=e.remote, scratch=dirs[h])) for h, e in
             ((h, ends[h]) for h in tunnel.ENDS)}
     return {"fl_testbed_id": testbed_id,  # inventories name their namespaces with it
-            "fl_host_dirs": dirs, **run, **testbed_vars(inv),
+            "fl_host_dirs": dirs, **run,
             "fl_tunnel_down": down, "fl_testbed": host_scripts(inv, dirs, run_vars)}
 
 
@@ -169,7 +162,9 @@ def tunnel_plan(cell: Cell, inv: Inventory, keys: bool = True) -> TunnelPlan | N
         inv.tunnel_ip(host)  # both ends have an inner address
     fill = {tunnel.key(h, part): "0x" + secrets.token_hex(size) if keys else KEY_SHOWN for h in tunnel.ENDS
             for part, size in tunnel.KEY_BYTES.items()} if kind == "ipsec" else {}
-    return TunnelPlan(kind=kind, overhead=tunnel.OVERHEAD[kind], fill=fill)
+    wg = {h: wireguard_key() if keys else WgKey(private=KEY_SHOWN, public=f"{h.upper()}-PUBLIC-KEY")
+          for h in tunnel.ENDS} if kind == "wireguard" else {}
+    return TunnelPlan(kind=kind, overhead=tunnel.OVERHEAD[kind], fill=fill, wg=wg)
 
 
 def netperf_cc(flow: FlowConfig) -> str:
@@ -297,9 +292,11 @@ def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars:
             end = tunnel_ends(inv)[host]
             me: tunnel.End = "cli" if host == "cli" else "srv"
             tunnel_end = Tunnel(kind=tunnel_of.kind, overhead=tunnel_of.overhead, underlay=hv["fl_if"],
-                                end=TunnelEnd(host=me, peer=end.peer, local=end.local,
-                                              remote=end.remote, scratch=scratch[host]),
-                                fill=tunnel_of.fill)
+                                end=TunnelEnd(host=me, peer=end.peer, local=end.local, remote=end.remote,
+                                              scratch=scratch[host], peer_inner=end.peer_inner),
+                                fill=tunnel_of.fill,
+                                wg_private=tunnel_of.wg[me].private if tunnel_of.wg else None,
+                                wg_peer_public=tunnel_of.wg[end.peer].public if tunnel_of.wg else None)
     return HostCell(host=host, cell=cell.name, scenario=cell.scenario, scratch=scratch[host], files=files,
                     cell_dir=place.cell_dir, staged=place.staged, moves_to=results if place.moves else None,
                     wait_timeout=run_vars.wait_timeout, client_if=hv["fl_if"] if host == "cli" else None,

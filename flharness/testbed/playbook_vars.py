@@ -76,31 +76,16 @@ class CellHostVars(PlaybookVars):
     """Its collection script: stops them, records its state (teardown.log), removes the tunnel."""
 
 
-class TunnelEndVars(PlaybookVars):
-    """One end of the cli-srv tunnel on a testbed (fl_tunnel_ends[inventory_hostname]; also
-    outside cells: the testbed's teardown removes a tunnel left behind)."""
-
-    peer: Literal["cli", "srv"]
-    """The other end."""
-    local: str
-    """This end's testbed address (outer packets)."""
-    remote: str
-    """The other end's."""
-    peer_inner: str | None
-    """The other end's address inside the tunnel, without its prefix length (None where the
-    inventory has none: no cell of it can have a tunnel)."""
-
-
 class CellVars(PlaybookVars):
-    """fl_cell: what the roles read for one cell. Everything a host does is in its scripts
-    (hosts); the rest names the cell and says which optional steps run."""
+    """fl_cell: what the roles read for one cell: everything a host does is in its scripts
+    (hosts). Fields not sent (exclude) are for fl's own use."""
 
     name: str = Field(exclude=True)
     """The cell (for fl's own messages; no role reads it)."""
     dir: str
     """The cell's results folder as the hosts see it (fetch.yml copies into it)."""
-    tunnel: Literal["wireguard", "fou", "ipsec"] | None
-    """The cell's tunnel kind: WireGuard's ends then exchange their public keys."""
+    tunnel: Literal["wireguard", "fou", "ipsec"] | None = Field(exclude=True)
+    """The cell's tunnel kind (for the dry run; no role reads it)."""
     hosts: dict[str, CellHostVars]
     """Per host: the values it works with (CellHostVars)."""
     files: dict[str, dict[str, str]] = Field(exclude=True)

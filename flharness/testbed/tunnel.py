@@ -1,19 +1,22 @@
 """A cell's tunnel between cli and srv, rendered here: each end's ip commands (tunnel.ip,
-run with `ip -batch`) and the tunnel's constants (ports, overheads, IPsec ids); the
-WireGuard peer step receives the device and port (ANSIBLE_VARS).
+run with `ip -batch`) and the tunnel's constants (ports, overheads, IPsec ids).
 
 Two values are known only on the host and stand in the file as placeholders the setup
-script fills as it pipes the file into ip (cell_scripts.py): the
-tunnel's MTU (the underlay's, read there, minus OVERHEAD) and IPsec's keys, made per cell
-by fl (testbed/plan.py) and handed over inside the setup script (the cell's hand-over),
-so that no file, log or dry run holds them (the dry run shows plan.KEY_SHOWN).
-WireGuard's keys are made on the hosts (wg genkey) and its peers set once both ends have
-one (wireguard_peer.sh.j2).
+script fills as it pipes the file into ip (cell_scripts.py): the tunnel's MTU (the
+underlay's, read there, minus OVERHEAD) and IPsec's keys. Keys are made per cell by fl
+(testbed/plan.py: IPsec's SA keys, and each WireGuard end's key pair, so that each end
+knows its peer's public key without a step between the hosts) and handed over inside
+the setup scripts (the cell's hand-over), so that no file, log or dry run holds them (the
+dry run shows plan.KEY_SHOWN).
 """
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Literal
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from ..layout import TUNNEL_DEV
 
@@ -33,19 +36,46 @@ MTU = "@MTU@"
 KeyPart = Literal["auth", "enc"]
 #: Bytes of each SA key fl makes: HMAC-SHA256's (256 bits) and AES-CBC's (128 bits).
 KEY_BYTES: dict[KeyPart, int] = {"auth": 32, "enc": 16}
-#: What the roles read (the WireGuard peer step: wireguard_peer.sh.j2).
-ANSIBLE_VARS = {"fl_tunnel": {"dev": TUNNEL_DEV, "port": PORT}}
+
+
+@dataclass(frozen=True)
+class WgKey:
+    """A WireGuard key pair, base64 as wg reads and prints keys (Curve25519: RFC 7748's X25519)."""
+
+    private: str
+    public: str
+
+
+def wireguard_key() -> WgKey:
+    """A fresh key pair (as `wg genkey | wg pubkey` makes one)."""
+    key = X25519PrivateKey.generate()
+    raw = serialization.Encoding.Raw
+    private = key.private_bytes(raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())
+    public = key.public_key().public_bytes(raw, serialization.PublicFormat.Raw)
+    return WgKey(private=base64.b64encode(private).decode(), public=base64.b64encode(public).decode())
+
+
+@dataclass(frozen=True)
+class EndAddresses:
+    """One end of the cli-srv tunnel on a testbed, as it names itself and its peer (plan.tunnel_ends)."""
+
+    peer: End
+    local: str  # this end's testbed address (outer packets)
+    remote: str  # the other end's
+    peer_inner: str | None  # the other end's address in the tunnel, no prefix length (None: the inventory has none)
 
 
 @dataclass(frozen=True)
 class TunnelPlan:
     """A cell's cli-srv tunnel (plan.tunnel_plan): its kind, the bytes it adds to a packet
-    (its MTU is the underlay's less this) and, for IPsec, each placeholder of tunnel.ip →
-    its key (each sender's SA: authentication and encryption; made per cell)."""
+    (its MTU is the underlay's less this) and its keys, made per cell: for IPsec, each
+    placeholder of tunnel.ip → its key (each sender's SA: authentication and encryption);
+    for WireGuard, each end's key pair."""
 
     kind: str  # wireguard, fou or ipsec (OVERHEAD's keys)
     overhead: int
     fill: dict[str, str] = field(default_factory=dict)
+    wg: dict[End, WgKey] = field(default_factory=dict)  # WireGuard: each end's key pair (made per cell)
 
 
 def outer_filter(kind: str) -> str:

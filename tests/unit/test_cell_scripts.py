@@ -78,9 +78,11 @@ def tunnel_down(h: str, peer: str) -> list[str]:
 def endpoint(h: str, kind: str) -> HostCell:
     peer = "srv" if h == "cli" else "cli"
     local, remote = ("10.0.1.1", "10.0.2.1") if h == "cli" else ("10.0.2.1", "10.0.1.1")
-    end = TunnelEnd(host=h, peer=peer, local=local, remote=remote, scratch=f"{S}/{h}")  # type: ignore[arg-type]
+    end = TunnelEnd(host=h, peer=peer, local=local, remote=remote, scratch=f"{S}/{h}",  # type: ignore[arg-type]
+                    peer_inner="10.0.9.2" if h == "cli" else "10.0.9.1")
     fill = {"@AUTH_cli@": "0xaa", "@ENC_cli@": "0xbb"} if kind == "ipsec" else {}
-    t = Tunnel(kind=kind, overhead=60, underlay=f"{h}.r", end=end, fill=fill)
+    wg = {"wg_private": f"{h}+private/key=", "wg_peer_public": f"{peer}+public/key="} if kind == "wireguard" else {}
+    t = Tunnel(kind=kind, overhead=60, underlay=f"{h}.r", end=end, fill=fill, **wg)
     c = Capture(dev="fl-tun", pcap=f"/results/c1/{h}.pcap", ss_log="/results/c1/srv.ss.log" if h == "srv" else None,
                 target="10.0.9.2", xz_level=None)
     return host(h, tunnel=t, capture=c, client_if="cli.r" if h == "cli" else None,
@@ -96,8 +98,10 @@ def test_the_endpoints_with_a_tunnel_of_each_kind():
             peer = "srv" if h == "cli" else "cli"
             own = ["tc qdisc del dev cli.r root 2>/dev/null || true", 'if [ -f "$cmd/client.tc" ]; then batch client.tc tc -batch; fi'] \
                 if h == "cli" else ['"$dir/fl-servers" /run/fl/t/srv 0.0.0.0 12865']
-            wg = [f"(umask 077; wg genkey > {S}/{h}/wg.key)", f"run wg set fl-tun listen-port 51821 private-key {S}/{h}/wg.key",
-                  f'echo "wg-public-key: $(wg pubkey < {S}/{h}/wg.key)"'] if kind == "wireguard" else []
+            inner, remote = ("10.0.9.2", "10.0.2.1") if h == "cli" else ("10.0.9.1", "10.0.1.1")
+            wg = [f"(umask 077; printf '%s\\n' {h}+private/key= > {S}/{h}/wg.key)",
+                  f"run wg set fl-tun listen-port 51821 private-key {S}/{h}/wg.key peer {peer}+public/key= "
+                  f"allowed-ips {inner}/32 endpoint {remote}:51821"] if kind == "wireguard" else []
             ss = ["echo '+ fl-ss-sample 10.0.9.2 > /results/c1/srv.ss.log'",
                   '"$dir/fl-start" "$dir/ss-sample.pid" /results/c1/srv.ss.log "$dir/fl-ss-sample" 10.0.9.2 fl-tun'] if h == "srv" else []
             want = [*HEAD[:2], f"dir={S}/{h}", *HEAD[3:], "printf '%s' 'x $y '\"'\"'z'\"'\"'", "' > \"$cmd/\"a.tc", *SYSCTLS,
@@ -145,3 +149,16 @@ def test_the_testbed_teardown_removes_a_tunnel_as_a_cell_does():
     down = playbook_extra_vars("t", "/run/fl", inv, None)["fl_tunnel_down"]
     assert sorted(down) == ["cli", "srv"]
     assert code(down["srv"]) == [line.replace("10.0.", "10.71.") for line in tunnel_down("srv", "cli")]
+
+
+def test_fls_wireguard_keys_are_the_pairs_wg_makes():
+    """Each end's key pair is made by fl (tunnel.wireguard_key, X25519): wg itself derives
+    the same public key from the private one, and no two pairs are alike."""
+    import subprocess
+
+    from flharness.testbed.tunnel import wireguard_key
+    keys = [wireguard_key() for _ in range(3)]
+    for k in keys:
+        derived = subprocess.run(["wg", "pubkey"], input=k.private + "\n", capture_output=True, text=True, check=True)
+        assert derived.stdout.strip() == k.public and len(k.private) == len(k.public) == 44
+    assert len({k.private for k in keys}) == 3

@@ -57,7 +57,7 @@ def tasks(items: list[dict[str, Any]] | None, static: bool = False) -> Iterator[
 
 def test_every_task_of_a_cell_names_its_phase():
     where = {path.name: path for path in cell_files()}
-    assert set(where) >= {"cell.yml", "cells.yml", "main.yml", "fetch.yml", "wireguard_peer.yml"}
+    assert set(where) >= {"cell.yml", "cells.yml", "main.yml", "fetch.yml"}
     others = {p.name for p in ROLE_TASKS.glob("*.yml")} - set(where)
     assert others == set(NOT_IN_CELLS), f"say whether these run in a cell: {others ^ set(NOT_IN_CELLS)}"
     valid = {p.value for p in Phase} - {p.value for p in UNTASKED}

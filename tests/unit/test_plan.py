@@ -312,13 +312,13 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     """)
     cv0, cv = (cell_vars(c, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH) for c in cells)
     assert target(cells[1], inv) == "10.71.9.2" and " -H 10.71.9.2 " in cv.files["cli"][FLENT_FILE]
-    assert cv.tunnel == cv0.tunnel == "ipsec" and cv.to_ansible()["tunnel"] == "ipsec"
+    assert cv.tunnel == cv0.tunnel == "ipsec"
     ecn = ecn_place(cells[1], inv, "tc")
     assert ecn is not None and ecn.at == "cli"
     fill0, fill = (dict(re.findall(r" -e s/(@\w+@)/(0x[0-9a-f]+)/", c.hosts["cli"].setup)) for c in (cv0, cv))
     keys = [fill0["@AUTH_cli@"], fill["@AUTH_cli@"], fill["@AUTH_srv@"]]
     assert len(set(keys)) == 3 and all(len(k) == 66 for k in keys)
-    assert "files" not in cv.to_ansible()  # each host's setup script carries its files
+    assert "files" not in cv.to_ansible() and "tunnel" not in cv.to_ansible()  # the setup scripts carry them
     shown = cell_vars(cells[1], inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH, keys=False)
     assert not re.search(r"0x[0-9a-f]{32}", shown.hosts["cli"].setup)  # the dry run's: no key
     assert shown.hosts["cli"].setup.count(f"/{KEY_SHOWN}/") == 4
@@ -579,7 +579,8 @@ def test_each_host_gets_its_folder_devices_and_tunnel_end_from_python(scenario_f
     (results folder, or its scratch folder where it has no shared one or stages cells),
     the device it captures on (the tunnel's in tunnelled cells), the devices its teardown
     log shows (IFBs as commands.Ports names them), and each tunnel end's peer."""
-    from flharness.testbed.plan import testbed_vars
+    from flharness.testbed.plan import tunnel_ends
+    from flharness.testbed.tunnel import EndAddresses
     plain, tunnelled = (one_cell(scenario_file, f"""
         test: tcp_1up
         rate: 10mbit
@@ -604,9 +605,9 @@ def test_each_host_gets_its_folder_devices_and_tunnel_end_from_python(scenario_f
     assert tv.tunnel == "wireguard"
     assert [h.capture_dev for h in cell_hosts(tunnelled, inv, "/results/t", RV, SCRATCH).values()] == ["fl-tun", None, "fl-tun"]
     assert state_devs(tunnelled, inv, RV, "srv") == ["srv.l", "fl-tun"]
-    assert testbed_vars(inv)["fl_tunnel_ends"] == {
-        "cli": {"peer": "srv", "local": "10.71.1.1", "remote": "10.71.2.1", "peer_inner": "10.71.9.2"},
-        "srv": {"peer": "cli", "local": "10.71.2.1", "remote": "10.71.1.1", "peer_inner": "10.71.9.1"}}
+    assert tunnel_ends(inv) == {
+        "cli": EndAddresses(peer="srv", local="10.71.1.1", remote="10.71.2.1", peer_inner="10.71.9.2"),
+        "srv": EndAddresses(peer="cli", local="10.71.2.1", remote="10.71.1.1", peer_inner="10.71.9.1")}
 
 
 def test_a_host_moves_only_what_it_staged():
@@ -688,3 +689,22 @@ def test_each_host_stages_moves_and_starts_the_servers_as_it_did(scenario_file, 
                    if re.match(r"(rm -rf|mkdir -p|mv) /", line)]
             assert got == want, (kind, host)
         assert f'\n"$dir/fl-servers" {servers}\n' in rendered["srv"]["setup.sh"], kind
+
+
+def test_wireguard_keys_are_made_per_cell_and_each_end_knows_its_peers(scenario_file, inv, tmp_path):
+    """Each end's setup holds its own private key and its peer's public key (no step
+    between the hosts); a second cell has other keys; the dry run's holds none."""
+    import subprocess
+    cell, = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: cubic\ntunnel: wireguard\n")
+    a, b = (cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH) for _ in range(2))
+    key = r"([A-Za-z0-9+/]{43}=)"
+    private = {h: re.search(rf"printf '%s\\n' {key} > ", a.hosts[h].setup).group(1) for h in ("cli", "srv")}
+    peer = {h: re.search(rf" peer {key} allowed-ips ", a.hosts[h].setup).group(1) for h in ("cli", "srv")}
+    assert private["cli"] not in a.hosts["srv"].setup and private["srv"] not in a.hosts["cli"].setup
+    assert private["cli"] not in b.hosts["cli"].setup and len(set(private.values()) | set(peer.values())) == 4
+    assert "allowed-ips 10.71.9.2/32 endpoint 10.71.2.1:51821" in a.hosts["cli"].setup
+    for me, other in (("cli", "srv"), ("srv", "cli")):  # wg derives from my private key the public key my peer holds
+        derived = subprocess.run(["wg", "pubkey"], input=private[me] + "\n", capture_output=True, text=True, check=True)
+        assert derived.stdout.strip() == peer[other]
+    shown = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH, keys=False)
+    assert not re.search(key, shown.hosts["cli"].setup) and f"printf '%s\\n' {KEY_SHOWN} > " in shown.hosts["cli"].setup

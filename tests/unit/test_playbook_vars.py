@@ -1,5 +1,5 @@
 """The contract between fl and the roles (flharness/testbed/playbook_vars.py): every
-`fl_run.X`, `fl_cell.X.Y` and `fl_tunnel_ends[host].X` that roles/ and playbooks/ read
+`fl_run.X` and `fl_cell.X.Y` that roles/ and playbooks/ read
 (through a host's entry too: `fl_cell.hosts[inventory_hostname].X`) is a field of the
 models, and the cells of shipped scenarios hand over data that has each of them."""
 from __future__ import annotations
@@ -18,13 +18,12 @@ from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import DRY_RUN_ID, DRY_RUN_ROOT, cell_vars, host_dirs, playbook_extra_vars, run_vars
-from flharness.testbed.plan import testbed_vars as of_testbed  # (not collected as a test)
-from flharness.testbed.playbook_vars import CellVars, RunVars, TunnelEndVars
+from flharness.testbed.playbook_vars import CellVars, RunVars
 
 REPO = Path(__file__).resolve().parents[2]
 SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as rendered scripts show them
 #: The variables fl hands over typed, and their types.
-ROOTS: dict[str, Any] = {"fl_run": RunVars, "fl_cell": CellVars, "fl_tunnel_ends": dict[str, TunnelEndVars]}
+ROOTS: dict[str, Any] = {"fl_run": RunVars, "fl_cell": CellVars}
 ANY = "*"  # the key of a step indexed by a variable (fl_cell.hosts[inventory_hostname]): any key
 #: Names read as keys that are none of fl_cell's, on purpose.
 NOT_KEYS = {"fl_cell.stop": "the hand-over's last word ({'stop': true}, session.py), no cell",
@@ -55,7 +54,7 @@ def _steps(text: str) -> list[tuple[str, bool]]:
 
 
 def references(text: str, where: str = "<string>") -> list[Ref]:
-    """Every fl_run / fl_cell / fl_tunnel_ends key chain in TEXT, through `{% set x = fl_cell.… %}` aliases too."""
+    """Every fl_run / fl_cell key chain in TEXT, through `{% set x = fl_cell.… %}` aliases too."""
     found = [(m.group(1), _steps(m.group(2)), m.start()) for m in CHAIN.finditer(text)]
     for alias in ALIAS.finditer(text):  # t.kind after {% set t = fl_cell.tunnel %}: fl_cell.tunnel.kind
         name, root, prefix = alias.group(1), alias.group(2), _steps(alias.group(3))
@@ -131,8 +130,7 @@ def reaches(ref: Ref, data: Any, i: int = 1) -> bool:
 def test_the_templates_read_only_keys_the_models_have():
     refs = template_references()
     names = {r.name for r in refs}  # the cell's scripts are fl's (cell_scripts.py): the roles read few keys
-    assert len(names) > 10 and {"fl_cell.hosts.*.setup", "fl_cell.hosts.*.collect"} <= names
-    assert ("fl_cell", "tunnel") in {r.chain for r in refs}
+    assert len(names) > 5 and {"fl_cell.hosts.*.setup", "fl_cell.hosts.*.collect", "fl_run.shared_fs"} <= names
     wrong = [f"{r.where}: {key} (read as {r.name})" for r in refs if (key := missing_key(r))]
     assert not wrong, "keys the roles read that playbook_vars.py's models lack:\n" + "\n".join(wrong)
 
@@ -147,27 +145,26 @@ def test_the_templates_read_only_keys_the_models_have():
     ("{{ fl_cell.hosts[inventory_hostname].capture_devv }}", "fl_cell.hosts.*.capture_devv"),
     ("{% set h = fl_cell.hosts[inventory_hostname] %}\n{{ h.cell_dir }} {{ h.state_dev }}", "fl_cell.hosts.*.state_dev"),
     ("{{ fl_cell.hosts.mid.collect }} {{ fl_cell.hosts['cli'].cell_dir }}", None),
-    ("{{ fl_tunnel_ends[inventory_hostname].remote }} {{ fl_tunnel_ends.cli.far }}", "fl_tunnel_ends.cli.far"),
-    ("{{ fl_tunnel_ends_x }} {{ fl_cell.files[inventory_hostname].anything }}", None),
+    ("{{ fl_run.tunnels[0] }} {{ fl_run.tunnelz }}", "fl_run.tunnelz"),
+    ("{{ fl_run_x }} {{ fl_cell.files[inventory_hostname].anything }}", None),
 ])
 def test_the_scanner_names_the_key_a_model_lacks(text, missing):
     assert [k for r in references(text) if (k := missing_key(r))] == ([missing] if missing else [])
 
 
 @pytest.fixture(scope="module")
-def handed_over() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    """fl_run (as a run's testbeds get it, with its batches), each cell's fl_cell and the
-    testbed's fl_tunnel_ends, dumped."""
+def handed_over() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """fl_run (as a run's testbeds get it, with its batches) and each cell's fl_cell, dumped."""
     inv = load_inventory(REPO / "inventory.ini")
     cells = [c for s in SCENARIOS for c in expand(load_scenario(REPO / s), REPO / s)]
     rv = run_vars(cells, ifb=True, nft=True)
     made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH) for c in cells]
-    return rv.batched(3, 16).to_ansible(), [cv.to_ansible() for cv in made], of_testbed(inv)["fl_tunnel_ends"]
+    return rv.batched(3, 16).to_ansible(), [cv.to_ansible() for cv in made]
 
 
 def test_the_cells_hand_over_every_key_the_templates_read(handed_over):
-    fl_run, fl_cells, ends = handed_over
-    data = [("fl_run", "fl_run", fl_run), ("fl_tunnel_ends", "fl_tunnel_ends", ends),
+    fl_run, fl_cells = handed_over
+    data = [("fl_run", "fl_run", fl_run),
             *(("fl_cell", f"cell {i}", c) for i, c in enumerate(fl_cells, 1))]
     refs = template_references()
     lacking = {f"{r.where}: {who} lacks {key}" for r in refs for root, who, d in data
@@ -203,7 +200,7 @@ def test_the_defaults_and_group_vars_decide_nothing(path):
 def test_every_key_of_a_cell_that_reaches_the_hosts_is_read(handed_over):
     """fl_cell, as the hosts get it, holds only what roles/ or playbooks/ read (the cell's
     scripts carry the rest): a field whose reader goes is dropped with it (issue 40)."""
-    _, fl_cells, _ = handed_over
+    _, fl_cells = handed_over
     read = {r.name for r in template_references()}
     sent = {f"fl_cell.{k}" for c in fl_cells for k in c if k != "hosts"} | \
            {f"fl_cell.hosts.*.{k}" for c in fl_cells for v in c["hosts"].values() for k in v}
