@@ -21,8 +21,7 @@ TEARDOWN = ("# fl teardown log: cell {name} ({scenario}), config {hash}\n"
 def write_cell_logs(cell: Cell, cell_dir: Path, result: PlaybookResult) -> None:
     head = {"name": cell.name, "scenario": cell.scenario, "hash": cell.config_hash}
     out = result.outputs
-    setup = {h: "\n".join(out[v][h] for v in ("fl_setup_out", "fl_tunnel_peer_out") if h in out.get(v, {}))
-             for h in HOSTS}
+    setup = {h: out["fl_setup_out"][h] for h in HOSTS if h in out.get("fl_setup_out", {})}
     collected = {h: out.get("fl_collect_out", {}).get(h, "(not collected: host failed)") for h in HOSTS}
     if any(setup.values()):
         (cell_dir / "setup.log").write_text(SETUP.format(**head) + _sections(setup))

@@ -196,7 +196,7 @@ DESCRIPTIONS: dict[str, str] = {
     "tunnel": (
         "a tunnel between client and server, built per cell (each end's commands: `tunnel.ip` in `fl run --dry-run`, "
         'from `flharness/testbed/tunnel.py`): `wireguard` '
-        '(keys made on each host for the cell; needs `wg` from wireguard-tools), `fou` (IP in UDP, '
+        '(a key pair per end made by fl for the cell; needs `wg` from wireguard-tools), `fou` (IP in UDP, '
         '`encap-sport auto`, outer TOS inherited), `ipsec` (ESP in tunnel mode on an xfrm interface, '
         '`cbc(aes)` + `hmac(sha256)` with fresh random keys per cell, anti-replay window `replay_window`, '
         '0–4096, default 32). Flent, iperf and the captures use the inner addresses (`fl_tunnel_addr` in the '

@@ -151,10 +151,10 @@ def ecn_place(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | No
 
 
 def tunnel_plan(cell: Cell, inv: Inventory, keys: bool = True) -> TunnelPlan | None:
-    """The cli-srv tunnel of a cell (its commands: each end's tunnel.ip, tunnel.py). IPsec
-    keys are made here, per cell, and reach the hosts only inside their setup scripts (the
-    cell's hand-over), which fill the file's placeholders; WireGuard keys are made on the hosts.
-    Without KEYS (the dry run) each placeholder is filled with KEY_SHOWN instead."""
+    """The cli-srv tunnel of a cell (its commands: each end's tunnel.ip, tunnel.py). Its
+    keys are made here, per cell (IPsec's SA keys; each WireGuard end's key pair), and reach
+    the hosts only inside their setup scripts (the cell's hand-over). Without KEYS (the dry
+    run) each key is KEY_SHOWN instead."""
     kind = cell.config.tunnel
     if kind is None:
         return None
@@ -321,7 +321,7 @@ def bottleneck_devs(inv: Inventory, ifb: bool) -> list[str]:
     return devs + ([Ports.ifb(d) for d in devs] if ifb else [])
 
 
-#: What the dry run shows in place of an IPsec key (tunnel_plan).
+#: What the dry run shows in place of a key (IPsec's, a WireGuard private key: tunnel_plan).
 KEY_SHOWN = "KEY-MADE-PER-CELL"
 
 

@@ -6,8 +6,9 @@ script fills as it pipes the file into ip (cell_scripts.py): the tunnel's MTU (t
 underlay's, read there, minus OVERHEAD) and IPsec's keys. Keys are made per cell by fl
 (testbed/plan.py: IPsec's SA keys, and each WireGuard end's key pair, so that each end
 knows its peer's public key without a step between the hosts) and handed over inside
-the setup scripts (the cell's hand-over), so that no file, log or dry run holds them (the
-dry run shows plan.KEY_SHOWN).
+the setup scripts (the cell's hand-over), so that no log or dry run holds them (the dry
+run shows plan.KEY_SHOWN; a WireGuard end's private key is in its scratch folder, mode
+0600, during the cell only).
 """
 from __future__ import annotations
 

@@ -48,10 +48,10 @@ RATE_UNIT = 20e6  # SLOWDOWN holds up to this link rate (measured: 10-20 Mbit/s 
 #: took 197 s against 144 s every 0.2 s), allowed 4× for two VMs sharing the cores.
 SAMPLE_COST = {"virtual": 0.5, "real": 0.2}
 STEP_UNIT = 0.2  # SLOWDOWN's cells sampled this often
-MEMORY_RE = re.compile(r"^\d+[MG]$")
+MEMORY_RE = re.compile(r"^\d+[MG]\Z")
 #: Kernel command line words --vm-append takes: a module's parameters (tcp_prague.rtt_indep=1)
 #: and the like, never anything a shell or QEMU would read as syntax.
-APPEND_RE = re.compile(r"^[A-Za-z0-9_.,:=-]{1,200}$")
+APPEND_RE = re.compile(r"^[A-Za-z0-9_.,:=-]{1,200}\Z")
 GUEST_SCRIPT = Path(__file__).with_name("vm_guest.sh")
 #: Every folder shared with the guest over 9p, as fl's guest script expects on every
 #: machine. Without it virtme-ng first tries virtio-fs for each folder and waits up to
