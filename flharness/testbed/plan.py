@@ -82,16 +82,22 @@ def host_dirs(testbed_id: str, state_root: str) -> dict[str, str]:
     return {h: f"{state_root}/{testbed_id}/{h}" for h in HOSTS}
 
 
-def host_links(inv: Inventory) -> dict[str, list[dict[str, str | None]]]:
+def host_links(inv: Inventory) -> dict[str, tuple[Link, ...]]:
     """Each host's testbed interfaces with their addresses (an endpoint's one, the
     middlebox's two ports), and on the middlebox the IFB each port's path delay uses."""
-    out: dict[str, list[dict[str, str | None]]] = {}
+    out: dict[str, tuple[Link, ...]] = {}
     for host, hv in inv.hostvars.items():
         pairs = [(hv["fl_if"], hv["fl_addr"])] if "fl_if" in hv else \
             [(hv["fl_if_cli"], hv["fl_addr_cli"]), (hv["fl_if_srv"], hv["fl_addr_srv"])]
-        out[host] = [{"dev": dev, "addr": addr, "ifb": Ports.ifb(dev) if host == "mid" else None}
-                     for dev, addr in pairs]
+        out[host] = tuple(Link(dev=str(dev), addr=str(addr), ifb=Ports.ifb(str(dev)) if host == "mid" else None)
+                          for dev, addr in pairs)
     return out
+
+
+def tunnel_end(inv: Inventory, host: tunnel.End, scratch: str) -> TunnelEnd:
+    """HOST's end of the cli-srv tunnel as its scripts build and remove it (tunnel_ends)."""
+    e = tunnel_ends(inv)[host]
+    return TunnelEnd(host=host, peer=e.peer, local=e.local, remote=e.remote, scratch=scratch, peer_inner=e.peer_inner)
 
 
 def run_hosts(inv: Inventory, dirs: dict[str, str], run_vars: RunVars | None) -> dict[str, RunHost]:
@@ -101,7 +107,7 @@ def run_hosts(inv: Inventory, dirs: dict[str, str], run_vars: RunVars | None) ->
     out = {}
     for host, hv in inv.hostvars.items():
         out[host] = RunHost(
-            host=host, dir=dirs[host], links=tuple(Link(dev=str(k["dev"]), addr=str(k["addr"]), ifb=k["ifb"]) for k in links[host]),
+            host=host, dir=dirs[host], links=links[host],
             netns=inv.backend == "netns",
             route=(str(hv["fl_route_to"]), str(hv["fl_gateway"])) if "fl_route_to" in hv else None,
             sysctl_keys=tuple(run_vars.sysctl_keys.get(host, [])) if run_vars else (),
@@ -130,9 +136,7 @@ def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
     dirs = host_dirs(testbed_id, state_root)
     run = {"fl_run": run_vars.to_ansible(), "fl_servers_argv": servers_argv(inv, run_vars, dirs["srv"])} \
         if run_vars else {"fl_run": {}}
-    ends = tunnel_ends(inv)
-    down = {h: tunnel_down(TunnelEnd(host=h, peer=e.peer, local=e.local, remote=e.remote, scratch=dirs[h])) for h, e in
-            ((h, ends[h]) for h in tunnel.ENDS)}
+    down = {h: tunnel_down(tunnel_end(inv, h, dirs[h])) for h in tunnel.ENDS}
     return {"fl_testbed_id": testbed_id,  # inventories name their namespaces with it
             "fl_host_dirs": dirs, **run,
             "fl_tunnel_down": down, "fl_testbed": host_scripts(inv, dirs, run_vars)}
@@ -276,7 +280,7 @@ def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars:
     writes the cell's files and captures (cell_hosts); FILES, its command files;
     TUNNEL_OF, the cell's tunnel (tunnel_plan); RESULTS, the cell's results folder."""
     config, hv = cell.config, inv.hostvars[host]
-    bottleneck = capture = tunnel_end = None
+    bottleneck = capture = built = None
     if host == "mid":
         p = ports(inv)
         bottleneck = Bottleneck(summary=summary(cell), devs=tuple(bottleneck_devs(inv, run_vars.ifb)), schedule=bool(config.steps),
@@ -289,26 +293,23 @@ def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars:
                           ss_log=f"{place.cell_dir}/{host}.ss.log" if host == "srv" and host in samplers(config) else None,
                           target=target(cell, inv), xz_level=None if run_vars.shared_fs else run_vars.xz_level)
         if tunnel_of is not None:
-            end = tunnel_ends(inv)[host]
-            me: tunnel.End = "cli" if host == "cli" else "srv"
-            tunnel_end = Tunnel(kind=tunnel_of.kind, overhead=tunnel_of.overhead, underlay=hv["fl_if"],
-                                end=TunnelEnd(host=me, peer=end.peer, local=end.local, remote=end.remote,
-                                              scratch=scratch[host], peer_inner=end.peer_inner),
-                                fill=tunnel_of.fill,
-                                wg_private=tunnel_of.wg[me].private if tunnel_of.wg else None,
-                                wg_peer_public=tunnel_of.wg[end.peer].public if tunnel_of.wg else None)
+            end = tunnel_end(inv, "cli" if host == "cli" else "srv", scratch[host])
+            built = Tunnel(kind=tunnel_of.kind, overhead=tunnel_of.overhead, underlay=hv["fl_if"], end=end,
+                           fill=tunnel_of.fill,
+                           wg_private=tunnel_of.wg[end.host].private if tunnel_of.wg else None,
+                           wg_peer_public=tunnel_of.wg[end.peer].public if tunnel_of.wg else None)
     return HostCell(host=host, cell=cell.name, scenario=cell.scenario, scratch=scratch[host], files=files,
                     cell_dir=place.cell_dir, staged=place.staged, moves_to=results if place.moves else None,
                     wait_timeout=run_vars.wait_timeout, client_if=hv["fl_if"] if host == "cli" else None,
                     servers=tuple(servers_argv(inv, run_vars, scratch["srv"])) if host == "srv" else None,
-                    endpoint=host in tunnel.ENDS, tunnel=tunnel_end, capture=capture, bottleneck=bottleneck)
+                    endpoint=host in tunnel.ENDS, tunnel=built, capture=capture, bottleneck=bottleneck)
 
 
 def state_scripts(cell: Cell, inv: Inventory, run_vars: RunVars, ecn: EcnPlace | None,
                   sysctls: dict[str, list[str]]) -> dict[str, str]:
     """Each host's state script for CELL (state_script.py): its teardown log's part."""
     links = host_links(inv)
-    return {h: state_script(HostState(host=h, devs=state_devs(cell, inv, run_vars, h), links=[str(link["dev"]) for link in links[h]],
+    return {h: state_script(HostState(host=h, devs=state_devs(cell, inv, run_vars, h), links=[link.dev for link in links[h]],
                                       nft=run_vars.nft, ecn=ecn, tunnel=cell.config.tunnel,
                                       module_params=run_vars.module_params.get(h, []), sysctls=sysctls[h]))
             for h in HOSTS}
@@ -346,7 +347,7 @@ def cell_hosts(cell: Cell, inv: Inventory, cell_dir: str, run_vars: RunVars, scr
     tunnelled, tun = cell.config.tunnel is not None, ports(inv).tunnel
     links = host_links(inv)
     return {host: HostPlace(cell_dir=f"{scratch[host]}/cell" if staged else cell_dir, staged=staged, moves=moves,
-                               capture_dev=(tun if tunnelled else str(links[host][0]["dev"])) if host in tunnel.ENDS else None)
+                               capture_dev=(tun if tunnelled else links[host][0].dev) if host in tunnel.ENDS else None)
             for host in HOSTS}
 
 
@@ -365,7 +366,7 @@ def state_devs(cell: Cell, inv: Inventory, run_vars: RunVars, host: str) -> list
     """The interfaces whose qdiscs and link counters HOST's state script shows: its links,
     on mid their IFBs too (where the run has them), on cli and srv the tunnel device
     (tunnelled cells)."""
-    devs = [str(link["dev"]) for link in host_links(inv)[host]]
+    devs = [link.dev for link in host_links(inv)[host]]
     if host == "mid" and run_vars.ifb:
         return devs + [Ports.ifb(d) for d in devs]
     return devs + ([ports(inv).tunnel] if cell.config.tunnel is not None and host in tunnel.ENDS else [])
