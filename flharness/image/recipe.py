@@ -39,7 +39,7 @@ VERSION_RE = re.compile(r"^[0-9A-Za-z.+~:-]+\Z")
 SUITE_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}\Z")
 MODULE_RE = re.compile(r"^[a-z0-9_]{1,60}\Z")
 CONSTRAINT_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9.+-]+)(?:/(?P<suite>[a-z][a-z0-9-]{1,40}))?"
-                           r"\s*(?:(?P<op>>=|<=|=)\s*(?P<version>[0-9A-Za-z.+~:-]+))?$")
+                           r"\s*(?:(?P<op>>=|<=|=)\s*(?P<version>[0-9A-Za-z.+~:-]+))?\Z")
 SHA256_RE = re.compile(r"^[0-9a-f]{64}\Z")
 BOOT_SYSCTL_RE = re.compile(r"^(net|kernel|vm)(\.[A-Za-z0-9_-]+)+\Z")
 BOOT_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:, -]{1,200}\Z")

@@ -38,7 +38,7 @@ import shlex
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.connection.local import Connection as LocalConnection
 
-_NETNS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_NETNS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 
 
 class Connection(LocalConnection):

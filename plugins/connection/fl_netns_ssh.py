@@ -22,7 +22,7 @@ _DOC["options"]["netns"] = {"description": "Name of the network namespace to ent
                             "required": True, "vars": [{"name": "fl_netns"}]}
 DOCUMENTATION = yaml.safe_dump(_DOC)
 
-_NETNS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_NETNS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 
 
 class Connection(_ssh.Connection):
