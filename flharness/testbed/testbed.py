@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from ..errors import FlError
+from ..hosts import HOSTS
 from . import netns, probe
 from .ansible import PlaybookResult, run_playbook
 from .inventory import Inventory, testbed_inventory
@@ -37,6 +38,18 @@ STATE_ROOT = Path(os.environ.get("FL_STATE_ROOT") or "/run/fl")
 STATE_DIR = STATE_ROOT / "testbeds"
 #: Cells per included batch of the session playbook (playbooks/tasks/cells.yml).
 BATCH = 16
+
+#: Ansible's names of its ssh connection: an ssh testbed's hosts with it run fl_ssh.
+SSH_CONNECTIONS = (None, "ssh", "ansible.builtin.ssh", "smart")
+
+
+def ssh_connection(inv: Inventory) -> dict[str, Any] | None:
+    """An ssh testbed's hosts reached by fl_ssh (plugins/connection: Ansible's ssh, with
+    the cells' scripts, which hold their tunnels' keys, on the remote shell's input, not
+    on command lines), unless the inventory names another connection."""
+    if inv.backend != "ssh" or any(inv.written[h].get("ansible_connection") not in SSH_CONNECTIONS for h in HOSTS):
+        return None
+    return {"ansible_connection": "fl_ssh"}
 
 
 class TestbedError(FlError):
@@ -91,7 +104,7 @@ class Testbed:
         """Wait for the VM's sshd (if any) and write the testbed's inventory."""
         if self.vm:
             self.vm.wait_ready()
-        host_settings, nsroot = None, None
+        host_settings, nsroot = ssh_connection(self.inv), None
         if self.inv.backend == "netns":
             nsroot = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
         if self.vm:

@@ -4,7 +4,8 @@ fl drives the namespace testbed inside a VM guest from the host: the guest runs 
 (flharness/testbed/vm_guest.sh) and each testbed host (cli, mid, srv) is a namespace
 in it. This is Ansible's ``ssh`` connection, with all its options (its documentation is
 reused below), and every command wrapped in ``ip netns exec NS``. One multiplexed ssh
-connection (ControlPersist) serves all three hosts.
+connection (ControlPersist) serves all three hosts. A command that brings no input of its
+own reaches the namespace's shell on its input, as with fl_ssh.py.
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ _DOC["options"]["netns"] = {"description": "Name of the network namespace to ent
 DOCUMENTATION = yaml.safe_dump(_DOC)
 
 _NETNS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+#: The shell's argument where the command comes on its input (as fl_ssh.py's).
+FROM_INPUT = 'eval "$(cat)"'
 
 
 class Connection(_ssh.Connection):
@@ -32,5 +35,7 @@ class Connection(_ssh.Connection):
         netns = self.get_option("netns")
         if not _NETNS_RE.match(netns or ""):
             raise AnsibleConnectionFailure(f"fl_netns_ssh: invalid namespace name {netns!r}")
+        if in_data is None:
+            cmd, in_data = FROM_INPUT, cmd if isinstance(cmd, bytes) else cmd.encode()
         wrapped = f"ip netns exec {shlex.quote(netns)} /bin/sh -c {shlex.quote(cmd)}"
         return super().exec_command(wrapped, in_data=in_data, sudoable=sudoable)
