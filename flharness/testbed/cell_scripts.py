@@ -15,6 +15,7 @@ an int. The tunnel's removal (tunnel_down) is also the testbed teardown's for ss
 """
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from .tunnel import IPSEC_ID, IPSEC_SPI, MTU, PORT, End
 q = shlex.quote
 SNAPLEN = 128  # bytes tcpdump keeps of each packet: the headers (tunnelled ones too)
 WG_KEY_FILE = "wg.key"  # in the host's scratch folder: its WireGuard private key for the cell
+KEYS_END = "FL_KEYS"  # ends the here-document that hands IPsec's keys to sed
 
 
 @dataclass(frozen=True)
@@ -198,9 +200,13 @@ def _tunnel_up(t: Tunnel) -> list[str]:
         out.append(f'cat /proc/net/xfrm_stat > "$dir/{XFRM_STAT_FILE}"  # the namespace\'s counters before this cell\'s SAs')
     elif t.kind == "fou":
         out.append("modprobe -q fou 2>/dev/null || true  # FOU's netlink family does not load it on demand")
-    fill = "".join(f" -e {q(f's/{placeholder}/{value}/')}" for placeholder, value in t.fill.items())
-    out += [f'sed {mtu}"$mtu/" "$cmd/tunnel.ip" | while IFS= read -r l; do echo "+ ip $l"; done',
-            f'sed -e {mtu}"$mtu/"{fill} "$cmd/tunnel.ip" | ip -batch - >/dev/null']
+    out.append(f'sed {mtu}"$mtu/" "$cmd/tunnel.ip" | while IFS= read -r l; do echo "+ ip $l"; done')
+    if t.fill:  # the keys on sed's input (a here-document), not its command line
+        assert all(re.fullmatch(r"[\w@-]+", p + v) for p, v in t.fill.items()), "placeholders and keys are words"
+        out += [f'sed -e {mtu}"$mtu/" -f /dev/stdin "$cmd/tunnel.ip" <<\'{KEYS_END}\' | ip -batch - >/dev/null',
+                *(f"s/{placeholder}/{value}/" for placeholder, value in t.fill.items()), KEYS_END]
+    else:
+        out.append(f'sed -e {mtu}"$mtu/" "$cmd/tunnel.ip" | ip -batch - >/dev/null')
     if t.kind == "wireguard":
         assert t.wg_private and t.wg_peer_public and t.end.peer_inner, "a WireGuard end needs its keys and its peer's address"
         key, port = q(f"{t.end.scratch}/{WG_KEY_FILE}"), int(PORT["wireguard"])

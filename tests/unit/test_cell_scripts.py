@@ -92,7 +92,9 @@ def endpoint(h: str, kind: str) -> HostCell:
 def test_the_endpoints_with_a_tunnel_of_each_kind():
     extra = {"ipsec": ['cat /proc/net/xfrm_stat > "$dir/xfrm_stat.up"  # the namespace\'s counters before this cell\'s SAs'],
              "fou": ["modprobe -q fou 2>/dev/null || true  # FOU's netlink family does not load it on demand"], "wireguard": []}
-    fills = {"ipsec": " -e s/@AUTH_cli@/0xaa/ -e s/@ENC_cli@/0xbb/", "fou": "", "wireguard": ""}
+    plain = ['sed -e s/@MTU@/"$mtu/" "$cmd/tunnel.ip" | ip -batch - >/dev/null']
+    fills = {"ipsec": ['sed -e s/@MTU@/"$mtu/" -f /dev/stdin "$cmd/tunnel.ip" <<\'FL_KEYS\' | ip -batch - >/dev/null',
+                       "s/@AUTH_cli@/0xaa/", "s/@ENC_cli@/0xbb/", "FL_KEYS"], "fou": plain, "wireguard": plain}
     for kind in ("wireguard", "fou", "ipsec"):
         for h in ("cli", "srv"):
             peer = "srv" if h == "cli" else "cli"
@@ -107,7 +109,7 @@ def test_the_endpoints_with_a_tunnel_of_each_kind():
             want = [*HEAD[:2], f"dir={S}/{h}", *HEAD[3:], "printf '%s' 'x $y '\"'\"'z'\"'\"'", "' > \"$cmd/\"a.tc", *SYSCTLS,
                     *ENDPOINT, *own, "", *tunnel_down(h, peer), f"mtu=$(( $(cat /sys/class/net/{h}.r/mtu) - 60 ))", *extra[kind],
                     "sed s/@MTU@/\"$mtu/\" \"$cmd/tunnel.ip\" | while IFS= read -r l; do echo \"+ ip $l\"; done",
-                    f"sed -e s/@MTU@/\"$mtu/\"{fills[kind]} \"$cmd/tunnel.ip\" | ip -batch - >/dev/null", *wg,
+                    *fills[kind], *wg,
                     "ethtool -K fl-tun tso off gso off gro off 2>/dev/null || true",
                     'if [ -f "$cmd/ecn-tunnel.nft" ]; then batch ecn-tunnel.nft nft -f; fi',
                     'if [ -f "$cmd/ecn-tunnel.tc" ]; then batch ecn-tunnel.tc tc -batch; fi',
