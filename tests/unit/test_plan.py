@@ -315,7 +315,7 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     assert cv.tunnel == cv0.tunnel == "ipsec"
     ecn = ecn_place(cells[1], inv, "tc")
     assert ecn is not None and ecn.at == "cli"
-    fill0, fill = (dict(re.findall(r" -e s/(@\w+@)/(0x[0-9a-f]+)/", c.hosts["cli"].setup)) for c in (cv0, cv))
+    fill0, fill = (dict(re.findall(r"^s/(@\w+@)/(0x[0-9a-f]+)/$", c.hosts["cli"].setup, re.M)) for c in (cv0, cv))
     keys = [fill0["@AUTH_cli@"], fill["@AUTH_cli@"], fill["@AUTH_srv@"]]
     assert len(set(keys)) == 3 and all(len(k) == 66 for k in keys)
     assert "files" not in cv.to_ansible() and "tunnel" not in cv.to_ansible()  # the setup scripts carry them
@@ -348,8 +348,8 @@ def test_ipsec_tunnel(scenario_file, inv, tmp_path):
     assert sorted(fill) == ["@AUTH_cli@", "@AUTH_srv@", "@ENC_cli@", "@ENC_srv@"]
     assert len(fill["@ENC_cli@"]) == 34  # 128-bit AES keys
     for placeholder, key in fill.items():  # each key once, in the command that fills its placeholder
-        assert cli.count(key) == 1 and f" -e s/{placeholder}/{key}/ " in cli and f"echo {key}" not in cli
-    assert '"$cmd/tunnel.ip" | ip -batch - >/dev/null' in cli
+        assert cli.count(key) == 1 and f"\ns/{placeholder}/{key}/\n" in cli and f"echo {key}" not in cli
+    assert "\"$cmd/tunnel.ip\" <<'FL_KEYS' | ip -batch - >/dev/null" in cli  # the keys on sed's input
     assert 'add rule inet fl_tunnel ecn_rewrite oifname "fl-tun" ip dscp 19 ip ecn set not-ect counter comment ' \
            '"flow 1: bleach"\n' in cv.files["cli"]["ecn-tunnel.nft"]
     srv, = setup_scripts([cv], rv, inv, "srv")
