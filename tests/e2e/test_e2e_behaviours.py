@@ -34,7 +34,7 @@ from resultlib import (
     SRV,
     SYN,
     arrival_bins,
-    beyond_steal,
+    beyond_load,
     bursts,
     connections,
     find,
@@ -137,7 +137,7 @@ def test_ecn_actions_and_their_combinations_rewrite_each_flow_at_the_middlebox(r
     effects = {e["feature"]: e for e in rec["checks"]["calibration"]["effects"]}
     assert {f"{name} (rule)" for name in counters} | {"flow 2: no ECN negotiated", "flow 4: no ECN negotiated",
                                                         "flow 1: ect1", "flow 4: strip-negotiation"} <= effects.keys()
-    assert all(e["ok"] for e in effects.values()) and not beyond_steal(rec["checks"]["calibration"]["reasons"]), effects
+    assert all(e["ok"] for e in effects.values()) and not beyond_load(rec["checks"]["calibration"]["reasons"]), effects
 
 
 def test_asymmetric_rates_and_a_two_step_schedule(run):

@@ -30,7 +30,7 @@ from test_e2e_interrupt import flows_running, partial_capture
 from flharness.frames import PAYLOAD_SHARE
 from flharness.run.calibration import cpu_intervals, saturated_share
 
-pytestmark = [pytest.mark.e2e, needs_root_tools()]
+pytestmark = [pytest.mark.e2e, pytest.mark.alone, needs_root_tools()]  # its busy loops take every core
 SCENARIO = str(REPO / "tests" / "scenarios" / "calibration.yml")
 BULK, IDLE = "cubic-pfifo_200-50mbit-0ms-bulk", "cubic-pfifo_200-50mbit-0ms-paced5mbit"
 CELL = f"calibration/{BULK}"

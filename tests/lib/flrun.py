@@ -62,13 +62,19 @@ class Seen:
             for key, program in (("playbook_pid", b"ansible-playbook"), ("vm_pid", b"vng")):
                 if state.get(key):
                     self.programs[int(state[key])] = program
-        nsfs = os.stat("/proc/self/ns/net").st_dev  # a named namespace is an nsfs file mounted there
         for tid in self.ids:
-            for ns in NETNS_DIR.glob(f"{tid}-*"):
-                with contextlib.suppress(OSError):
-                    if (st := ns.stat()).st_dev == nsfs:  # not the empty file `ip netns add` mounts it on
-                        self.inodes.add(st.st_ino)
+            self.inodes |= {i for ns in NETNS_DIR.glob(f"{tid}-*") if (i := _inode(ns)) is not None}
         self.probes |= set(_probe_namespaces()) - self.probes_before
+
+
+def _inode(ns: Path) -> int | None:
+    """The inode of a named namespace: an nsfs file mounted on /run/netns/NAME (None for
+    the empty file `ip netns add` mounts it on, or one gone)."""
+    try:
+        st = ns.stat()
+    except OSError:
+        return None
+    return st.st_ino if st.st_dev == os.stat("/proc/self/ns/net").st_dev else None
 
 
 def _probe_namespaces() -> list[str]:
@@ -242,6 +248,9 @@ def leftovers(seen: Seen, results: Path | None = None) -> list[str]:
         found += [f"state file {p}" for p in (STATE_DIR / f"{tid}.json",) if p.exists()]
     needles = [str(results)] if results is not None else []
     needles += sorted(seen.ids)
+    # A namespace's inode is reused once it is freed: one that another's named namespace
+    # has now is not the run's (a namespace of the run that a process still holds keeps its inode)
+    others = {_inode(p) for p in NETNS_DIR.glob("*") if not p.name.startswith(tuple(seen.ids))} - {None}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == os.getpid():
             continue
@@ -252,7 +261,7 @@ def leftovers(seen: Seen, results: Path | None = None) -> list[str]:
             continue
         cmd = raw.replace(b"\0", b" ").decode(errors="replace")
         program = seen.programs.get(int(d.name))
-        if net in seen.inodes or any(re.search(re.escape(n) + r"(?=[/ ]|$)", cmd) for n in needles) \
+        if (net in seen.inodes and net not in others) or any(re.search(re.escape(n) + r"(?=[/ ]|$)", cmd) for n in needles) \
                 or (program is not None and program in raw):
             found.append(f"process {d.name}: {cmd}")
     try:
