@@ -17,7 +17,7 @@ from flrun import REPO, needs_root_tools, run_fl
 from resultlib import doubts
 from weblib import render_in_chromium
 
-pytestmark = [pytest.mark.e2e, needs_root_tools()]
+pytestmark = [pytest.mark.e2e, pytest.mark.alone, needs_root_tools()]  # compares cells fl must trust: a quiet machine
 SCENARIO = REPO / "tests" / "scenarios" / "compare.yml"
 RATES = {"a": "10mbit", "b": "10mbit", "c": "20mbit", "d": "15mbit"}  # run label → the scenario's fixed rate
 #: run label → repetitions: what each test reads (a: the junit test's nine cases; b, c: a

@@ -16,7 +16,7 @@ from flrun import DEMO, needs_root_tools, run_fl
 
 from flharness.analysis.flent_data import load as load_flent
 
-pytestmark = [pytest.mark.e2e, needs_root_tools()]
+pytestmark = [pytest.mark.e2e, pytest.mark.alone, needs_root_tools()]  # the demo run: test_e2e_report compares its cells
 FILES = ("cell.json", "setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
 CONTROL_PORT = 12865
 

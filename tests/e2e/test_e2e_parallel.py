@@ -21,6 +21,8 @@ from test_e2e_interrupt import flows_running, running_cells
 from flharness.analysis.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
+#: The tests of the demo run: where the demo's other modules run (`alone`: the run is made once per process)
+ON_THE_DEMO_RUN = pytest.mark.alone
 SERVERS = {"ns1": "10.71.2.1", "ns2": "10.71.18.1"}
 THREE = str(REPO / "tests" / "scenarios" / "three-short.yml")
 
@@ -35,6 +37,7 @@ def parallel(demo_run):
     return demo_run.fl, demo_run.results / "e2e" / "demo"
 
 
+@ON_THE_DEMO_RUN
 def test_two_namespace_testbeds_share_the_cells(parallel):
     p, root = parallel
     assert p.returncode == 0, p.stdout + p.stderr
@@ -52,6 +55,7 @@ def test_two_namespace_testbeds_share_the_cells(parallel):
     assert " ns1: demo/" in p.stdout and " ns2: demo/" in p.stdout
 
 
+@ON_THE_DEMO_RUN
 def test_each_testbed_captured_its_own_addresses(parallel):
     """The server's capture of each cell holds the flows to that testbed's server, and not
     a packet of the other testbed."""
@@ -65,6 +69,7 @@ def test_each_testbed_captured_its_own_addresses(parallel):
         assert load_flent(root / name / f"{name}.flent.gz")["metadata"]["HOSTS"] == [mine]
 
 
+@ON_THE_DEMO_RUN
 def test_nothing_of_a_parallel_run_remains(parallel):
     p, root = parallel
     assert len(built_testbeds(p, *(c.parent for c in root.glob("*/cell.json")))) == 2

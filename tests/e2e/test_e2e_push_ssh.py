@@ -14,7 +14,7 @@ import pytest
 from flrun import listening, needs_root_tools, run_fl, wait_for
 from weblib import start_nginx, stop_nginx
 
-pytestmark = [pytest.mark.e2e, needs_root_tools(),
+pytestmark = [pytest.mark.e2e, needs_root_tools(), pytest.mark.alone,  # reads the demo run: made once, where it runs
               pytest.mark.skipif(not Path("/usr/sbin/sshd").exists() or not Path("/usr/sbin/nginx").exists(),
                                  reason="needs openssh-server and nginx (./install.sh)")]
 

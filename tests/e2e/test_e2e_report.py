@@ -22,7 +22,7 @@ from weblib import render_in_chromium
 from flharness.analysis.flent_data import load as load_flent
 from flharness.analysis.flent_data import t0 as flent_t0
 
-pytestmark = [pytest.mark.e2e, needs_root_tools()]
+pytestmark = [pytest.mark.e2e, pytest.mark.alone, needs_root_tools()]  # compares the demo run's cells: a quiet machine
 
 
 @pytest.fixture(scope="module")
