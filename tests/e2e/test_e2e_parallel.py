@@ -21,7 +21,7 @@ from test_e2e_interrupt import flows_running, running_cells
 from flharness.analysis.flent_data import load as load_flent
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
-#: The tests of the demo run: where the demo's other modules run (`alone`: the run is made once per process)
+#: Tests that read the demo run go where its other readers go (`alone`): each pytest process makes the run once
 ON_THE_DEMO_RUN = pytest.mark.alone
 SERVERS = {"ns1": "10.71.2.1", "ns2": "10.71.18.1"}
 THREE = str(REPO / "tests" / "scenarios" / "three-short.yml")
