@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 from flrun import DEMO, needs_root_tools, run_fl
+from resultlib import BUSY, STOLEN, codes
 
 from flharness.analysis.flent_data import load as load_flent
 
@@ -49,13 +50,17 @@ def test_goodput_is_90_to_100_percent_of_the_rate(demo):
     """netperf's own throughput fills the link. netperf counts the bytes its sender wrote to
     the socket, so it may exceed the rate by what the path still held (the sender's buffer,
     the FIFO): by 5 % at most here (the CI saw 10.03 Mbit/s of a 10 Mbit/s BBR cell). What
-    fl reports, from the receiver, is held to the payload capacity: test_e2e_report."""
+    fl reports, from the receiver, is held to the payload capacity: test_e2e_report. A cell
+    below 90 % must say why: the machine's load (a run saw 46 % of 50 Mbit/s while the
+    hypervisor took half a core, and fl flagged the steal)."""
     for d in demo[1]:
         data = load_flent(d / f"{d.name}.flent.gz")
         meta = data["metadata"]["SERIES_META"]
         goodput = sum(meta[f"TCP upload::{i}"]["MEAN_VALUE"] for i in (1, 2))  # Mbit/s, netperf's own
-        rate = json.loads((d / "cell.json").read_text())["coordinates"]["rate"]["value"]["up_bps"] / 1e6
-        assert 0.90 <= goodput / rate <= 1.05, (d.name, goodput, rate)
+        rec = json.loads((d / "cell.json").read_text())
+        rate = rec["coordinates"]["rate"]["value"]["up_bps"] / 1e6
+        flags = set(codes(rec["checks"]["calibration"]["reasons"]))
+        assert goodput / rate <= 1.05 and (goodput / rate >= 0.90 or flags & {STOLEN, BUSY}), (d.name, goodput, rate, flags)
         params = data["metadata"]["TEST_PARAMETERS"]
         assert params["fl_cell"] == d.name and params["fl_rate"] == f"{rate:g}mbit"
 
