@@ -272,10 +272,19 @@ def beyond_steal(flags: list[dict]) -> list[dict]:
     return _beyond(flags, {STOLEN})
 
 
+#: The flags of the machine's load: CPU steal, a busy core
+LOAD = frozenset({STOLEN, BUSY})
+
+
+def loaded(flags: list[dict]) -> bool:
+    """Whether FLAGS say the machine's load disturbed the cell."""
+    return bool(LOAD & set(codes(flags)))
+
+
 def beyond_load(flags: list[dict]) -> list[dict]:
     """FLAGS other than the machine's load (CPU steal, a busy core) and the short shaper it
     explains: what a run on a shared CI machine may show although fl measured right."""
-    return _beyond(flags, {STOLEN, BUSY})
+    return _beyond(flags, set(LOAD))
 
 
 def _beyond(flags: list[dict], machine: set[str]) -> list[dict]:
