@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import pytest
 from flrun import DEMO, REPO, FlResult, built_testbeds, leftovers, run_fl
+from machine import Steal
 from weblib import nginx  # noqa: F401 (the fixture)
 
 
@@ -14,6 +15,7 @@ class DemoRun(NamedTuple):
     out: str  # fl's output
     results: Path  # the results root (run folder results/e2e/)
     fl: FlResult
+    steal: Steal  # the machine's CPU steal during the run
 
 
 @pytest.fixture(scope="session")
@@ -21,12 +23,12 @@ def demo_run(tmp_path_factory) -> DemoRun:
     """The shipped demo scenario (shortened: DEMO) run once for the session on two namespace testbeds
     (`--parallel 2`, as on a machine of two cores or more). test_e2e_demo checks the run,
     test_e2e_parallel the two testbeds, test_e2e_report its analysis."""
-    results = tmp_path_factory.mktemp("results")
+    results, steal = tmp_path_factory.mktemp("results"), Steal()
     p = run_fl("run", DEMO, "--run", "e2e", "--parallel", "2", "--results", str(results))
     assert p.returncode == 0, p.stdout + p.stderr
     built_testbeds(p, *(c.parent for c in (results / "e2e" / "demo").glob("*/cell.json")))
     assert not leftovers(p.seen, results), "the run left something behind"
-    return DemoRun(p.stdout, results, p)
+    return DemoRun(p.stdout, results, p, steal.stop())
 
 
 #: Two scenario files run in one `fl run` for the session (several scenarios on one

@@ -277,7 +277,10 @@ def test_a_video_flow_and_a_latency_probe_beside_a_tcp_flow(behaviours_report):
     whole = [f for f in frames if set(f) <= arrived]
     assert (video["datagrams_received"], video["frames_received"]) == (len(arrived), len(whole)), video
     trips = len(json.loads(gzip.decompress((d / "probe.json.gz").read_bytes()))["round_trips"])
-    assert abs(trips - length / 0.01) <= 0.05 * length / 0.01 and probe["sent"] == trips, (trips, probe)
+    # irtt sends on its schedule while it runs: the share of a core the hypervisor took
+    # (fl's cpu_stolen, /proc/stat's steal) costs as many sends (CI once: 364 of 400)
+    missed = 0.05 + max(rec["checks"]["calibration"]["cpu_stolen"].values(), default=0.0)
+    assert abs(trips - length / 0.01) <= missed * length / 0.01 and probe["sent"] == trips, (trips, probe, missed)
     drain_ms = 100 * 1514 * 8 / 8e6 * 1e3
     assert probe["queueing_from"] == "one-way" and 0 <= probe["queueing_ms"]["p99"] <= drain_ms + 5, probe
     effects = {e["feature"]: e for e in rec["checks"]["calibration"]["effects"]}
