@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ..errors import FlError
 from ..testbed import netns
-from ..testbed.inventory import load_inventory
+from ..testbed.inventory import Inventory, load_testbeds
 from ..testbed.playbook_vars import RunVars
 from ..testbed.testbed import STATE_DIR, Testbed, stale_testbeds
 
@@ -33,9 +33,8 @@ def recover_stale(say: str = "fl: removing testbed {id} left by a run that was k
 def remove_testbed(state: dict[str, Any]) -> None:
     for key, program in (("playbook_pid", b"ansible-playbook"), ("vm_pid", b"vng")):
         _stop_group(state.get(key), program)
-    source = Path(state.get("source") or state.get("inventory") or "")
     try:
-        inv = load_inventory(source)
+        inv = state_inventory(state)
     except FlError as e:
         LOG.info("  cannot read its inventory (%s); removing its namespaces only", e)
         for ns in netns.testbed_namespaces(state["id"]):
@@ -47,6 +46,18 @@ def remove_testbed(state: dict[str, Any]) -> None:
     if tb.touched and not tb.inventory.is_file():
         tb.ready()
     tb.down()
+
+
+def state_inventory(state: dict[str, Any]) -> Inventory:
+    """The testbed of a state file's inventory that the run used: an ssh inventory may hold
+    several (state files before fl named it: the first)."""
+    source = Path(state.get("source") or state.get("inventory") or "")
+    testbeds = load_testbeds(source)
+    name = state.get("testbed", testbeds[0].name)
+    found = [tb for tb in testbeds if tb.name == name]
+    if not found:
+        raise FlError(f"{source}: no testbed {name!r} any more (the inventory was edited)")
+    return found[0]
 
 
 def _run_vars(state: dict[str, Any]) -> RunVars | None:
