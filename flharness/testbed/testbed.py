@@ -175,7 +175,7 @@ class Testbed:
         steps: list[Callable[[], None]] = []
         if self.session:
             steps.append(self.session.stop)
-        if self.touched and not self.removed and (not self.vm or self.vm.alive()):
+        if self.touched and not self.removed and not self.vm:  # a VM's guest takes all fl made in it along
             steps.append(self._playbook_down)
         if self.vm:
             steps.append(self.vm.stop)
