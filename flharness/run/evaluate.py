@@ -79,14 +79,17 @@ def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> dict[str, Any] 
     if len(data_files) == 1:
         data_files[0].rename(cell_dir / f"{cell.name}.flent.gz")
     path = cell_dir / f"{cell.name}.flent.gz"
+    cut_off = _runners_cut_off(cell_dir / "flent.log")
     if not path.is_file():
         v.fail("Flent wrote no data file")
+        _cut_off(cut_off, v)
         return None
     data = flent_data.load(path)
     failed = int(data.get("metadata", {}).get("FAILED_RUNNERS") or 0)  # Flent counts them
     v.checks.failed_runners = failed
     if failed:
         v.fail(f"{failed} Flent runner(s) failed")
+    _cut_off(cut_off, v)
     series = flent_data.flow_series(data)
     goodput = {name: flent_data.goodput_mbit(data, name) for name in series}
     v.checks.netperf_mbit = goodput  # the sender's count: whether each flow moved data
@@ -160,6 +163,25 @@ def _flent_exit(log: Path) -> int | None:
         return None
     m = re.match(r"# exit status: (\d+)", first)
     return int(m.group(1)) if m else None
+
+
+def _cut_off(runners: list[str], v: Verdict) -> None:
+    if runners:
+        v.fail(f"Flent stopped {', '.join(runners)} before it reported (flent.log: 'Return code: None'): in a VM on "
+               "the virtual clock the guest's time leaps while a program's pages come from the host")
+        v.retry = True
+
+
+def _runners_cut_off(log: Path) -> list[str]:
+    """The runners (class names) that Flent stopped while they still ran and had no data
+    (its "Return code: None"): the test's time ran out before they started, a testbed's
+    timing (CI: a VM's first cell, whose netperf and fping never sent a packet, or whose
+    socket sampler never printed), not the cell's."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return []
+    return re.findall(r"^Runner class: (\S+)\n(?:(?!Runner class:).*\n)*?Return code: None$", text, re.M)
 
 
 def _last_line(log: Path) -> str:

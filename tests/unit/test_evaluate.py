@@ -9,7 +9,7 @@ from pathlib import Path
 
 from flharness.analysis import flent_data
 from flharness.cells import expand
-from flharness.run.evaluate import Verdict, _check_test_window
+from flharness.run.evaluate import Verdict, _check_flent_data, _check_test_window
 from flharness.scenario import load_scenario
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -50,6 +50,45 @@ class _Future:
         return self._result
 
 
+
+
+#: The end of a flent.log of CI's (a geni image's first cell, 2026-11-29): the guest's clock
+#: leapt while netperf and fping started, so Flent stopped them before they sent a packet.
+CUT_OFF = """Starting tcp_1up test. Expected run time: 14 seconds.
+WARNING: Command produced no valid data.
+Runner class: NetperfDemoRunner
+Command: /usr/bin/netperf -P 0 -v 0 -D -0.50 -4  -H 10.71.2.1 -p 12865 -t TCP_STREAM -l 8 -F /dev/urandom -f m
+Return code: None
+Stdout:
+Stderr:
+WARNING: Command produced no valid data.
+Runner class: PingRunner
+Command: /usr/bin/fping  -D -p 500 -c 29 -t 28000   10.71.2.1
+Return code: None
+Stdout:
+Stderr:
+WARNING: SsRunner: Found no results for pid 407
+Runner class: SsRunner
+Command: /usr/bin/bash /usr/share/flent/flent/scripts/ss_iterate.sh -I 0.50 -l 8 -H localhost -t '10.71.2.1'
+Return code: None
+Stdout:
+Stderr:
+ERROR: No data to aggregate. Run with -L and check log file to investigate.
+"""
+
+
+def test_flent_runners_stopped_before_they_ran_fail_the_cell_for_a_retry(tmp_path):
+    """Runners Flent stopped while they still ran, with no data: the testbed's timing, run
+    once more. No data file after runners that ended (a refused connection): no retry."""
+    cell, _ = golden()
+    (tmp_path / "flent.log").write_text("# exit status: 0\n" + CUT_OFF)
+    v = Verdict()
+    assert _check_flent_data(cell, tmp_path, v) is None
+    assert v.status == "failed" and v.retry and "stopped NetperfDemoRunner, PingRunner, SsRunner before" in v.reason, v
+    (tmp_path / "flent.log").write_text("# exit status: 0\n" + CUT_OFF.replace("Return code: None", "Return code: 255"))
+    v = Verdict()
+    assert _check_flent_data(cell, tmp_path, v) is None
+    assert v.status == "failed" and not v.retry and v.reason == "Flent wrote no data file", v
 
 
 def test_the_dispatcher_runs_such_a_cell_once_more_then_records_it(tmp_path):
