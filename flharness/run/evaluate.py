@@ -167,8 +167,9 @@ def _flent_exit(log: Path) -> int | None:
 
 def _cut_off(runners: list[str], v: Verdict) -> None:
     if runners:
-        v.fail(f"Flent stopped {', '.join(runners)} before it reported (flent.log: 'Return code: None'): in a VM on "
-               "the virtual clock the guest's time leaps while a program's pages come from the host")
+        v.fail(f"Flent stopped {', '.join(runners)} before it reported (flent.log: 'Return code: None'): the test's "
+               "time ran out before the program had data (on a VM's virtual clock the guest's time leaps while a "
+               "program's pages come from the host; a server that ignores pings does it too)")
         v.retry = True
 
 
