@@ -4,9 +4,11 @@ it starts; `fl clean` does it on demand."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +24,32 @@ LOG = logging.getLogger(__name__)
 
 
 def recover_stale(say: str = "fl: removing testbed {id} left by a run that was killed (fl PID {pid})") -> int:
-    """Remove every testbed whose fl process is gone; returns how many."""
-    found = stale_testbeds()
-    for state in found:
-        LOG.info(say.format(id=state["id"], pid=state.get("pid")))
-        remove_testbed(state)
-    return len(found)
+    """Remove every testbed whose fl process is gone; returns how many. Two fl processes
+    that find one at once (`fl clean`, another's `fl run`) remove it one at a time: the
+    second waits, then finds it gone, so neither returns while the removal still runs."""
+    removed = 0
+    for state in stale_testbeds():
+        with _removing(state["id"]) as still_there:
+            if not still_there:
+                LOG.info("testbed %s: another fl removed it meanwhile", state["id"])
+                continue
+            LOG.info(say.format(id=state["id"], pid=state.get("pid")))
+            remove_testbed(state)
+            removed += 1
+    return removed
+
+
+@contextlib.contextmanager
+def _removing(testbed_id: str) -> Iterator[bool]:
+    """The lock of one testbed's removal (held until it is done); yields whether its state
+    file is still there once the lock is held."""
+    lock = STATE_DIR / f".{testbed_id}.lock"
+    with lock.open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield (STATE_DIR / f"{testbed_id}.json").exists()
+        finally:
+            lock.unlink(missing_ok=True)
 
 
 def remove_testbed(state: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from flrun import NETNS_DIR, REPO, FlProcess, leftovers, needs_root_tools, run_fl, wait_for
+from flrun import NETNS_DIR, REPO, FlProcess, leftovers, needs_root_tools, removed_stale, run_fl, wait_for
 
 pytestmark = [pytest.mark.e2e, needs_root_tools()]
 SCENARIO = str(REPO / "tests" / "scenarios" / "three-short.yml")
@@ -91,6 +91,6 @@ def test_fl_clean_removes_what_a_killed_run_left(tmp_path):
     (tid,) = fl.seen.ids
     assert len(own_namespaces(fl)) == len(fl.seen.inodes) == 3, "expected the killed run to leave its namespaces"
     p = run_fl("clean")
-    assert p.returncode == 0 and f"removing testbed {tid}" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and removed_stale(p.stdout, tid), p.stdout + p.stderr
     wait_for(lambda: not own_namespaces(fl), "the killed run's namespaces are gone")
     assert leftovers(fl.seen, results) == []

@@ -236,6 +236,13 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> N
         time.sleep(0.1)
 
 
+def removed_stale(out: str, tid: str) -> bool:
+    """Whether an fl's output (OUT) says it removed the killed run's testbed TID, or waited
+    while another fl did: CI's other pytest processes start fl runs, which remove the
+    testbeds of killed runs too (flharness/run/recovery.py)."""
+    return bool(re.search(rf"removing testbed {tid}\b|testbed {tid}: another fl removed it meanwhile", out))
+
+
 def leftovers(seen: Seen, results: Path | None = None) -> list[str]:
     """What remains of the testbeds of one fl run (SEEN): their namespaces and state files;
     processes in their namespaces (by the namespaces' inodes), naming the run's RESULTS

@@ -3,6 +3,8 @@ inventory with several testbeds, the one that run used (its links and routes are
 as that testbed's inventory names them), never the first by default."""
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -36,3 +38,26 @@ def test_the_killed_runs_own_testbed_is_the_one_removed(tmp_path):
     assert state_inventory({"source": str(path)}).name == "lab1"  # a state file fl wrote before it named its testbed
     with pytest.raises(FlError, match="no testbed 'lab3'"):
         state_inventory({"source": str(path), "testbed": "lab3"})
+
+
+def test_a_testbed_two_fl_processes_find_stale_at_once_is_removed_once(tmp_path, monkeypatch):
+    """`fl clean` and another's `fl run` start removing one killed run's testbed at once:
+    one removes it, the other waits until that is done and finds it gone (seen in CI:
+    two testbed_down playbooks at once, one of them still running when `fl clean` returned)."""
+    from flharness.run import recovery
+    state_file = tmp_path / "fl-abc123.json"
+    state_file.write_text('{"id": "fl-abc123", "pid": 0}')
+    removals: list[str] = []
+
+    def remove(state: dict) -> None:
+        time.sleep(0.3)  # a playbook's time
+        removals.append(state["id"])
+        state_file.unlink()
+
+    monkeypatch.setattr(recovery, "STATE_DIR", tmp_path)
+    monkeypatch.setattr(recovery, "stale_testbeds", lambda: [{"id": "fl-abc123", "pid": 0}])
+    monkeypatch.setattr(recovery, "remove_testbed", remove)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        counts = list(pool.map(lambda _: recovery.recover_stale(), range(2)))
+    assert removals == ["fl-abc123"] and sorted(counts) == [0, 1], (removals, counts)
+    assert not state_file.exists() and not list(tmp_path.glob(".fl-*.lock"))
