@@ -33,7 +33,7 @@ SERIAL_CELLS = "*-20ms"  # vm-par's cells (all at 20 ms: at 80 ms one flow's goo
 
 
 @pytest.fixture(scope="session")
-def vm_run(tmp_path_factory, request):
+def vm_run(tmp_path_factory):
     """The parallel VM run, interrupted (SIGINT) after its first two cells completed while
     both VMs run cells, then resumed; then the serial run of vm-par's cells starts ("serial": its
     process, results folder and kernel image), ended at the latest with the session."""
@@ -53,31 +53,11 @@ def vm_run(tmp_path_factory, request):
     serial_results, image = tmp_path_factory.mktemp("vm-serial"), newest_kernel()
     serial = FlProcess("run", SERIAL, "--only", SERIAL_CELLS, "--vm", str(image), "--vm-accel", "tcg",
                        "--vm-clock", "virtual", "--results", str(serial_results))
-    request.getfixturevalue("l4s_kit_builds")  # started now, beside the serial run
     yield {"killed": killed, "resumed": resumed, "root": results / "default",
            "serial": (serial, serial_results / "default" / "vm-par", image), "serial_only": SERIAL_CELLS}
     if serial.proc.poll() is None:  # the session ended before a test waited for it
         serial.proc.terminate()
         serial.proc.wait(timeout=180)
-
-
-#: `fl image build l4s`, then fl's module kit for that image's release (`fl modules build
-#: --force`): a core's work for one to two minutes, started in the background once the
-#: session's VM run ended (beside the serial run and the GENI image's build, which leave a
-#: core idle meanwhile) or by the first test that needs it. Read by test_e2e_vm_kit; the
-#: L4S lab's own `fl image build l4s` then finds the image built (or waits for it: a lock).
-@pytest.fixture(scope="session")
-def l4s_kit_builds():
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="l4s-builds") as pool:
-        yield pool.submit(_build_l4s_kit)
-
-
-def _build_l4s_kit() -> dict:
-    image = run_fl("image", "build", L4S_IMAGE, timeout=1200)
-    built = load_image(L4S_IMAGE) if image.returncode == 0 else None
-    release = built.manifest.kernel.release if built else None
-    kit = run_fl("modules", "build", "--release", release, "--force", timeout=1500) if release else None
-    return {"image": image, "release": release, "built": kit}
 
 
 #: The L4S lab: `fl image build l4s` (twice: the second finds it built), `fl check` (its

@@ -15,6 +15,7 @@ from guest import KERNEL_TROUBLE
 from resultlib import CLI, ECT1, find, read_pcap
 
 from flharness.image.kit import kit_folder, load_kit
+from flharness.image.store import load_image
 from flharness.testbed.probe import KIT_DIR
 
 pytestmark = [pytest.mark.vm, needs_vm()]
@@ -23,10 +24,13 @@ HOST = ["--vm", "l4s", "--vm-accel", "tcg", "--vm-clock", "virtual", "--vm-appen
 
 
 @pytest.fixture(scope="module")
-def kit_lab(tmp_path_factory, l4s_kit_builds):
-    builds = l4s_kit_builds.result(timeout=2700)  # the l4s image, then the kit (conftest.py)
-    image, release, built = builds["image"], builds["release"], builds["built"]
-    assert image.returncode == 0 and release and built is not None, image.stdout + image.stderr
+def kit_lab(tmp_path_factory):
+    image = run_fl("image", "build", "l4s", timeout=1200)  # the L4S lab's (conftest.py), or cached
+    assert image.returncode == 0, image.stdout + image.stderr
+    built_image = load_image("l4s")
+    assert built_image is not None
+    release = built_image.manifest.kernel.release
+    built = run_fl("modules", "build", "--release", release, "--force", timeout=1500)
     again = run_fl("modules", "build", "--release", release, timeout=120)
     results = tmp_path_factory.mktemp("kit-results")
     run = run_fl("run", str(SCENARIO), *HOST, "--load-modules", "--results", str(results), timeout=1800)
