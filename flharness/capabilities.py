@@ -219,6 +219,7 @@ def probe_request(cells: list[Cell], catalogue: bool = False) -> probe.Request:
                                                               for st in c.config.sysctls.values()})],
         "tcp_rewrite": {"nft": ecn_rules.NFT_STRIP, "nft_always": catalogue, "tc": ecn_rules.commands(
             [ecn_rules.FlowRule(1, 0, ("strip-negotiation",))], "{dev}", "mid", "tc", ingress_exists=True).tc},
+        "timeouts": True,  # a testbed on QEMU's virtual clock turns them off (Testbed.probe)
     }
 
 

@@ -96,6 +96,7 @@ class Request(TypedDict):
     sysctls: list[str]
     sysctl_sets: list[list[list[str]]]
     tcp_rewrite: RewriteTrials
+    timeouts: bool  # False in a guest on QEMU's virtual clock (COMMAND_TIMEOUT_S)
 
 
 class Verdict(TypedDict, total=False):
@@ -125,10 +126,21 @@ UNKNOWN_KIND = re.compile(r"kind is unknown|Unknown qdisc|qdisc not found|Unknow
                           r"not supported|Operation not supported", re.I)
 
 
-def sh(*argv: str, ns: str | None = None, timeout: float = 300, stdin: str | None = None) -> tuple[int, str]:
+#: Seconds a probe command may take, unless the request says the clock cannot time it: a
+#: guest on QEMU's virtual clock (icount, sleep=off) that idles while its QEMU waits for the
+#: host (9p reads on a busy machine) has its clock leap to its next timer, so a guest-side
+#: timeout fires early (CI: `ip netns add` "timed out after 300 seconds" 60 s into a boot).
+#: There the probe playbook's task timeout, on the controller's clock, bounds the probe.
+COMMAND_TIMEOUT_S = 300.0
+TIMEOUTS = {"on": True}  # probe() sets it from the request
+
+
+def sh(*argv: str, ns: str | None = None, timeout: float = COMMAND_TIMEOUT_S,
+       stdin: str | None = None) -> tuple[int, str]:
     cmd = (["ip", "netns", "exec", ns] if ns else []) + list(argv)
+    limit = timeout if TIMEOUTS["on"] else None
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=stdin)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, input=stdin)
     except (OSError, subprocess.TimeoutExpired) as e:
         return 127, str(e)
     return p.returncode, (p.stdout + p.stderr).strip()
@@ -443,6 +455,7 @@ def _read(path: Path) -> str | None:
 
 
 def probe(request: Request) -> Reply:
+    TIMEOUTS["on"] = bool(request.get("timeouts", True))
     result: Reply = {"kernel": platform.release(), "root": os.geteuid() == 0, "tools": tool_versions(), "error": None,
                      "features": {}, "kinds": {}, "qdiscs": {}, "ccs": {}, "cc_modules": {}, "sysctls": {},
                      "sysctl_defaults": {}, "sysctl_sets": {}, "tcp_rewrite": {}, "feature_errors": {}}

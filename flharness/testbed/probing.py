@@ -10,12 +10,17 @@ from . import probe
 from .ansible import run_playbook
 from .probe_reply import HostFacts, ProbeReply, parse_reply
 
+#: Seconds the probe may take on a host, on the controller's clock: a bound for a guest on
+#: the virtual clock, where its own commands run without one (probe.COMMAND_TIMEOUT_S).
+PROBE_TIMEOUT_S = 600
+
 
 def probe_hosts(inventory: Path, request: probe.Request, on: str, log: Path) -> dict[str, ProbeReply]:
     """The probe run through Ansible on the hosts of group ON (testbed: ssh hosts; nsroot:
     a VM guest), per host, each reply checked."""
     result = run_playbook("probe", inventory, {
-        "fl_probe_script": probe.__file__, "fl_probe_request": request, "fl_probe_on": on}, log)
+        "fl_probe_script": probe.__file__, "fl_probe_request": request, "fl_probe_on": on,
+        "fl_probe_timeout_s": PROBE_TIMEOUT_S}, log)
     if not result.ok:
         raise FlError(f"probing the testbed hosts failed: {result.reason()}")
     found = {}

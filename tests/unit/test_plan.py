@@ -435,6 +435,30 @@ def test_a_run_probes_what_its_cells_need_and_fl_check_everything(scenario_file)
     assert set(probe.TUNNELS) == set(TUNNELS) - {"none"}
 
 
+def test_a_probe_asked_without_timeouts_times_none_of_its_commands(monkeypatch):
+    """A guest on QEMU's virtual clock (Testbed.probe) asks the probe for no timeouts: its
+    clock leaps while QEMU waits on the host, so they would fire early; elsewhere every
+    command the probe runs has one."""
+    import subprocess
+
+    from flharness.capabilities import probe_request
+    from flharness.testbed import probe
+    limits: list[float | None] = []
+
+    def run(cmd, **kw):
+        limits.append(kw.get("timeout"))
+        return subprocess.CompletedProcess(cmd, 1, "", "no")  # every trial fails: the probe ends early
+
+    monkeypatch.setattr(probe.subprocess, "run", run)
+    monkeypatch.setattr(probe, "TIMEOUTS", {"on": True})
+    for on in (False, True):
+        limits.clear()
+        request = probe_request([])
+        request["timeouts"] = on
+        assert probe.probe(request)["error"] is not None and limits
+        assert all((t is not None) == on for t in limits), limits
+
+
 def test_a_probe_reply_missing_or_adding_a_key_is_an_error_naming_the_host(scenario_file):
     """Every key of probe.py's Reply is required on the controller and none other is known:
     a host whose probe answers otherwise (another fl's probe, a damaged reply) is one error
