@@ -17,6 +17,7 @@ from ..errors import FlError
 from ..image.kit import DEFAULT_RECIPE, Kit, build_kit, kit_folder
 from ..image.recipe import load_recipe
 from ..testbed.ansible import run_playbook
+from ..testbed.playbook_vars import KitVars, ModulesVars
 from ..testbed.probe import KIT_DIR
 from ..testbed.testbed import Testbed
 
@@ -69,10 +70,9 @@ def _load_local(kits: dict[str, Kit]) -> list[dict[str, str]]:
 
 def _load_remote(tb: Testbed, kits: dict[str, Kit]) -> list[dict[str, str]]:
     """Through Ansible on the VM's guest (nsroot) or the ssh hosts (testbed)."""
-    extra = {"fl_kit_on": "nsroot" if tb.vm else "testbed", "fl_kit_dir": KIT_DIR,
-             "fl_kits": {r: {"files": [str(f) for f in k.module_files(kit_folder(r))], "specs": specs(k)}
-                         for r, k in kits.items()}}
-    result = run_playbook("modules", tb.inventory, extra, tb.folder / "modules.log")
+    handed = ModulesVars(fl_kit_on="nsroot" if tb.vm else "testbed", fl_kit_dir=KIT_DIR, fl_kits={
+        r: KitVars(files=[str(f) for f in k.module_files(kit_folder(r))], specs=specs(k)) for r, k in kits.items()})
+    result = run_playbook("modules", tb.inventory, handed.to_ansible(), tb.folder / "modules.log")
     if not result.ok:
         raise FlError(f"loading fl's modules failed: {result.reason()}")
     printed = result.outputs.get("fl_kit_out", {})

@@ -1,7 +1,9 @@
 """What the playbooks receive from fl, typed: the run's fl_run and each cell's fl_cell
-(built in plan.py). The roles read these keys (tests/unit/test_playbook_vars.py checks
-every `fl_run.X` and `fl_cell.X.Y` of roles/ and playbooks/ against the models); the
-hand-over dumps them with `to_ansible()`, which is the JSON the hosts get."""
+(built in plan.py), and the extra vars of the kernel probe (probe.yml) and of loading
+fl's modules (modules.yml). The roles read these keys (tests/unit/test_playbook_vars.py
+checks every `fl_run.X` and `fl_cell.X.Y` of roles/ and playbooks/, and every `fl_probe_*`
+and `fl_kit*` name, against the models); the hand-over dumps them with `to_ansible()`,
+which is the JSON the hosts get."""
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -92,3 +94,38 @@ class CellVars(PlaybookVars):
     """Per host: its command files (file name → text: commands.py's; state.sh, its state
     script for the teardown log: state_script.py; on cli flent.sh, the test: flent_script.py).
     Not sent: each host's setup script writes them; kept for the dry run and the tests."""
+
+
+#: The hosts a probe or a module load runs on: an ssh testbed's, or a VM guest's root namespace.
+Hosts = Literal["testbed", "nsroot"]
+
+
+class ProbeVars(PlaybookVars):
+    """probe.yml's extra vars (testbed/probing.py)."""
+
+    fl_probe_on: Hosts
+    fl_probe_script: str
+    """probe.py on the controller (Ansible's script module copies it)."""
+    fl_probe_request: dict[str, Any]
+    """What to probe (probe.Request: a TypedDict the hosts' python3 reads alone)."""
+    fl_probe_timeout_s: int
+    """The probe's bound on the controller's clock (a VM guest's own clock may leap)."""
+
+
+class KitVars(PlaybookVars):
+    """One kernel release's kit of fl's modules (image/kit.py)."""
+
+    files: list[str]
+    """The module files on the controller."""
+    specs: list[str]
+    """fl-load-modules' arguments: each module, in load order."""
+
+
+class ModulesVars(PlaybookVars):
+    """modules.yml's extra vars (run/kit_loading.py)."""
+
+    fl_kit_on: Hosts
+    fl_kit_dir: str
+    """Where each host keeps the kit's files."""
+    fl_kits: dict[str, KitVars]
+    """Kernel release → its kit; each host loads the one of its own release."""

@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import FlError
 from . import probe
 from .ansible import run_playbook
+from .playbook_vars import Hosts, ProbeVars
 from .probe_reply import HostFacts, ProbeReply, parse_reply
 
 #: Seconds the probe may take on a host, on the controller's clock: a bound for a guest on
@@ -15,12 +16,12 @@ from .probe_reply import HostFacts, ProbeReply, parse_reply
 PROBE_TIMEOUT_S = 600
 
 
-def probe_hosts(inventory: Path, request: probe.Request, on: str, log: Path) -> dict[str, ProbeReply]:
+def probe_hosts(inventory: Path, request: probe.Request, on: Hosts, log: Path) -> dict[str, ProbeReply]:
     """The probe run through Ansible on the hosts of group ON (testbed: ssh hosts; nsroot:
     a VM guest), per host, each reply checked."""
-    result = run_playbook("probe", inventory, {
-        "fl_probe_script": probe.__file__, "fl_probe_request": request, "fl_probe_on": on,
-        "fl_probe_timeout_s": PROBE_TIMEOUT_S}, log)
+    handed = ProbeVars(fl_probe_on=on, fl_probe_script=probe.__file__, fl_probe_request=dict(request),
+                       fl_probe_timeout_s=PROBE_TIMEOUT_S)
+    result = run_playbook("probe", inventory, handed.to_ansible(), log)
     if not result.ok:
         raise FlError(f"probing the testbed hosts failed: {result.reason()}")
     found = {}

@@ -18,7 +18,7 @@ from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import DRY_RUN_ID, DRY_RUN_ROOT, cell_vars, host_dirs, playbook_extra_vars, run_vars
-from flharness.testbed.playbook_vars import CellVars, RunVars
+from flharness.testbed.playbook_vars import CellVars, KitVars, ModulesVars, ProbeVars, RunVars
 
 REPO = Path(__file__).resolve().parents[2]
 SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as rendered scripts show them
@@ -220,3 +220,36 @@ def test_every_extra_var_fl_hands_over_is_read():
     code = "\n".join(line for p in files for line in p.read_text().splitlines() if not line.lstrip().startswith("#"))
     unread = [k for k in handed if not re.search(rf"\b{k}\b", code)]
     assert not unread, f"extra vars no role, playbook or inventory reads: {unread}"
+
+
+#: Playbooks whose extra vars are names of their own: the model, the names' prefix, the files that read them.
+OWN_NAMES: dict[type[BaseModel], tuple[str, list[str]]] = {
+    ProbeVars: ("fl_probe_", ["playbooks/probe.yml"]),
+    ModulesVars: ("fl_kit", ["playbooks/modules.yml", "roles/modules"]),
+}
+
+
+def _set_here(node: Any) -> set[str]:
+    """The names a playbook or role makes itself: what its tasks register, and their vars."""
+    if isinstance(node, list):
+        return set().union(*map(_set_here, node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    own = {node["register"]} if "register" in node else set()
+    own |= set(node["vars"]) if isinstance(node.get("vars"), dict) else set()
+    return own.union(*map(_set_here, node.values()))
+
+
+@pytest.mark.parametrize("model", OWN_NAMES, ids=lambda m: m.__name__)
+def test_the_probe_and_the_module_load_read_exactly_what_their_models_hand_over(model):
+    """Every fl_probe_* (fl_kit*) name probe.yml (modules.yml and its role) reads and does
+    not make itself is a field of its model, and every field is read: a var added on one
+    side only fails here. fl_kits' entries are read through KitVars' fields only."""
+    prefix, paths = OWN_NAMES[model]
+    files = [f for p in paths for f in (sorted((REPO / p).rglob("*.yml")) if (REPO / p).is_dir() else [REPO / p])]
+    code = "\n".join(line for f in files for line in f.read_text().splitlines() if not line.lstrip().startswith("#"))
+    made = set().union(*(_set_here(yaml.safe_load(f.read_text())) for f in files))
+    read = set(re.findall(rf"\b{prefix}\w*", code)) - made
+    assert read == set(model.model_fields), (sorted(read), sorted(model.model_fields))
+    entry_keys = set(re.findall(r"\bfl_kits\[[^\]]*\]\.(\w+)", code))
+    assert entry_keys <= set(KitVars.model_fields) and (model is not ModulesVars or entry_keys), entry_keys
