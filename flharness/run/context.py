@@ -38,7 +38,7 @@ class Run:
 
     @property
     def virtual_clock(self) -> bool:
-        return bool(self.opts.vm and self.opts.vm.clock == "virtual")
+        return bool(self.opts.vm and self.opts.vm.virtual_clock)
 
     @property
     def dilation(self) -> float:

@@ -290,7 +290,7 @@ def _stopwatch(tb: Testbed) -> Callable[[], Callable[[], float]]:
     """How a cell's time on TB is counted: on a VM's virtual clock in the CPU time its QEMU
     got (vm.py: a busy machine slows a guest without hanging it), else in wall seconds."""
     vm = tb.vm
-    if vm is not None and vm.cfg.clock == "virtual":
+    if vm is not None and vm.cfg.virtual_clock:
         return vm.stopwatch
     return wall_stopwatch
 

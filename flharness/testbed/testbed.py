@@ -123,7 +123,7 @@ class Testbed:
     def probe(self, request: probe.Request) -> dict[str, ProbeReply]:
         """Run the kernel probe on the testbed's hosts (ssh) or in its VM guest, per host."""
         asked = request.copy()
-        asked["timeouts"] = not (self.vm and self.vm.cfg.clock == "virtual")  # probe.COMMAND_TIMEOUT_S
+        asked["timeouts"] = not (self.vm and self.vm.cfg.virtual_clock)  # probe.COMMAND_TIMEOUT_S
         return probe_hosts(self.inventory, asked, "nsroot" if self.vm else "testbed", self.folder / "probe.log")
 
     # --- cells --------------------------------------------------------------------------------

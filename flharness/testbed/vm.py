@@ -80,6 +80,11 @@ class VmConfig:
     image: str | None = None  # that image's name
     append: str | None = None  # kernel command line words added (--vm-append), e.g. module parameters
 
+    @property
+    def virtual_clock(self) -> bool:
+        """Guest time counted in emulated instructions (TCG icount): it leaps while the guest idles."""
+        return self.clock == "virtual"
+
     def describe(self) -> dict[str, object]:
         return {"kind": "vm", **asdict(self)}
 
@@ -93,7 +98,7 @@ class VmConfig:
         if self.accel == "kvm":
             return opts
         # qemu64: TCG emulates its SSE2 code paths much faster than `max`'s AVX ones.
-        icount = " -icount shift=0,sleep=off" if self.clock == "virtual" else ""
+        icount = " -icount shift=0,sleep=off" if self.virtual_clock else ""
         return f"-accel tcg,tb-size=256{icount} -cpu qemu64 {opts}"
 
     def cell_limit(self, flent_seconds: float, rate_bps: float, step_s: float = STEP_UNIT) -> float:
