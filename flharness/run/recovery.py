@@ -44,12 +44,24 @@ def _removing(testbed_id: str) -> Iterator[bool]:
     """The lock of one testbed's removal (held until it is done); yields whether its state
     file is still there once the lock is held."""
     lock = STATE_DIR / f".{testbed_id}.lock"
-    with lock.open("w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield (STATE_DIR / f"{testbed_id}.json").exists()
-        finally:
-            lock.unlink(missing_ok=True)
+    while True:
+        with lock.open("w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            if not _same_file(f.fileno(), lock):
+                continue  # its holder removed it while this fl waited: lock the one there now
+            try:
+                yield (STATE_DIR / f"{testbed_id}.json").exists()
+            finally:
+                lock.unlink(missing_ok=True)
+            return
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether PATH still names the file open as FD."""
+    try:
+        return os.path.samestat(os.fstat(fd), path.stat())
+    except FileNotFoundError:
+        return False
 
 
 def remove_testbed(state: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@ inventory with several testbeds, the one that run used (its links and routes are
 as that testbed's inventory names them), never the first by default."""
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -61,3 +62,34 @@ def test_a_testbed_two_fl_processes_find_stale_at_once_is_removed_once(tmp_path,
         counts = list(pool.map(lambda _: recovery.recover_stale(), range(2)))
     assert removals == ["fl-abc123"] and sorted(counts) == [0, 1], (removals, counts)
     assert not state_file.exists() and not list(tmp_path.glob(".fl-*.lock"))
+
+
+def test_removals_of_a_testbed_never_overlap_when_one_leaves_it_behind(tmp_path, monkeypatch):
+    """A removal that fails leaves the state file: the next fl removes it again, one at a
+    time. A waiter that gets the lock its holder has just deleted locks the file there now,
+    else it would run beside an fl that came later and made a new lock file."""
+    from flharness.run import recovery
+    (tmp_path / "fl-abc123.json").write_text('{"id": "fl-abc123", "pid": 0}')
+    running, most, removals = [0], [0], []
+    guard = threading.Lock()
+
+    def remove(state: dict) -> None:  # its testbed_down fails: the state file stays
+        with guard:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        with guard:
+            running[0] -= 1
+            removals.append(state["id"])
+
+    monkeypatch.setattr(recovery, "STATE_DIR", tmp_path)
+    monkeypatch.setattr(recovery, "stale_testbeds", lambda: [{"id": "fl-abc123", "pid": 0}])
+    monkeypatch.setattr(recovery, "remove_testbed", remove)
+
+    def later(i: int) -> int:
+        time.sleep(0.1 * i)  # fl processes arriving while another's removal runs
+        return recovery.recover_stale()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        counts = list(pool.map(later, range(4)))
+    assert counts == [1, 1, 1, 1] and most[0] == 1, (counts, most)
