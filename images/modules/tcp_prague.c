@@ -30,6 +30,9 @@
  *  - 2.4.3  additive increase on every ACK, CWR included, for packets delivered unmarked.
  *           (ce_prr=1: the cut as mainline DCTCP makes it instead, PRR to the new ssthresh
  *           over the CWR round trip and no increase meanwhile: an experiment's knob.)
+ *           (loss_2020=1: the 2020 L4STeam Prague's responses instead, as described from
+ *           its v0.5: every cut, CE's and a loss's half, one segment per ACK through a
+ *           signed carry, ssthresh = cwnd at each step, no PRR: an experiment's knob.)
  *  - 2.4.4  reduced RTT-dependence (rtt_indep=1): after rtt_indep_rounds round trips the
  *           increase per round trip is (srtt/rtt_virt)^2 segments with rtt_virt =
  *           max(srtt, rtt_virt_us), and alpha and the hold-off after a decrease run per
@@ -62,7 +65,7 @@
 #include <net/net_namespace.h>
 #include <net/tcp.h>
 
-#define PRAGUE_VERSION "2"
+#define PRAGUE_VERSION "3"
 #define ALPHA_ONE (1U << 20)		/* alpha = 1 */
 #define FRAC_ONE (1U << 16)		/* one segment in the window's fraction */
 #define DIAG_ALPHA_ONE 1024U		/* DCTCP's scale in ss */
@@ -102,6 +105,7 @@ PRAGUE_PARAM(pacing_ca_pct, 100, 100, 1000, "pacing rate in % of cwnd/srtt other
 PRAGUE_PARAM(ai_cwnd_limited, 1, 0, 1, "1: additive increase only when the window limited the sending (as Linux's CCs); 0: on every ACK");
 PRAGUE_PARAM(alpha_dctcp, 0, 0, 1, "0: alpha with 20 bits; 1: as mainline DCTCP keeps it, in 1024ths rounded down, a round trip without marks clearing it below 16/1024");
 PRAGUE_PARAM(ce_prr, 0, 0, 1, "0: the CE cut at once, additive increase through CWR (draft 2.4.2-3); 1: the cut as DCTCP's, PRR to it over the CWR round trip, no increase meanwhile");
+PRAGUE_PARAM(loss_2020, 0, 0, 1, "0: the draft's responses; 1: the 2020 L4STeam Prague's as described from its v0.5: CE and loss cuts one segment per ACK through a signed carry (ssthresh = cwnd at each step), a loss not halving ssthresh, no PRR, no growth in loss recovery, slow start back to ssthresh after an RTO");
 
 static char *implementation = "fl tcp_prague " PRAGUE_VERSION
 	" (draft-briscoe-iccrg-prague-congestion-control-01)";
@@ -122,6 +126,7 @@ struct prague {
 	u32 frac;		/* the window's fraction of a segment, in FRAC_ONE units */
 	u32 rounds;		/* round trips so far (saturates) */
 	u32 saved_ssthresh;	/* ssthresh before the core asked for a new one */
+	s64 carry;		/* loss_2020: growth (+) and cuts owed (-), FRAC_ONE units */
 	u8 saved_pacing_shift;	/* the socket's own, given back by .release */
 	u8 alpha_valid:1,	/* a CE mark was seen: alpha is in use */
 	   undone:1,		/* the core undid the last reduction */
@@ -142,6 +147,11 @@ static struct prague *prague_ca(const struct sock *sk)
 static bool prague_accecn(const struct sock *sk)
 {
 	return tcp_ecn_mode_accecn(tcp_sk(sk));
+}
+
+static bool prague_2020(void)
+{
+	return READ_ONCE(loss_2020);
 }
 
 /* The draft's virtual RTT: srtt, or max(srtt, rtt_virt_us) once rtt_indep is in effect. */
@@ -266,20 +276,26 @@ static void prague_cut(struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct prague *ca = prague_ca(sk);
 	u64 window = (u64)tcp_snd_cwnd(tp) * FRAC_ONE + ca->frac;
+	u64 cut;
 
 	if (!ca->alpha_valid) {
 		ca->alpha = ALPHA_ONE;	/* the first response is the largest (2.3.2) */
 		ca->alpha_valid = 1;
 	}
-	window -= div_u64(window * ca->alpha, 2 * ALPHA_ONE);
-	ca->frac = window < 2 * FRAC_ONE ? 0 : window % FRAC_ONE;
-	ca->prr_cut = READ_ONCE(ce_prr) && inet_csk(sk)->icsk_ca_state == TCP_CA_CWR;
-	if (ca->prr_cut)	/* DCTCP's way: PRR takes cwnd there over the CWR round trip */
-		tp->snd_ssthresh = max_t(u32, window / FRAC_ONE, 2);
-	else
-		prague_set_cwnd(tp, window);
-	if (!ca->prr_cut)
-		tp->snd_ssthresh = tcp_snd_cwnd(tp);	/* and slow start is over (2.4.5) */
+	cut = div_u64(window * ca->alpha, 2 * ALPHA_ONE);
+	if (prague_2020()) {
+		ca->carry -= cut;	/* paid one segment per ACK: prague_pay */
+	} else {
+		window -= cut;
+		ca->frac = window < 2 * FRAC_ONE ? 0 : window % FRAC_ONE;
+		ca->prr_cut = READ_ONCE(ce_prr) && inet_csk(sk)->icsk_ca_state == TCP_CA_CWR;
+		if (ca->prr_cut)	/* DCTCP's way: PRR takes cwnd there over the CWR round trip */
+			tp->snd_ssthresh = max_t(u32, window / FRAC_ONE, 2);
+		else
+			prague_set_cwnd(tp, window);
+		if (!ca->prr_cut)
+			tp->snd_ssthresh = tcp_snd_cwnd(tp);	/* and slow start is over (2.4.5) */
+	}
 	ca->cut_end_seq = tp->snd_nxt;
 	ca->cut_us = tp->tcp_mstamp;
 	ca->cut_this_round = 1;
@@ -295,31 +311,102 @@ static bool prague_may_cut(const struct sock *sk)
 	return !before(tp->snd_una, ca->cut_end_seq) && prague_virt_elapsed(sk, ca->cut_us);
 }
 
-/* Slow start, then the additive increase for packets delivered unmarked (2.4.3): only
- * while the window limits the sending, unless ai_cwnd_limited is 0 (slow start always). */
+/* Slow start (applied here), then the additive increase for the packets delivered
+ * unmarked that it left (2.4.3), in FRAC_ONE units of a segment, in *ADD: only while the
+ * window limits the sending, unless ai_cwnd_limited is 0 (slow start always). False
+ * where the window may not grow. */
+static bool prague_increase(struct sock *sk, u32 unmarked, u64 *add)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	bool limited = tcp_is_cwnd_limited(sk);
+
+	if (!unmarked)
+		return false;
+	if (tcp_in_slow_start(tp)) {
+		if (!limited)
+			return false;
+		unmarked = tcp_slow_start(tp, unmarked);
+		if (!unmarked)
+			return false;
+	} else if (!limited && READ_ONCE(ai_cwnd_limited)) {
+		return false;
+	}
+	*add = div_u64((u64)unmarked * prague_ai_per_rtt(sk), tcp_snd_cwnd(tp));
+	return true;
+}
+
 static void prague_grow(struct sock *sk, u32 unmarked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct prague *ca = prague_ca(sk);
-	bool limited = tcp_is_cwnd_limited(sk);
-	u32 cwnd;
 	u64 add;
 
-	if (!unmarked)
+	if (!prague_increase(sk, unmarked, &add))
 		return;
-	if (tcp_in_slow_start(tp)) {
-		if (!limited)
-			return;
-		unmarked = tcp_slow_start(tp, unmarked);
-		if (!unmarked)
-			return;
-	} else if (!limited && READ_ONCE(ai_cwnd_limited)) {
-		return;
-	}
-	cwnd = tcp_snd_cwnd(tp);
-	add = div_u64((u64)unmarked * prague_ai_per_rtt(sk), cwnd) + ca->frac;
-	prague_set_cwnd(tp, (u64)cwnd * FRAC_ONE + add);
+	add += ca->frac;
+	prague_set_cwnd(tp, (u64)tcp_snd_cwnd(tp) * FRAC_ONE + add);
 	ca->frac = tcp_snd_cwnd(tp) == tp->snd_cwnd_clamp ? 0 : add % FRAC_ONE;
+}
+
+/* --- loss_2020: the 2020 L4STeam Prague's responses, written from a description of its
+ * v0.5 (not from its code). Every cut, CE's alpha-sized one and a loss's half of the
+ * window, is owed into a signed carry and paid one segment per ACK, ssthresh following
+ * cwnd at each step; the additive increase goes into the same carry. A loss leaves
+ * ssthresh as it was (the core halves nothing), fast recovery has no PRR and no growth;
+ * an RTO drops what is owed, and slow start from 2 segments goes back to that ssthresh. */
+
+/* One ACK's change: the whole segments grown, or one segment of what is owed (ssthresh
+ * with it); at the 2-segment floor what is still owed is dropped. */
+static void prague_pay(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct prague *ca = prague_ca(sk);
+	u32 cwnd = tcp_snd_cwnd(tp);
+	u64 up;
+
+	if (ca->carry >= FRAC_ONE) {
+		up = div_u64(ca->carry, FRAC_ONE);
+		ca->carry -= up * FRAC_ONE;
+		tcp_snd_cwnd_set(tp, min_t(u64, cwnd + up, tp->snd_cwnd_clamp));
+		if (tcp_snd_cwnd(tp) == tp->snd_cwnd_clamp)
+			ca->carry = 0;
+	} else if (ca->carry <= -(s64)FRAC_ONE) {
+		if (cwnd <= 2) {
+			ca->carry = 0;
+			return;
+		}
+		tcp_snd_cwnd_set(tp, cwnd - 1);
+		tp->snd_ssthresh = cwnd - 1;
+		ca->carry += FRAC_ONE;
+	}
+}
+
+static void prague_ack_2020(struct sock *sk, u32 delivered, u32 ce, u8 state)
+{
+	struct prague *ca = prague_ca(sk);
+	u64 add;
+
+	if (state != TCP_CA_Loss && ce && prague_may_cut(sk))
+		prague_cut(sk);
+	if (state != TCP_CA_Recovery && prague_increase(sk, delivered - ce, &add))
+		ca->carry += add;
+	prague_pay(sk);
+}
+
+/* A loss, or local congestion (CWR without a CE), owes half the window; an RTO (the core
+ * has set cwnd to what is in flight + 1) drops what is owed and starts from 2 segments. */
+static void prague_set_state_2020(struct sock *sk, u8 old, u8 new_state)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct prague *ca = prague_ca(sk);
+	bool local = new_state == TCP_CA_CWR && old < TCP_CA_CWR && tp->delivered_ce == ca->prior_delivered_ce;
+
+	if (new_state == TCP_CA_Loss) {
+		ca->carry = 0;
+		tcp_snd_cwnd_set(tp, max(tcp_snd_cwnd(tp), 2U));
+	} else if ((new_state == TCP_CA_Recovery && old != TCP_CA_Recovery) || local) {
+		ca->carry -= (s64)tcp_snd_cwnd(tp) * FRAC_ONE / 2;
+	}
 }
 
 /* Fast recovery (2.4.1): Reno's ssthresh, reached by proportional rate reduction
@@ -377,7 +464,9 @@ static void prague_cong_control(struct sock *sk, u32 ack, int flag, const struct
 	ca->round_delivered += delivered;
 	ca->round_ce += ce;
 
-	if (state == TCP_CA_Recovery) {
+	if (prague_2020()) {
+		prague_ack_2020(sk, delivered, ce, state);
+	} else if (state == TCP_CA_Recovery) {
 		prague_recovery(sk, delivered);
 	} else if (state != TCP_CA_Loss && ce && prague_may_cut(sk)) {
 		prague_cut(sk);
@@ -423,6 +512,8 @@ static u32 prague_ssthresh(struct sock *sk)
 
 	ca->saved_ssthresh = tp->snd_ssthresh;
 	ca->ssthresh_asked = 1;
+	if (prague_2020())
+		return tp->snd_ssthresh;	/* its cut is owed: prague_set_state_2020 */
 	return max(tcp_snd_cwnd(tp) >> 1, 2U);
 }
 
@@ -468,7 +559,9 @@ static void prague_set_state(struct sock *sk, u8 new_state)
 	u8 old = inet_csk(sk)->icsk_ca_state;
 	bool lossy = new_state == TCP_CA_Recovery || new_state == TCP_CA_Loss;
 
-	if (new_state == TCP_CA_CWR && old < TCP_CA_CWR) {
+	if (prague_2020()) {
+		prague_set_state_2020(sk, old, new_state);
+	} else if (new_state == TCP_CA_CWR && old < TCP_CA_CWR) {
 		prague_enter_cwr(sk);
 	} else if (lossy && old == TCP_CA_CWR && !ca->ssthresh_asked) {
 		prague_loss_in_cwr(sk, new_state);
@@ -487,6 +580,7 @@ static void prague_set_state(struct sock *sk, u8 new_state)
 static u32 prague_undo_cwnd(struct sock *sk)
 {
 	prague_ca(sk)->undone = 1;
+	prague_ca(sk)->carry = 0;	/* loss_2020: the cut undone is owed no more */
 	return tcp_reno_undo_cwnd(sk);
 }
 

@@ -156,6 +156,34 @@ trace_off loss_after_ce
 ip netns exec fpx-m nft list chain inet fpx f | grep -o "packets [0-9]* bytes [0-9]*"
 ip netns del fpx-c && ip netns del fpx-m && ip netns del fpx-s
 
+# loss_2020=1 (the 2020 fork's responses): the same path, its middlebox marking packet 300
+# CE (slow start ends) and dropping packet 12000, in congestion avoidance.
+echo "== loss_2020"
+netns fpx-c fpx-m fpx-s
+link fpx-c c0 10.9.1.1/24 fpx-m m0 10.9.1.2/24
+link fpx-m m1 10.9.2.2/24 fpx-s s0 10.9.2.1/24
+ip -n fpx-c route add default via 10.9.1.2 && ip -n fpx-s route add default via 10.9.2.2
+ip netns exec fpx-m sysctl -qw net.ipv4.ip_forward=1
+for n in fpx-c fpx-s; do ip netns exec "$n" sysctl -qw net.ipv4.tcp_ecn=3; done
+tc -n fpx-m qdisc add dev m1 root handle 1: htb default 1
+tc -n fpx-m class add dev m1 parent 1: classid 1:1 htb rate 50mbit quantum 1514
+tc -n fpx-m qdisc add dev m1 parent 1:1 handle 10: netem delay 20ms limit 100000
+ip netns exec fpx-m nft -f - <<'NFT'
+table inet fpx {
+  chain f { type filter hook forward priority 0; policy accept;
+    ip saddr 10.9.1.1 tcp dport 5204 ct original packets 300 ip ecn set ce counter
+    ip saddr 10.9.1.1 tcp dport 5204 ct original packets 12000 counter drop
+  }
+}
+NFT
+echo 1 >"$PARAMS/loss_2020"
+trace_on 5204
+flow fpx-c fpx-s 10.9.2.1 5204 5
+trace_off loss_2020
+echo 0 >"$PARAMS/loss_2020"
+ip netns exec fpx-m nft list chain inet fpx f | grep -o "packets [0-9]* bytes [0-9]*"
+ip netns del fpx-c && ip netns del fpx-m && ip netns del fpx-s
+
 # Six flows whose own egress qdisc (a 2-packet FIFO under a 20 Mbit/s htb class) refuses
 # packets: the core enters CWR without any CE; no AQM on the path marks.
 echo "== local congestion"

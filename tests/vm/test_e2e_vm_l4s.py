@@ -115,7 +115,7 @@ def test_fl_check_reports_the_l4s_kernel_and_what_it_lacks(lab):
     usable = out.split("usable:")[1].split("\n")[0].split()
     assert {"dctcp", "prague"} <= set(usable), usable
     # which Prague: fl's module, its file's hash and its parameters
-    assert re.search(r"^  prague: fl tcp_prague 2 \(draft-briscoe-iccrg-prague-congestion-control-01\); "
+    assert re.search(r"^  prague: fl tcp_prague 3 \(draft-briscoe-iccrg-prague-congestion-control-01\); "
                      r"tcp_prague\.ko sha256 [0-9a-f]{12}…; ai_cwnd_limited=1 alpha_dctcp=0 alpha_shift=4 burst_us=250 ce_prr=0 pacing=1 "
                      r"pacing_ca_pct=100 .*rtt_indep=0 ", out, re.M), out
     assert "accecn (tcp_ecn=3 accepted) yes" in out

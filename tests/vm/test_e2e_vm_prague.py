@@ -89,7 +89,7 @@ def test_cell_json_records_which_prague_ran(lab):
     assert module["module"] == "tcp_prague" and module["sha256"] == built.sha256
     assert module["file"].endswith("/updates/fl/tcp_prague.ko") and module["version"] == "2"
     params = module["parameters"]
-    assert params["implementation"].startswith("fl tcp_prague 2 (draft-briscoe-iccrg-prague-congestion-control-01)")
+    assert params["implementation"].startswith("fl tcp_prague 3 (draft-briscoe-iccrg-prague-congestion-control-01)")
     assert (params["alpha_shift"], params["rtt_indep"], params["rtt_virt_us"], params["burst_us"]) == ("4", "0", "25000", "250")
     assert (params["pacing"], params["pacing_ca_pct"], params["ai_cwnd_limited"], params["ce_prr"]) == ("1", "100", "1", "0")
 

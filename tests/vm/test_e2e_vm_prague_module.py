@@ -49,7 +49,7 @@ def test_out_of_range_parameters_are_refused_with_their_range(probe):
         assert f"tcp_prague: {name}={bad} refused: a whole number from {lo} to {hi}" in probe["out"]
     assert "write pacing_ca_pct=120 accepted, now 120" in text and "write ai_cwnd_limited=0 accepted, now 0" in text
     assert "load pacing_ca_pct=0 refused" in text
-    assert re.search(r"loaded: fl tcp_prague 2 \(draft-briscoe-iccrg-prague-congestion-control-01\)", text), text
+    assert re.search(r"loaded: fl tcp_prague 3 \(draft-briscoe-iccrg-prague-congestion-control-01\)", text), text
 
 
 def test_any_process_and_any_namespace_may_select_it(probe):
@@ -104,6 +104,34 @@ def test_a_loss_inside_a_ce_cut_halves_the_window_and_retransmits_at_once(probe)
     retransmit = next(i for i, e in enumerate(events) if i > recovery_at and e.name == "tcp_retransmit_skb")
     acks_between = sum(e.name == "tcp_probe" for e in events[recovery_at:retransmit])
     assert acks_between <= 1, acks_between
+
+
+def test_loss_2020_pays_a_loss_one_segment_per_ack_over_a_round_trip(probe):
+    """loss_2020=1, the 2020 fork's responses: the middlebox drops packet 12000 in
+    congestion avoidance. Read from tcp_probe at every ACK: ssthresh is not halved as the
+    recovery starts (the module's ssthresh hook leaves it where it was), then cwnd falls one segment
+    per ACK and never more, nor grows, ssthresh following it at each step, to half the
+    window it had (within the few segments the additive increase adds after the recovery),
+    over about one round trip (at least W/2 - 5 ACKs, 0.5 to 2.5 smoothed RTTs); the
+    draft's default halves ssthresh at once (the test above)."""
+    assert part(probe, "loss_2020").count("packets 1 bytes 1500") == 2  # each rule hit once
+    events = trace(probe, "loss_2020")
+    recovery_at = next(i for i, e in enumerate(events)
+                       if e.name == "tcp_cong_state_set" and e.int("cong_state") == RECOVERY)
+    before = [e for e in events[:recovery_at] if e.name == "tcp_probe"][-1]
+    window, srtt_s = before.int("snd_cwnd"), before.int("srtt") / 1e6
+    after = [e for e in events[recovery_at:] if e.name == "tcp_probe"]
+    assert window > 100 and 0.02 <= srtt_s < 1, before.fields
+    assert after[0].int("ssthresh") in (before.int("ssthresh"), after[0].int("snd_cwnd")), (before.fields, after[0].fields)
+    assert after[0].int("ssthresh") > window // 2 + 1, (window, after[0].fields)  # not halved
+    cwnds = [e.int("snd_cwnd") for e in after]
+    reached = next(k for k, c in enumerate(cwnds) if c <= window // 2 + 5)  # growth meanwhile: a few
+    steps = [a - b for a, b in zip(cwnds[:reached], cwnds[1:reached + 1])]
+    assert set(steps) <= {0, 1}, steps
+    assert reached >= window // 2 - 5, (window, reached)
+    assert all(e.int("ssthresh") == e.int("snd_cwnd") for e in after[1:reached + 1] if e.int("snd_cwnd") < window)
+    took = after[reached].t - after[0].t
+    assert 0.5 * srtt_s <= took <= 2.5 * srtt_s, (took, srtt_s)
 
 
 def test_local_congestion_halves_the_window(probe):
