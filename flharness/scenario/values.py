@@ -2,7 +2,9 @@
 
 Every axis value can be written plainly (``50mbit``) or as a mapping
 ``{value: 50mbit, label: fast, vars: {pfifo_limit: 1000}}``; qdisc values also take
-``shaper: htb|self``. Parsers raise ValueError with a message fit for one error line.
+``shaper: htb|self`` and ``variant_of: NAME``: one of several settings of the qdisc that
+claims and references call NAME (dualpi2's step rules: the 2020 one and mainline's),
+which their selectors of NAME take, each judged as a condition of its own. Parsers raise ValueError with a message fit for one error line.
 """
 from __future__ import annotations
 
@@ -82,6 +84,7 @@ class Point:
     key: str = ""
     vars: dict[str, Any] = field(default_factory=dict)
     explicit_label: bool = False
+    variant_of: str | None = None  # a qdisc setting that selectors of this name take too
 
     @property
     def slug(self) -> str:
@@ -89,7 +92,7 @@ class Point:
 
     def matches(self, wanted: object) -> bool:
         w = str(wanted)
-        return w in (self.label, self.slug, str(self.raw))
+        return w in (self.label, self.slug, str(self.raw)) or w == self.variant_of
 
 
 # ---- inner value parsers: raw YAML value -> (typed value, default label) ----
@@ -280,7 +283,7 @@ def parse_point(axis: str, raw: Any, key: str) -> Point:
 def _parse_point(axis: str, raw: Any, key: str) -> Point:
     parser = AXIS_PARSERS[axis]
     if isinstance(raw, dict) and "value" in raw:
-        allowed = {"value", "label", "vars"} | ({"shaper"} if axis == "qdisc" else set())
+        allowed = {"value", "label", "vars"} | ({"shaper", "variant_of"} if axis == "qdisc" else set())
         unknown = sorted(set(raw) - allowed)
         if unknown:
             raise ValueError(f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
@@ -293,7 +296,10 @@ def _parse_point(axis: str, raw: Any, key: str) -> Point:
         explicit = "label" in raw
         if explicit:
             label = check_label(raw["label"])
-        return Point(value, label, raw["value"], key, check_vars(raw.get("vars", {})), explicit)
+        variant_of = check_name(raw["variant_of"], "variant_of") if "variant_of" in raw else None
+        if variant_of is not None and not explicit:
+            raise ValueError("variant_of: give the variant a label of its own too (label:), its cells' names carry it")
+        return Point(value, label, raw["value"], key, check_vars(raw.get("vars", {})), explicit, variant_of)
     return Point(*parser(raw), raw, key)
 
 
