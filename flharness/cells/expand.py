@@ -49,6 +49,8 @@ def _prune(combos: list[tuple[dict[str, Point], int]], scenario: Scenario, axes:
     for i, e in enumerate(scenario.expect):  # they select cells as include does
         if e.rule:
             _check_rule(e.rule, f"expect[{i}]", axes, path)
+        if e.baseline:
+            _check_rule(e.baseline, f"expect[{i}].baseline", axes, path)
 
     def hit(rule: dict[str, list[Any]], combo: dict[str, Point]) -> bool:
         return all(any(combo[a].matches(v) for v in vals) for a, vals in rule.items())

@@ -10,6 +10,7 @@ import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from ..results.run_record import RunRecord
 from ..results.store import CELL_FILE
 from ..scenario import load_scenario
 from ..scenario.schema import Scenario
+from ..scenario.values import Point
 
 UNREADABLE = "unreadable"  # a cell whose files cannot be read (its status in the report only)
 
@@ -78,6 +80,21 @@ class ScenarioResult:
     @property
     def swept(self) -> list[str]:
         return self.scenario.swept_axes()
+
+    @cached_property
+    def _points(self) -> dict[str, list[Point]]:
+        return {a: [p for axes in self.scenario.axes_list() for p in axes.get(a, [])] for a in ("qdisc",)}
+
+    def variant_of(self, c: CellResult, axis: str) -> str | None:
+        """The name claims and references give C's value of AXIS where it is one of that
+        name's variants (`variant_of`: dualpi2's step rules), else None."""
+        label = c.label(axis)
+        return next((p.variant_of for p in self._points.get(axis, []) if p.variant_of and p.label == label), None)
+
+    def condition(self, c: CellResult) -> str:
+        """The variant C ran under (its qdisc's label: 'dualpi2(2020)'), or '' for none:
+        claims and reproduction pages judge each variant apart."""
+        return (c.label("qdisc") or "") if self.variant_of(c, "qdisc") else ""
 
     @property
     def settings(self) -> Settings:

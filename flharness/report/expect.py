@@ -10,7 +10,7 @@ from typing import Any
 
 from ..cells.model import jsonable
 from ..results.flags import mismeasured
-from ..scenario.expectations import OPERATORS, Expectation
+from ..scenario.expectations import BASELINE, OPERATORS, Expectation
 from ..scenario.values import slug
 from .collect import UNREADABLE, CellResult, ScenarioResult
 from .measures import measure, values
@@ -26,7 +26,7 @@ class Judgement:
 
 
 def judge(s: ScenarioResult) -> list[Judgement]:
-    return [_judge(s.name, c, e) for e in s.scenario.expect for c in s.cells if selected(s, c, e)]
+    return [_judge(s, c, e) for e in s.scenario.expect for c in s.cells if selected(s, c, e)]
 
 
 def selected(s: ScenarioResult, c: CellResult, e: Expectation) -> bool:
@@ -62,9 +62,34 @@ def physics(c: CellResult) -> dict[str, float]:
     return names
 
 
-def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
+def baseline_cells(s: ScenarioResult, c: CellResult, e: Expectation) -> list[CellResult]:
+    """The cells E's baseline names for C: its values on the baseline's axes, C's labels on
+    every other axis the scenario sweeps (their repetitions, all)."""
+    base = e.baseline or {}
+    others = [a for a in s.swept if a not in base]
+    return [b for b in s.cells if b is not c and matches(s, b, {a: [v] for a, v in base.items()})
+            and all(b.label(a) == c.label(a) for a in others)]
+
+
+def _baseline(s: ScenarioResult, c: CellResult, e: Expectation, width: int) -> tuple[list[float] | None, str]:
+    """Per value judged, the mean of the same metric over C's baseline cells; or None and why not."""
+    cells = baseline_cells(s, c, e)
+    valid = [b for b in cells if b.valid and b.metrics is not None and not mismeasured(b.flags, e.metric)]
+    if not valid:
+        said = "; ".join(f"{b.name}: {b.status}" for b in cells) or "no such cell in this run"
+        return None, f"baseline ({', '.join(f'{a} {v}' for a, v in (e.baseline or {}).items())}): {said}"
+    runs = [values(measure(e.metric), b.metrics) for b in valid if b.metrics is not None]
+    if e.flow is not None:
+        runs = [r[e.flow - 1: e.flow] or [None] for r in runs]
+    means = [None if None in col else sum(col) / len(col) for col in zip(*runs)]
+    if len(means) != width or None in means:
+        return None, f"baseline {valid[0].name}: {e.metric}: no value"
+    return [float(m) for m in means if m is not None], f" against {valid[0].name}" + (f" (n={len(valid)})" if len(valid) > 1 else "")
+
+
+def _judge(s: ScenarioResult, c: CellResult, e: Expectation) -> Judgement:
     def verdict(ok: bool | None, detail: str) -> Judgement:
-        return Judgement(scenario, c.name, e, ok, detail)
+        return Judgement(s.name, c.name, e, ok, detail)
 
     if c.status in ("skipped", "interrupted"):  # never measured: neither met nor missed
         return verdict(None, f"{c.status}: {c.record.reason}")
@@ -74,18 +99,27 @@ def _judge(scenario: str, c: CellResult, e: Expectation) -> Judgement:
         return verdict(False, f"no valid result ({c.status}{': ' + '; '.join(c.invalid) if c.invalid else ''})")
     if doubted := mismeasured(c.flags, e.metric):  # neither a pass nor a miss of what was declared
         return verdict(None, f"measurement in doubt: {doubted[0]}")
-    try:
-        limit = e.limit(physics(c))
-    except ValueError as err:  # the bound, with this cell's physics, is no finite number
-        return verdict(False, f"bound: {err}")
     got = values(measure(e.metric), c.metrics)
     if e.flow is not None:
         got = got[e.flow - 1: e.flow] or [None]
     if not got or None in got:
         return verdict(False, f"{e.metric}: no value")
-    passed = all(OPERATORS[e.op](v, limit) for v in got)  # type: ignore[arg-type]
+    bases: list[float | None] = [None] * len(got)
+    against = ""
+    if e.baseline:
+        found, against = _baseline(s, c, e, len(got))
+        if found is None:  # no contrast to judge against: neither met nor missed
+            return verdict(None, against)
+        bases = list(found)
+    try:
+        limits = [e.limit({**physics(c), **({BASELINE: b} if b is not None else {})}) for b in bases]
+    except ValueError as err:  # the bound, with this cell's physics, is no finite number
+        return verdict(False, f"bound: {err}")
+    passed = all(OPERATORS[e.op](v, lim) for v, lim in zip(got, limits))  # type: ignore[arg-type]
     shown = ", ".join(f"{v:.4g}" for v in got)
-    return verdict(passed, f"{e.metric} = {shown}, expected {e.op} {limit:.4g}" + (f" ({e.bound})" if e.bound != f"{limit:g}" else ""))
+    limit = ", ".join(f"{lim:.4g}" for lim in dict.fromkeys(limits))
+    bound = f" ({e.bound})" if e.bound != limit else ""
+    return verdict(passed, f"{e.metric} = {shown}, expected {e.op} {limit}{bound}{against}")
 
 
 def write_junit(judgements: list[Judgement], path: Path, unreadable: dict[str, dict[str, str]] | None = None) -> None:

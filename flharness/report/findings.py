@@ -2,9 +2,13 @@
 scenario/findings.py): a claim is the `expect:` entries that state it (`finding: N`), per
 scenario. It holds when every cell they judged met them, does not hold when one missed,
 and is not run when none was judged (its cells were skipped or their measurement is in
-doubt). A finding's scenarios that are not in the run are named, not given rows of their own."""
+doubt). Where its cells ran under variants of one setting (dualpi2's step rules: the
+cells' conditions, ScenarioResult.condition), it is judged once per variant, on that
+variant's cells and the cells of none. A finding's scenarios that are not in the run are
+named, not given rows of their own."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from statistics import fmean
 
@@ -39,6 +43,7 @@ class FindingRow:
     judged: list[tuple[str, bool]] = field(default_factory=list)  # (cell, met all) of the judged cells
     key: KeyResult | None = None  # on the row of the key's scenario
     elsewhere: list[str] = field(default_factory=list)  # the finding's other scenarios, not in this run
+    condition: str = ""  # the variant its cells ran under ('dualpi2(2020)'), '' for none
 
 
 @dataclass(frozen=True)
@@ -68,9 +73,14 @@ def _table(known: Findings, result: RunResult, judged: list[Judgement]) -> Findi
         if not ran:
             absent.append((f, scenarios))
         for name in ran:
+            s = in_run[name]
             mine = [j for j in judged if j.scenario == name and j.expectation.finding == f.id]
-            key = key_result(f.key, in_run[name]) if f.key and f.key.scenario == name else None
-            rows.append(_row(f, name, mine, key, [n for n in scenarios if n not in in_run]))
+            of = {c.name: s.condition(c) for c in s.cells}
+            for condition in list(dict.fromkeys(of.get(j.cell, "") for j in mine if of.get(j.cell))) or [""]:
+                theirs = [j for j in mine if of.get(j.cell, "") in ("", condition)]
+                key = key_result(f.key, s, condition) if f.key and f.key.scenario == name else None
+                row = _row(f, name, theirs, key, [n for n in scenarios if n not in in_run])
+                rows.append(dataclasses.replace(row, condition=condition))
     return FindingsTable(known, rows, absent)
 
 
@@ -88,10 +98,11 @@ def _row(f: Finding, scenario: str, mine: list[Judgement], key: KeyResult | None
     return FindingRow(f, scenario, 0, NOT_RUN, why, [], key, elsewhere)
 
 
-def key_result(key: KeyNumber, s: ScenarioResult) -> KeyResult:
-    """KEY's metric over the valid cells of S its rule selects: the mean per flow (or of
-    the cell metric), None where no such cell has it."""
-    cells = [c for c in s.cells if c.valid and c.metrics is not None and matches(s, c, {a: [v] for a, v in key.cell.items()})]
+def key_result(key: KeyNumber, s: ScenarioResult, condition: str = "") -> KeyResult:
+    """KEY's metric over the valid cells of S its rule selects (of CONDITION or none, where
+    given): the mean per flow (or of the cell metric), None where no such cell has it."""
+    cells = [c for c in s.cells if c.valid and c.metrics is not None and matches(s, c, {a: [v] for a, v in key.cell.items()})
+             and (not condition or s.condition(c) in ("", condition))]
     m = measure(key.metric)
     got = [values(m, c.metrics) for c in cells if c.metrics is not None]
     width = max((len(v) for v in got), default=1)

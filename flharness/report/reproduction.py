@@ -38,6 +38,7 @@ class Line:
     tolerance: float
     verdict: Verdict
     why: str = ""  # not run: why; missing: the reference's reason; else where the published value is from
+    condition: str = ""  # what sets these cells apart from the row's others: "qdisc dualpi2(mainline)"
 
     @property
     def delta(self) -> float | None:
@@ -59,17 +60,19 @@ class Said:
     measured: list[str]  # "D_SS (Mbit/s): flow 1 (prague) 40.1, flow 2 (cubic) 5.2", one per metric shown
     n: int  # cells (repetitions) averaged
     why: str = ""  # why nothing was measured
+    condition: str = ""  # as Line's
 
 
 def stated(s: ScenarioResult, ref: Reference) -> list[Said]:
     """The rows with `says:`, each with the mean of its `shows:` metrics over its valid cells."""
     out = []
     for row in (r for r in ref.rows if r.says):
-        cells, valid = _cells(s, row)
-        runs = [c.metrics for c in valid]
-        shown = [_shown(name, runs) for name in row.shows] if runs else []
-        why = row.missing or ("" if valid else _why_not(cells))
-        out.append(Said(row.key, row.says or "", row.note or "", shown, len(valid), why))
+        for condition, cells in conditions(s, row).items():
+            valid = _valid(cells)
+            runs = [c.metrics for c in valid]
+            shown = [_shown(name, runs) for name in row.shows] if runs else []
+            why = row.missing or ("" if valid else _why_not(cells))
+            out.append(Said(row.key, row.says or "", row.note or "", shown, len(valid), why, condition))
     return out
 
 
@@ -82,23 +85,41 @@ def _shown(name: str, runs: list[Any]) -> str:
                                             for k, v in zip(keys, means))
 
 
-def _cells(s: ScenarioResult, row: Row) -> tuple[list[CellResult], list[CellResult]]:
-    """ROW's cells in the run, and those of them with a valid measurement."""
-    cells = [c for c in s.cells if matches(c.label, row)]
-    return cells, [c for c in cells if c.valid and c.metrics]
+def conditions(s: ScenarioResult, row: Row) -> dict[str, list[CellResult]]:
+    """ROW's cells in the run by condition, what tells them apart beyond the row's own
+    values: a variant's label where the row names the variants' name (dualpi2: its step
+    rules), and their labels on the axes the row does not name, where those differ (a
+    module parameter swept beside the reference's axes). One condition, '', for cells
+    alike (repetitions)."""
+    cells = [c for c in s.cells if matches(c.label, row, lambda axis, c=c: s.variant_of(c, axis))]
+    unnamed = [a for a in s.swept if a not in row.cell]
+    differ = len({tuple(c.label(a) for a in unnamed) for c in cells}) > 1
+    out: dict[str, list[CellResult]] = {}
+    for c in cells:
+        parts = [(a, c.label(a)) for a, want in row.cell.items() if slug(c.label(a) or "") != slug(want)]
+        parts += [(a, c.label(a)) for a in unnamed] if differ else []
+        out.setdefault(", ".join(f"{a} {label}" for a, label in parts), []).append(c)
+    return out or {"": []}
 
 
-def matches(label_of: Any, row: Row) -> bool:
-    """Whether a cell (LABEL_OF: axis → its label or None) is one of ROW's."""
-    return all((label := label_of(axis)) is not None and slug(label) == slug(want) for axis, want in row.cell.items())
+def _valid(cells: list[CellResult]) -> list[CellResult]:
+    return [c for c in cells if c.valid and c.metrics]
+
+
+def matches(label_of: Any, row: Row, variant_of: Any = lambda axis: None) -> bool:
+    """Whether a cell (LABEL_OF: axis → its label or None; VARIANT_OF: axis → the name
+    its value is a variant of, or None) is one of ROW's."""
+    return all((label := label_of(axis)) is not None and (slug(label) == slug(want) or variant_of(axis) == want)
+               for axis, want in row.cell.items())
 
 
 def reproduce(s: ScenarioResult, ref: Reference) -> list[Line]:
-    return [line for row in ref.rows for line in _row(s, ref, row)]
+    return [line for row in ref.rows for condition, cells in conditions(s, row).items()
+            for line in _row(ref, row, cells, condition)]
 
 
-def _row(s: ScenarioResult, ref: Reference, row: Row) -> list[Line]:
-    cells, valid = _cells(s, row)
+def _row(ref: Reference, row: Row, cells: list[CellResult], condition: str) -> list[Line]:
+    valid = _valid(cells)
     lines = []
     for name, (published, source) in row.published().items():
         m = measure(name)
@@ -111,7 +132,7 @@ def _row(s: ScenarioResult, ref: Reference, row: Row) -> list[Line]:
             verdict, why = _verdict(row, cells, valid, value, abs(value - pub) if value is not None else 0,
                                     tolerance(ref.tolerance[name], pub), source)
             lines.append(Line(row.key, name, f"flow {i + 1}" if m.per_flow else "", pub, value, len(valid),
-                              tolerance(ref.tolerance[name], pub), verdict, why))
+                              tolerance(ref.tolerance[name], pub), verdict, why, condition))
     return lines
 
 
@@ -138,6 +159,15 @@ def counts(lines: list[Line]) -> dict[str, int]:
     return {v: n for v in order if (n := sum(line.verdict == v for line in lines))}
 
 
+def by_condition(lines: list[Line]) -> dict[str, dict[str, int]]:
+    """Per condition of the measured lines, their counts; empty where every line is of one
+    condition, ''."""
+    names = list(dict.fromkeys(line.condition for line in lines if line.verdict in MEASURED))
+    if names in ([], [""]):
+        return {}
+    return {name or "other": counts([line for line in lines if line.condition == name]) for name in names}
+
+
 def write_page(s: ScenarioResult, template_dir: Path = REPO) -> dict[str, Any] | None:
     """Write the scenario's reproduction page (if it names a reference); its summary for the index."""
     if not s.scenario.reference:
@@ -147,7 +177,7 @@ def write_page(s: ScenarioResult, template_dir: Path = REPO) -> dict[str, Any] |
     said = stated(s, ref)
     summary = {"document": ref.document, "address": ref.address, "section": ref.source.get("section", ""),
                "counts": counts(lines) | ({"stated in words": len(said)} if said else {}),
-               "href": f"{s.name}/{PAGE}.html", "rows": len(ref.rows)}
+               "by_condition": by_condition(lines), "href": f"{s.name}/{PAGE}.html", "rows": len(ref.rows)}
     measured = [line for line in lines if line.verdict in MEASURED]
     context = {"scenario": s.name, "ref": ref, "name": s.scenario.reference, "summary": summary,
                "lines": sorted(measured, key=lambda line: line.verdict != "differs"), "metrics": _metrics(ref),

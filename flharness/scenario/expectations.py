@@ -7,9 +7,13 @@ the index, JUnit XML with --junit, a failing exit status with --strict).
       - {cc: cubic, metric: owd_p95_ms, flow: 1, "<": rtt_ms + 30}
 
 Every key but `metric`, `flow`, `finding` (the number of the claim it states, in the
-scenario's `findings:` file) and one comparison selects cells as `include` does (axis:
-value or list of values). The bound is a number or an expression of the cell's
-physics: + - * / and parentheses over numbers and the names in PHYSICS.
+scenario's `findings:` file), `baseline` and one comparison selects cells as `include`
+does (axis: value or list of values). The bound is a number or an expression of the
+cell's physics: + - * / and parentheses over numbers and the names in PHYSICS, and with
+`baseline: {axis: value, …}` the name `baseline`: the same metric (and flow) in the cell
+that has those values and the judged cell's on every other axis, the mean over its
+repetitions (a claim against a contrast: Cubic's share with a replay window "well below"
+its share without one, `baseline: {replay_window: 0}`).
 """
 from __future__ import annotations
 
@@ -35,7 +39,8 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 _ARITH: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-RESERVED = {"metric", "flow", "finding", *OPERATORS}
+BASELINE = "baseline"  # the bound's name for the metric in the baseline cell, and the key that names that cell
+RESERVED = {"metric", "flow", "finding", BASELINE, *OPERATORS}
 
 
 @dataclass(frozen=True)
@@ -46,14 +51,16 @@ class Expectation:
     op: str
     bound: str  # a number or an expression, as written
     finding: int | None = None  # the claim of the scenario's findings file it states
-
+    baseline: dict[str, Any] | None = None  # axis → value: the cell the bound's `baseline` is read from
 
     @property
     def text(self) -> str:
         sel = ", ".join(f"{a} {'/'.join(map(str, v))}" for a, v in self.rule.items())
         flow = f" flow {self.flow}" if self.flow else ""
         claim = f" [finding {self.finding}]" if self.finding else ""
-        return f"{self.metric}{flow} {self.op} {self.bound}" + (f" ({sel})" if sel else "") + claim
+        base = ", ".join(f"{a} {v}" for a, v in (self.baseline or {}).items())
+        return (f"{self.metric}{flow} {self.op} {self.bound}" + (f" ({sel})" if sel else "")
+                + (f" [baseline: {base}]" if base else "") + claim)
 
     def limit(self, physics: dict[str, float]) -> float:
         return evaluate(self.bound, physics)
@@ -75,12 +82,22 @@ def parse_expectation(raw: Any) -> Expectation:
     bound = raw[ops[0]]
     if isinstance(bound, bool) or not isinstance(bound, (int, float, str)):
         raise ValueError(f"{ops[0]}: {bound!r} is no number or expression")
-    evaluate(str(bound), dict.fromkeys(PHYSICS, 1.0))  # checks its syntax and names (and / 0 with them at 1)
+    baseline = _baseline(raw.get(BASELINE))
+    evaluate(str(bound), dict.fromkeys([*PHYSICS, *([BASELINE] if baseline else [])], 1.0))  # syntax, names, / 0
     finding = raw.get("finding")
     if finding is not None and (not isinstance(finding, int) or isinstance(finding, bool) or finding < 1):
         raise ValueError(f"finding {finding!r}: the number of a finding of the scenario's findings file")
     rule = {k: v if isinstance(v, list) else [v] for k, v in raw.items() if k not in RESERVED}
-    return Expectation(rule, metric, flow, ops[0], str(bound), finding)
+    return Expectation(rule, metric, flow, ops[0], str(bound), finding, baseline)
+
+
+def _baseline(raw: Any) -> dict[str, Any] | None:
+    """`baseline:`: axis → one value (the contrast cell), or None."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not raw or any(isinstance(v, (list, dict)) or v is None for v in raw.values()):
+        raise ValueError(f"{BASELINE}: a mapping of axes to one value each, the contrast cell's (replay_window: 0)")
+    return {str(k): v for k, v in raw.items()}
 
 
 #: The longest bound an expectation may write (a formula of a few names, not a program).
@@ -108,7 +125,8 @@ def _eval(node: ast.AST, text: str, names: dict[str, float]) -> float:
         return float(node.value)
     if isinstance(node, ast.Name):
         if node.id not in names:
-            raise ValueError(f"{text!r}: unknown name {node.id!r} (names: {', '.join(PHYSICS)})")
+            hint = f"; '{BASELINE}' needs the expectation's {BASELINE}: key" if node.id == BASELINE else ""
+            raise ValueError(f"{text!r}: unknown name {node.id!r} (names: {', '.join(names)}){hint}")
         return names[node.id]
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
         return _ARITH[type(node.op)](_eval(node.left, text, names), _eval(node.right, text, names))

@@ -57,7 +57,9 @@ def test_the_reports_own_numbers_meet_the_statements_of_its_findings(name):
     scenario, ref = load_scenario(path), load_reference(name)
     s = ScenarioResult(name, Path("/nonexistent"), scenario)
     for cell in expand(scenario, path):
-        row = next((r for r in ref.rows if matches(lambda a, c=cell: c.coords[a].label if a in c.coords else None, r)), None)
+        row = next((r for r in ref.rows if matches(lambda a, c=cell: c.coords[a].label if a in c.coords else None, r,
+                                                    lambda a, c=cell: c.coords[a].variant_of if a in c.coords else None)),
+                   None)
         if row is None or row.missing or "dss_mbit" not in row.published():
             continue
         dss = row.published()["dss_mbit"][0]
@@ -131,7 +133,6 @@ def test_a_findings_key_number_is_the_runs_mean_over_the_cells_of_its_rule():
     s = ScenarioResult("s1-rttfair", Path("/nonexistent"), scenario)
     wanted = {"cc": "prague-vs-cubic", "qdisc": "dualpi2", "rate": "50mbit", "rtt": "10ms-10ms"}
     for cell in expand(scenario, path):
-        labels = {a: cell.coords[a].label for a in wanted}
         for dss, valid in (([34.0, 13.0], True), ([36.0, 11.0], True), ([1.0, 1.0], False)):
             record = SimpleNamespace(label=lambda a, c=cell: c.coords[a].label if a in c.coords else None,
                                      coordinates=coordinates(cell),
@@ -139,7 +140,7 @@ def test_a_findings_key_number_is_the_runs_mean_over_the_cells_of_its_rule():
             metrics = SimpleNamespace(invalid=[] if valid else ["no data"], flags=[],
                                       flows=[SimpleNamespace(steady_mbit=x) for x in dss])
             s.cells.append(CellResult("s1-rttfair", Path("/nonexistent"), record, metrics))  # type: ignore[arg-type]
-            if labels != wanted:
+            if not all(cell.coords[a].matches(v) for a, v in wanted.items()):
                 break  # one repetition of every other cell
     got = key_result(L4S.get(3).key, s)
     assert got.published == [34.09, 13.04] and got.reproduced == [35.0, 12.0] and len(got.cells) == 2
@@ -151,3 +152,48 @@ def test_each_findings_section_links_to_its_heading_in_the_report():
                "rtt-unfairness", "between-flow-induced-delay", "underutilization-with-bursty-traffic",
                "intra-flow-latency-spikes", "burst-intolerance", "dropped-packets-for-tunnels-with-replay-protection-enabled"]
     assert [L4S.section_url(f) for f in L4S.findings] == [f"https://github.com/heistp/l4s-tests#{a}" for a in anchors]
+
+
+def _study_cells(name: str, dss_of) -> ScenarioResult:
+    """The study's scenario NAME (scenarios/study/), each cell with D_SS per flow DSS_OF(cell)."""
+    path = SCENARIOS / "study" / f"{name}.yml"
+    scenario = load_scenario(path)
+    s = ScenarioResult(name, Path("/nonexistent"), scenario)
+    for cell in expand(scenario, path):
+        record = SimpleNamespace(label=lambda a, c=cell: c.coords[a].label if a in c.coords else None,
+                                 coordinates=coordinates(cell), status="ok", reason="", cell=cell.name, config=cell.config)
+        metrics = SimpleNamespace(invalid=[], flags=[], flows=[SimpleNamespace(steady_mbit=x) for x in dss_of(cell)],
+                                  capacity={"up": capacity(cell.config, "up", 0.0, cell.config.length)}, replay_drops=None)
+        s.cells.append(CellResult(name, Path("/nonexistent"), record, metrics))  # type: ignore[arg-type]
+    return s
+
+
+def test_a_finding_is_judged_under_each_variant_of_its_qdisc():
+    """The study runs s1 under both of dualpi2's step rules: finding 3 gets a verdict under
+    each (here Prague ahead under the 2020 rule, behind under mainline's at 10 Mbit/s), each
+    on its own variant's cells; finding 4 judges the FIFO's cells (no variant) under both;
+    the key number is each variant's mean."""
+    def dss(cell):
+        prague_wins = cell.coords["qdisc"].label != "dualpi2(mainline)" or cell.coords["rate"].label == "50mbit"
+        cap = 9.56 if cell.coords["rate"].label == "10mbit" else 47.82
+        big, small = 0.7 * cap, 0.25 * cap
+        prague_first = cell.coords["cc"].label == "prague-vs-cubic"
+        if cell.coords["cc"].label == "prague-vs-prague":
+            return [0.1 * cap, 0.85 * cap]  # the 80/20 and 160/10 ms pairs: the longer RTT starved
+        if cell.coords["cc"].label == "cubic-vs-cubic":
+            return [0.4 * cap, 0.55 * cap]
+        return [big, small] if prague_first == prague_wins else [small, big]
+
+    s = _study_cells("s1-rttfair", dss)
+    run = SimpleNamespace(scenarios=[s])
+    rows = {(r.finding.id, r.condition): r for t in key_findings(run, judge(s)) for r in t.rows}  # type: ignore[arg-type]
+    assert {k for k in rows if k[0] in (3, 4)} == {(3, "dualpi2(2020)"), (3, "dualpi2(mainline)"),
+                                                  (4, "dualpi2(2020)"), (4, "dualpi2(mainline)")}
+    assert rows[3, "dualpi2(2020)"].verdict == HOLDS and rows[3, "dualpi2(mainline)"].verdict == FAILS
+    assert "dualpi2_mainline-10mbit" in rows[3, "dualpi2(mainline)"].detail
+    assert all("dualpi2_mainline" not in c for c, _ in rows[3, "dualpi2(2020)"].judged)
+    for rule in ("dualpi2(2020)", "dualpi2(mainline)"):
+        judged = [c for c, _ in rows[4, rule].judged]
+        assert "cubic-vs-cubic-pfifo_1000-50mbit-80ms-20ms" in judged and rows[4, rule].verdict == HOLDS, judged
+        key = rows[3, rule].key
+        assert key is not None and len(key.cells) == 1 and key.reproduced == [pytest.approx(0.7 * 47.82), pytest.approx(0.25 * 47.82)]

@@ -10,7 +10,7 @@ import pytest
 from flharness.cells import expand
 from flharness.errors import ScenarioError
 from flharness.report.collect import CellResult, ScenarioResult
-from flharness.report.reproduction import counts, matches, reproduce, stated
+from flharness.report.reproduction import by_condition, counts, matches, reproduce, stated
 from flharness.scenario import load_scenario
 from flharness.scenario.reference import REFERENCE_DIR, Reference, Row, load_reference
 
@@ -38,7 +38,8 @@ def test_every_row_is_a_cell_of_its_scenario_with_one_value_per_flow(name):
     path = SCENARIOS / f"{ref.scenario}.yml"
     cells = expand(load_scenario(path), path)
     for i, row in enumerate(ref.rows):
-        hits = [c for c in cells if matches(lambda a, c=c: c.coords[a].label if a in c.coords else None, row)]
+        hits = [c for c in cells if matches(lambda a, c=c: c.coords[a].label if a in c.coords else None, row,
+                                            lambda a, c=c: c.coords[a].variant_of if a in c.coords else None)]
         if row.missing:
             assert not hits, f"rows[{i}] says missing but matches {hits[0].name}"
             continue
@@ -47,6 +48,11 @@ def test_every_row_is_a_cell_of_its_scenario_with_one_value_per_flow(name):
         for metric, (published, _) in row.published().items():
             per_flow = metric not in ("jain", "ratio", "goodput_total_mbit", "utilisation", "queue_delay_p95_ms")
             assert len(published) == (flows.pop() if per_flow and len(flows) == 1 else len(published) if per_flow else 1)
+
+
+def _scenario(swept: tuple[str, ...] = ("cc", "qdisc")) -> SimpleNamespace:
+    """A scenario as the page reads it: the axes it sweeps, no variants."""
+    return SimpleNamespace(swept_axes=lambda: list(swept), axes_list=lambda: [])
 
 
 def _cell(labels: dict[str, str], dss: list[float] | None, status: str = "ok", reason: str = "") -> CellResult:
@@ -64,7 +70,7 @@ def test_verdicts_on_synthetic_metrics():
         Row(cell={"cc": "cubic-vs-cubic", "qdisc": "pie"}, jain=0.9),
         Row(cell={"cc": "vegas", "qdisc": "fifo"}, missing="no such CC in fl's scenario", jain=1.0),
     ])
-    s = ScenarioResult("s", Path("/nonexistent"), SimpleNamespace())  # type: ignore[arg-type]
+    s = ScenarioResult("s", Path("/nonexistent"), _scenario())  # type: ignore[arg-type]
     s.cells = [  # two repetitions of the first row: their mean is compared
         _cell({"cc": "cubic-vs-cubic", "qdisc": "fifo"}, [5.2, 3.4]),
         _cell({"cc": "cubic-vs-cubic", "qdisc": "fifo"}, [5.4, 3.6]),
@@ -88,7 +94,7 @@ def test_any_order_and_published_runs():
     row = Row(cell={"cc": "bbr"}, order="any", per_run=[{"dss_mbit": [1.0, 3.0]}, {"dss_mbit": [2.0, 4.0]}])
     assert row.published() == {"dss_mbit": ([1.5, 3.5], "mean of 2 published runs")}
     ref = Reference(source={}, scenario="s", tolerance={"dss_mbit": 0.1}, rows=[row])
-    s = ScenarioResult("s", Path("/nonexistent"), SimpleNamespace())  # type: ignore[arg-type]
+    s = ScenarioResult("s", Path("/nonexistent"), _scenario())  # type: ignore[arg-type]
     s.cells = [_cell({"cc": "bbr"}, [3.5, 1.5])]  # fl's flows in the other order
     assert [line.verdict for line in reproduce(s, ref)] == ["agrees", "agrees"]
 
@@ -118,7 +124,7 @@ def test_rows_stated_in_words_show_the_runs_means_or_why_not():
         Row(cell={"cc": "cubic-vs-cubic", "qdisc": "fifo"}, says="they share", shows=["dss_mbit", "jain"], note="Fig. 1"),
         Row(cell={"cc": "cubic-vs-cubic", "qdisc": "pie"}, says="they share too", shows=["dss_mbit"]),
     ])
-    s = ScenarioResult("s", Path("/nonexistent"), SimpleNamespace())  # type: ignore[arg-type]
+    s = ScenarioResult("s", Path("/nonexistent"), _scenario())  # type: ignore[arg-type]
     s.cells = [_cell({"cc": "cubic-vs-cubic", "qdisc": "fifo"}, [5.0, 4.0]), _cell({"cc": "cubic-vs-cubic", "qdisc": "fifo"}, [6.0, 4.0])]
     for c in s.cells:
         for i, f in enumerate(c.metrics.flows, 1):  # type: ignore[union-attr]
@@ -138,3 +144,27 @@ def test_rows_stated_in_words_show_the_runs_means_or_why_not():
 def test_a_stated_row_names_known_metrics_beside_words(row, error):
     with pytest.raises(ValueError, match=error):
         Row(cell={"cc": "cubic"}, **row)
+
+
+def test_a_rows_cells_under_two_variants_are_compared_apart():
+    """The study's s1 runs each dualpi2 row of the report under the 2020 step rule and
+    mainline's: the row (qdisc dualpi2) takes both, each compared on its own, with a count
+    per condition for the page and the index."""
+    path = SCENARIOS / "study" / "s1-rttfair.yml"
+    scenario = load_scenario(path)
+    s = ScenarioResult("s1-rttfair", Path("/nonexistent"), scenario)
+    published = {r.key: r.published()["dss_mbit"][0] for r in load_reference("s1-rttfair").rows if "dss_mbit" in r.published()}
+    for cell in expand(scenario, path):
+        labels = {a: cell.coords[a].label for a in ("cc", "qdisc", "rate", "rtt")}
+        key = ", ".join(f"{a} {'dualpi2' if a == 'qdisc' and v.startswith('dualpi2') else v}" for a, v in labels.items())
+        dss = published.get(key, [1.0, 1.0])
+        off = 1.0 if labels["qdisc"] == "dualpi2(2020)" else 2.0  # mainline's twice the report's
+        s.cells.append(_cell(labels, [x * off for x in dss]))
+    ref = load_reference("s1-rttfair")
+    lines = [line for line in reproduce(s, ref)
+             if line.row.startswith("cc cubic-vs-prague, qdisc dualpi2, rate 10mbit") and line.metric == "dss_mbit"]
+    assert {line.condition for line in lines} == {"qdisc dualpi2(2020)", "qdisc dualpi2(mainline)"}
+    assert all(line.verdict == ("agrees" if "2020" in line.condition else "differs") for line in lines)
+    tally = by_condition(reproduce(s, ref))
+    assert tally["qdisc dualpi2(2020)"] == {"agrees": 3 * 28}  # 28 rows: D_SS per flow and Jain's index
+    assert tally["qdisc dualpi2(mainline)"] == {"agrees": 28, "differs": 2 * 28}  # Jain's index is the same at twice the rates

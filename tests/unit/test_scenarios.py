@@ -44,7 +44,7 @@ def test_s1_names_and_per_flow_rtts():
 
 
 def test_s2_rate_step_and_bursty_path():
-    c = {c.name: c for c in cells_of("s2-codel-rate-step")}["cubic-dualpi2-50mbit-80ms-bursty-5mbit"]
+    c = {c.name: c for c in cells_of("s2-codel-rate-step")}["cubic-dualpi2_2020-50mbit-80ms-bursty-5mbit"]
     (step,) = c.config.steps
     assert step.at_s == 30 and step.up.rate == "5mbit" and step.down.rate == "5mbit"
     # the seed's second netem, chained after the path delay's

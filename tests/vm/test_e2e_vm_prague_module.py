@@ -11,6 +11,7 @@ Each test failed on version 1 of the module (docs/prague.md, "Defects fixed in v
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import pytest
 from flrun import needs_vm
@@ -126,7 +127,7 @@ def test_loss_2020_pays_a_loss_one_segment_per_ack_over_a_round_trip(probe):
     assert after[0].int("ssthresh") > window // 2 + 1, (window, after[0].fields)  # not halved
     cwnds = [e.int("snd_cwnd") for e in after]
     reached = next(k for k, c in enumerate(cwnds) if c <= window // 2 + 5)  # growth meanwhile: a few
-    steps = [a - b for a, b in zip(cwnds[:reached], cwnds[1:reached + 1])]
+    steps = [a - b for a, b in pairwise(cwnds[:reached + 1])]
     assert set(steps) <= {0, 1}, steps
     assert reached >= window // 2 - 5, (window, reached)
     assert all(e.int("ssthresh") == e.int("snd_cwnd") for e in after[1:reached + 1] if e.int("snd_cwnd") < window)
