@@ -140,6 +140,8 @@ class Capabilities:
         config = cell.config
         for cc in sorted({c for f in config.flows for c in f.ccs}):
             if not self.cc_ok(cc):
+                if refused := self.reply.cc_errors.get(cc):
+                    return f"the kernel refused to load tcp_{cc} (congestion control {cc}): {refused}"
                 return f"kernel lacks tcp_{cc} (congestion control {cc})"
         for host, settings in config.sysctls.items():
             for key in settings:

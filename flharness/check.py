@@ -95,7 +95,10 @@ def hints(caps: Capabilities) -> list[str]:
                    f"it){kit} (./fl image build l4s builds both, then --vm l4s)")
     if not caps.feature("accecn"):
         out.append("AccECN missing (tcp_ecn=3 refused): it needs Linux ≥ 6.18 (--vm l4s)")
-    if not caps.cc_ok("prague"):
+    if not caps.cc_ok("prague") and (refused := caps.reply.cc_errors.get("prague")):
+        out.append(f"prague refused: this kernel has tcp_prague but would not load it: {refused} (a parameter "
+                   "outside its range, from --vm-append or modprobe.d: docs/prague.md#parameters gives each one's)")
+    elif not caps.cc_ok("prague"):
         out.append(f"prague missing: it needs Linux ≥ 7.3 (AccECN's hooks) with fl's tcp_prague module{kit} "
                    "(./fl image build l4s builds it, then --vm l4s), or the L4STeam kernel fork's own: an image "
                    "from its .deb files (images/l4s-prague.example.yml), a kernel with its modules in "

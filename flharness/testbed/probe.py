@@ -120,6 +120,7 @@ class Reply(TypedDict):
     sysctl_sets: dict[str, str]
     tcp_rewrite: dict[str, bool]
     feature_errors: dict[str, str]  # a feature the kernel was found to lack → what failed
+    cc_errors: dict[str, str]  # a congestion control whose module is there but did not load → why
 
 
 UNKNOWN_KIND = re.compile(r"kind is unknown|Unknown qdisc|qdisc not found|Unknown filter|"
@@ -432,6 +433,22 @@ def cc_module(name: str) -> dict[str, Any] | None:
     return found
 
 
+def cc_refused(name: str) -> str | None:
+    """Why the kernel would not load congestion control NAME's module where it has one
+    (tcp_NAME.ko is there, modprobe fails: a parameter out of its range, from
+    --vm-append or modprobe.d): modprobe's complaint and the kernel's own lines about it."""
+    module = f"tcp_{name}"
+    if sh("modinfo", "-F", "filename", module)[0] != 0:
+        return None  # no such module: the kernel lacks it
+    code, out = sh("modprobe", module)
+    if code == 0:
+        return None
+    _, log = sh("dmesg")
+    said = list(dict.fromkeys(line.split("] ", 1)[-1].strip() for line in log.splitlines() if f"{module}:" in line))
+    complaint = out.strip().splitlines()[-1] if out.strip() else f"modprobe {module} failed"
+    return "; ".join([complaint, *(f"kernel: {line}" for line in said[-3:])])
+
+
 def loaded_file(module: str, srcversion: str | None) -> Path | None:
     """The file MODULE was loaded from, as far as it can be told: fl's own (KIT_DIR), else
     the one modprobe would load, if its srcversion is the loaded module's (modules built
@@ -458,7 +475,8 @@ def probe(request: Request) -> Reply:
     TIMEOUTS["on"] = bool(request.get("timeouts", True))
     result: Reply = {"kernel": platform.release(), "root": os.geteuid() == 0, "tools": tool_versions(), "error": None,
                      "features": {}, "kinds": {}, "qdiscs": {}, "ccs": {}, "cc_modules": {}, "sysctls": {},
-                     "sysctl_defaults": {}, "sysctl_sets": {}, "tcp_rewrite": {}, "feature_errors": {}}
+                     "sysctl_defaults": {}, "sysctl_sets": {}, "tcp_rewrite": {}, "feature_errors": {},
+                     "cc_errors": {}}
     if not result["root"]:
         result["error"] = "not root: fl needs root (CAP_NET_ADMIN) to build namespaces and qdiscs"
         return result
@@ -475,6 +493,7 @@ def probe(request: Request) -> Reply:
             ccs = sorted(set(CCS if catalogue else ()) | {str(c) for c in request["ccs"]} | available_ccs())
             result["ccs"] = {c: cc_usable(c) for c in ccs}
             result["cc_modules"] = {c: m for c, ok in result["ccs"].items() if ok and (m := cc_module(c))}
+            result["cc_errors"] = {c: why for c, ok in result["ccs"].items() if not ok and (why := cc_refused(c))}
             keys = [str(k) for k in request["sysctls"]]
             result["sysctls"] = {k: p.sysctl_exists(k) for k in keys}
             result["sysctl_defaults"] = defaults = p.sysctl_defaults(keys)

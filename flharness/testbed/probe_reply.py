@@ -62,6 +62,9 @@ class ProbeReply(_Reply):
     tcp_rewrite: dict[Literal["tc", "nft"], bool]
     feature_errors: dict[str, str] = {}
     """A feature found missing → what failed (the command and the kernel's complaint)."""
+    cc_errors: dict[str, str] = {}
+    """A congestion control whose module the kernel has but would not load → why (modprobe's
+    complaint and the kernel's lines about it: a parameter out of its range)."""
     hosts: dict[str, HostFacts] = {}
     """Per host of a testbed of separate hosts (merge_hosts): what must agree across testbeds."""
 

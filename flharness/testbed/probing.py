@@ -46,6 +46,7 @@ def merge_hosts(per_host: dict[str, ProbeReply]) -> ProbeReply:
         "sysctl_sets": {s: next((h.sysctl_sets[s] for h in hosts if h.sysctl_sets.get(s)), "") for s in mid.sysctl_sets},
         "tools": {t: v if all(h.tools.get(t) for h in hosts) else None for t, v in cli.tools.items()},
         "cc_modules": cli.cc_modules,  # the client's: it sends the flows
+        "cc_errors": {c: f"{n}: {why}" for n, h in per_host.items() for c, why in h.cc_errors.items()},
         "root": all(h.root for h in hosts),
         "error": next((f"{n}: {h.error}" for n, h in per_host.items() if h.error), None),
         "hosts": {n: HostFacts(kernel=h.kernel, tools=h.tools) for n, h in per_host.items()},

@@ -732,3 +732,29 @@ def test_wireguard_keys_are_made_per_cell_and_each_end_knows_its_peers(scenario_
         assert derived.stdout.strip() == peer[other]
     shown = cell_vars(cell, inv, tmp_path, tcp_rewrite="tc", run_vars=RV, scratch=SCRATCH, keys=False)
     assert not re.search(key, shown.hosts["cli"].setup) and f"printf '%s\\n' {KEY_SHOWN} > " in shown.hosts["cli"].setup
+
+
+def test_a_module_the_kernel_refused_is_named_as_such(scenario_file, monkeypatch):
+    """A kernel that has tcp_prague but refused to load it (a parameter out of its range,
+    --vm-append tcp_prague.pacing_ca_pct=0) is not said to lack it: the probe asks modprobe
+    and the kernel log why, and the skip reason and fl check's hint give their words."""
+    from flharness import check
+    from flharness.capabilities import Capabilities
+    from flharness.testbed import probe
+    said = {("modinfo", "-F", "filename", "tcp_prague"): (0, "/lib/modules/7.3/extra/tcp_prague.ko\n"),
+            ("modprobe", "tcp_prague"): (1, "modprobe: ERROR: could not insert 'tcp_prague': Invalid argument\n"),
+            ("dmesg",): (0, "[    1.0] tcp_prague: pacing_ca_pct=0 refused: a whole number from 100 to 1000\n"
+                             "[    2.0] eth0: up\n[    3.0] tcp_prague: pacing_ca_pct=0 refused: a whole number from 100 to 1000\n"),
+            ("modinfo", "-F", "filename", "tcp_vegas"): (1, "modinfo: ERROR: Module tcp_vegas not found.\n")}
+    monkeypatch.setattr(probe, "sh", lambda *argv, **kw: said[argv])
+    why = probe.cc_refused("prague")
+    assert why == ("modprobe: ERROR: could not insert 'tcp_prague': Invalid argument; "
+                   "kernel: tcp_prague: pacing_ca_pct=0 refused: a whole number from 100 to 1000")
+    assert probe.cc_refused("vegas") is None  # no module at all: the kernel lacks it
+    (cell,) = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: prague\n")
+    caps = Capabilities(reply(cell, ccs={"prague": False}, cc_errors={"prague": why}))
+    assert caps.unsupported(cell) == f"the kernel refused to load tcp_prague (congestion control prague): {why}"
+    (hint,) = [h for h in check.hints(caps) if "prague" in h]
+    assert hint.startswith("prague refused: this kernel has tcp_prague but would not load it: modprobe: ERROR") and \
+        "from 100 to 1000" in hint
+    assert "prague missing" in " ".join(check.hints(Capabilities(reply(cell, ccs={"prague": False}))))
