@@ -28,6 +28,25 @@ XFRM_POLICY = "ip -s xfrm policy"
 XFRM_STAT = "cat /proc/net/xfrm_stat"
 XFRM_STAT_FILE = "xfrm_stat.up"  # in the host's scratch folder: IPsec's counters as the tunnel came up (cell_scripts.py's setup)
 XFRM_STAT_UP = f"cat {XFRM_STAT_FILE}"
+#: An endpoint's TCP counters (the network namespace's MIB, /proc/net/snmp and netstat):
+#: "NAME VALUE" a line, as its setup found them (TCP_COUNTERS_FILE in its scratch folder)
+#: and after the test; the growth is the cell's (the namespaces live for the whole run).
+TCP_COUNTERS = ("RetransSegs", "TCPTimeouts", "TCPLossProbes", "TCPSpuriousRTOs", "TCPFastRetrans",
+                "TCPSackRecovery", "TCPLostRetransmit")
+TCP_COUNTERS_FILE = "tcp_counters.up"
+TCP_COUNTERS_SHOW = "fl_tcp_counters"  # the state script's function that prints them
+TCP_COUNTERS_UP = f"cat {TCP_COUNTERS_FILE}"
+
+
+def tcp_counters_function() -> str:
+    """The shell function TCP_COUNTERS_SHOW: the namespace's TCP_COUNTERS, "NAME VALUE" a
+    line (each of the MIB files is a header line and a line of values, by prefix)."""
+    names = " ".join(TCP_COUNTERS)
+    awk = ('$1 == p { for (i = 2; i <= NF; i++) v[h[i]] = $i; next } { p = $1; for (i = 2; i <= NF; i++) h[i] = $i } '
+           f'END {{ n = split("{names}", k, " "); for (j = 1; j <= n; j++) print k[j], (k[j] in v ? v[k[j]] : "-") }}')
+    return f"{TCP_COUNTERS_SHOW}() {{ awk '{awk}' /proc/net/snmp /proc/net/netstat; }}"
+
+
 #: One device's qdisc and class statistics (device_stats): what DEVICE_STATS_RE finds.
 DEVICE_STATS_RE = re.compile(r"^" + re.escape(COMMAND_PREFIX) + r"tc -s -d qdisc show dev (\S+);.*$", re.M)
 

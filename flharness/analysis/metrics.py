@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..frames import FRAME_BYTES
+from ..hosts import ENDPOINTS
 from ..results.cell_metrics import (
     Capacity,
     CellMetrics,
@@ -65,6 +66,7 @@ from .link import capacity, highest_rate, payload_capacity_bps, rate_at
 from .probe import probe_flow
 from .rtt_spike import rtt_spike
 from .ss_samples import SocketSamples
+from .tcp_counters import tcp_counters
 from .udp_flow import udp_flow
 from .video import video_flow
 
@@ -183,7 +185,7 @@ def analyse(files: CellFiles, record: CellRecord, settings: Settings) -> Analysi
     udp, udp_flag = _udp(files)
     video, video_flag = _video(files)
     probe, probe_flag = _probe(files, record)
-    metrics = CellMetrics(ipsec=_ipsec(files),
+    metrics = CellMetrics(ipsec=_ipsec(files), tcp_counters=_tcp_counters(files),
         cell=record.cell, invalid=invalid + _problems(flows, rs, record.config), flags=flags + udp_flag + video_flag + probe_flag,
         steady_window_s=window, flows=flows, ping_ms=_ping(rs, test.lead, test.all_run, test.end), t0=rs.t0,
         queue=queues, qdisc_totals=_qdisc_totals(files), peak_mbit=peaks, jain=jain, ratio=ratio,
@@ -247,6 +249,10 @@ def _probe(files: CellFiles, record: CellRecord) -> tuple[ProbeFlow | None, list
     if isinstance(probe, str):
         return None, [Flag(kind="incomplete", code="probe_unreported", text=f"latency probe: {probe}")]
     return probe, []
+
+
+def _tcp_counters(files: CellFiles) -> dict[str, dict[str, int]]:
+    return {host: grown for host in ENDPOINTS if (grown := tcp_counters(files.sections.get(host, ""))) is not None}
 
 
 def _ipsec(files: CellFiles) -> dict[str, IpsecEnd]:

@@ -3,12 +3,19 @@ middlebox's `tc -s -d qdisc show` after the test; the qdiscs are fresh per cell,
 counters are the cell's). The declared qdisc of a port is handle 10: under fl's HTB, else
 the root 1: (as in analysis/queue.py); the ports are cell.json's (CellFiles.bottleneck_ports).
 
-dualpi2 adds its own statistics, unindented after its counters (iproute2 7.3, Linux ≥ 6.17):
-    prob 0.000000 delay_c 0us delay_l 0us
-    pkts_in_c 30281 pkts_in_l 3281 maxq 45
-    ecn_mark 1541 step_mark 1445
-    credit -54240 (L-queue)
-    memory_used 0 (max 110768) of memory limit 30280000
+An AQM adds its own statistics after its counters (iproute2 7.3, Linux 7.3), which give
+every kind's early drops (the AQM's), forced drops (a full queue) and ECN marks under one
+name each:
+    dualpi2   prob 0.000000 delay_c 0us delay_l 0us
+              pkts_in_c 30281 pkts_in_l 3281 maxq 45
+              ecn_mark 1541 step_mark 1445
+              credit -54240 (L-queue)
+              memory_used 0 (max 110768) of memory limit 30280000
+    pie       prob 0.180714 delay 0us
+              pkts_in 5691 overlimit 0 dropped 661 maxq 16 ecn_mark 0
+    red       marked 77 early 1 pdrop 6 other 0
+    fq_codel  maxpacket 68130 drop_overlimit 0 new_flow_count 1 ecn_mark 308
+(PIE drops an ECN-capable packet too once its probability is above 10 %, RFC 8033.)
 """
 from __future__ import annotations
 
@@ -22,12 +29,19 @@ from .teardown_log import device_blocks
 _QDISC_RE = re.compile(r"^qdisc (\S+) ([0-9a-f]+:) (?:root|parent \S+)")
 _SENT_RE = re.compile(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+) requeues (\d+)\)")
 _BACKLOG_RE = re.compile(r"backlog (\d+)b (\d+)p")
-#: Statistics a qdisc prints after its counters, as "name value" pairs (fl's name → tc's).
+#: Statistics a qdisc prints after its counters, as "name value" pairs (fl's name → tc's),
+#: per kind; dualpi2's for every other kind (what they print of it).
 _XSTATS = {
     "prob": r"prob ([\d.]+)", "delay_c_us": r"delay_c (\d+)us", "delay_l_us": r"delay_l (\d+)us",
     "pkts_in_c": r"pkts_in_c (\d+)", "pkts_in_l": r"pkts_in_l (\d+)", "maxq": r"maxq (\d+)",
     "ecn_marks": r"ecn_mark (\d+)", "step_marks": r"step_mark (\d+)", "credit": r"credit (-?\d+)",
     "max_memory_used": r"\(max (\d+)\)",
+}
+_KIND_XSTATS = {
+    "pie": {"prob": r"prob ([\d.]+)", "maxq": r"maxq (\d+)", "ecn_marks": r"ecn_mark (\d+)",
+            "early_drops": r"overlimit \d+ dropped (\d+)", "forced_drops": r"overlimit (\d+) dropped"},
+    "red": {"ecn_marks": r"marked (\d+)", "early_drops": r"early (\d+)", "forced_drops": r"pdrop (\d+)"},
+    "fq_codel": {"ecn_marks": r"ecn_mark (\d+)", "forced_drops": r"drop_overlimit (\d+)"},
 }
 
 
@@ -57,7 +71,7 @@ def _qdisc(lines: list[str]) -> dict[str, Any]:
         out.update(zip(("sent_bytes", "sent_pkts", "drops", "overlimits", "requeues"), map(int, m.groups())))
     if m := _BACKLOG_RE.search(text):
         out["backlog_bytes"], out["backlog_pkts"] = int(m.group(1)), int(m.group(2))
-    for name, pattern in _XSTATS.items():
+    for name, pattern in _KIND_XSTATS.get(out["kind"], _XSTATS).items():
         if m := re.search(pattern, text):
             out[name] = float(m.group(1)) if name == "prob" else int(m.group(1))
     return out

@@ -17,7 +17,7 @@ from .expect import Judgement, judge
 from .findings import key_findings
 from .host_settings import host_settings
 from .plots import plot_path
-from .tables import fairness_table, per_cc_table, probe_table, udp_table, video_table
+from .tables import fairness_table, per_cc_table, probe_table, signals_table, udp_table, video_table
 
 CELL_FILES = (("plot", None), ("queue", "{cell}_queue.svg"), ("one-way delay", "{cell}_owd.svg"),
               ("video and probe", "{cell}_video.svg"),
@@ -66,6 +66,7 @@ def _scenario(s: ScenarioResult, charts: list[dict[str, str]], judged: list[Judg
     return {
         "name": s.name, "description": s.scenario.description, "repetitions": _runs(s),
         "fairness": fair, "per_cc": per_cc_table(s), "udp": udp_table(s), "video": video_table(s), "probe": probe_table(s),
+        "signals": signals_table(s),
         "charts": charts, "cells": [_cell(s, c, [j for j in judged if j.cell == c.name]) for c in s.cells],
         "expectations": judged, "expect_counts": expect_counts(judged),
         "counts": f"{len(s.cells) + len(s.unreadable)} cells: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())),

@@ -181,6 +181,30 @@ def probe_table(s: ScenarioResult) -> dict[str, Any] | None:
     return _side_flow_table(s, lambda m: m.probe, row)
 
 
+def signals_table(s: ScenarioResult) -> dict[str, Any] | None:
+    """The congestion signals per cell (repetitions folded): the bottleneck qdisc's drops,
+    early (the AQM's) and forced (a full queue), its ECN marks and dualpi2's step marks, in
+    flow 1's direction, from tc's counters; each endpoint's retransmitted segments and
+    retransmission timeouts, from its TCP counters. None where no cell has either."""
+    cells = [c for c in s.cells if c.valid and (_metrics(c).qdisc_totals or _metrics(c).tcp_counters)]
+    if not cells:
+        return None
+    axes = [a for a in s.swept if a != "repetition" and len({c.label(a) for c in cells}) > 1] or ["qdisc"]
+    rows = []
+    for group in _groups(cells, _without_repetition).values():
+        ms = [_metrics(g) for g in group]
+        direction = group[0].record.config.flows[0].direction if group[0].record.config.flows else "up"
+        totals = [m.qdisc_totals.get(direction) for m in ms]
+        qdisc = {k: stat([getattr(t, k) if t else None for t in totals])
+                 for k in ("drops", "early_drops", "forced_drops", "ecn_marks", "step_marks")}
+        hosts = {h: {k: stat([m.tcp_counters.get(h, {}).get(k) for m in ms]) for k in ("RetransSegs", "TCPTimeouts")}
+                 for h in ("cli", "srv")}
+        rows.append({"axes": [group[0].label(a) or "" for a in axes], "kind": totals[0].kind if totals[0] else "–",
+                     "direction": direction, **qdisc, "hosts": hosts, "n": len(group),
+                     "flagged": any(g.flags for g in group)})
+    return {"axes": axes, "rows": rows}
+
+
 def _side_flow_table(s: ScenarioResult, flow_of: Callable[[CellMetrics], Any], row: Callable[[list[Any]], dict[str, Any]]
                      ) -> dict[str, Any] | None:
     """A table of the cells that have a flow beside the TCP ones (FLOW_OF reads it from a

@@ -9,7 +9,7 @@ from .files import Contract, Sparse, Versioned
 from .flags import Flag
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION: Final = 17  # and the version field's Literal below (mypy holds them equal)
+METRICS_VERSION: Final = 18  # and the version field's Literal below (mypy holds them equal)
 
 
 class Percentiles(Contract):
@@ -164,6 +164,10 @@ class QdiscTotals(Contract):
     delay_c_us: int | None = None
     delay_l_us: int | None = None
     max_memory_used: int | None = None
+    early_drops: int | None = None
+    """The AQM's own drops (PIE's, RED's early): its answer to a packet it would not mark."""
+    forced_drops: int | None = None
+    """Drops of a full queue (PIE's overlimit, RED's pdrop, fq_codel's drop_overlimit)."""
 
 
 class UdpFlow(Contract):
@@ -292,7 +296,7 @@ class CellMetrics(Versioned):
     WHAT = "metrics file"
     ADVICE = "it is recomputed"
 
-    version: Literal[17] = METRICS_VERSION
+    version: Literal[18] = METRICS_VERSION
     key: str = ""
     """Fingerprint of the inputs and settings (analysis/cache.py)."""
     cell: str
@@ -330,3 +334,6 @@ class CellMetrics(Versioned):
     """The latency probe, where the scenario has one."""
     ipsec: dict[str, IpsecEnd] = {}
     """Per tunnel end (cli, srv) of an IPsec cell: its SAs' anti-replay drops."""
+    tcp_counters: dict[str, dict[str, int]] = {}
+    """Per endpoint (cli, srv): the growth of its TCP counters over the cell, RetransSegs,
+    TCPTimeouts … (teardown_format.TCP_COUNTERS; analysis/tcp_counters.py)."""

@@ -20,7 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..layout import NFT_TUNNEL_TABLE, TUNNEL_DEV
-from ..teardown_format import XFRM_STAT_FILE
+from ..teardown_format import TCP_COUNTERS_FILE, TCP_COUNTERS_SHOW, XFRM_STAT_FILE, tcp_counters_function
 from .tunnel import IPSEC_ID, IPSEC_SPI, MTU, PORT, End
 
 q = shlex.quote
@@ -156,7 +156,10 @@ def _sysctls_and_endpoint(h: HostCell) -> list[str]:
                 "fi",
                 "# Cached TCP metrics (ssthresh, RTT) of earlier cells are forgotten.",
                 "ip tcp_metrics flush all 2>/dev/null || true",
-                "echo '+ ip tcp_metrics flush all'"]
+                "echo '+ ip tcp_metrics flush all'",
+                "# The namespace's TCP counters before this cell's flows (the teardown log: their growth).",
+                tcp_counters_function(),
+                f'{TCP_COUNTERS_SHOW} > "$dir/{TCP_COUNTERS_FILE}"']
     if h.client_if is not None:
         out += ["# The client's own root qdisc: the cell's (client.tc: e.g. fq for pacing, s12) or the default.",
                 f"tc qdisc del dev {q(h.client_if)} root 2>/dev/null || true",

@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .. import layout
+from ..hosts import ENDPOINTS
 from ..teardown_format import (
     COMMAND_PREFIX,
     MODULE_PARAMS,
+    TCP_COUNTERS_SHOW,
+    TCP_COUNTERS_UP,
     TCP_METRICS,
     UNAME,
     XFRM_POLICY,
@@ -27,6 +30,7 @@ from ..teardown_format import (
     XFRM_STATE,
     command_header,
     device_stats,
+    tcp_counters_function,
 )
 
 STATE_FILE = "state.sh"  # its name among the host's command files
@@ -106,6 +110,12 @@ def state_script(s: HostState) -> str:
             out.append(f"show nft list table {layout.NFT_TUNNEL_TABLE}")
     if s.module_params:
         out.append(f"show {MODULE_PARAMS} " + " ".join(map(q, s.module_params)))
+    if s.host in ENDPOINTS:
+        out += ["# The namespace's TCP counters (retransmissions, timeouts) as setup.sh found them, and now",
+                "# shellcheck disable=SC2317 # called by show",
+                tcp_counters_function(),
+                f'(cd "$dir" && show {TCP_COUNTERS_UP})',
+                f"show {TCP_COUNTERS_SHOW}"]
     out += [f"show {TCP_METRICS}",
             "show sysctl -e " + " ".join(map(q, s.sysctls))]
     return "".join(f"{line}\n" for line in out)

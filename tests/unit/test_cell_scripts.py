@@ -4,6 +4,7 @@ tunnel of each kind, a staged VM guest that moves its files and an ssh host that
 compresses its capture for the fetch."""
 from __future__ import annotations
 
+from flharness.teardown_format import tcp_counters_function
 from flharness.testbed.cell_scripts import Bottleneck, Capture, HostCell, Tunnel, TunnelEnd, collect_script, setup_script
 
 S = "/run/fl/t"  # scratch folders: S/cli, S/mid, S/srv
@@ -15,7 +16,8 @@ SYSCTLS = ['while IFS= read -r line; do sysctl -qw "$line"; done < "$dir/sysctl-
 ENDPOINT = ['while read -r path value; do echo "$value" > "$path"; done < "$dir/params-cells"',
             'if [ -f "$cmd/module_params.conf" ]; then',
             '  while read -r path value; do echo "+ echo $value > $path"; echo "$value" > "$path"; done < "$cmd/module_params.conf"',
-            "fi", "ip tcp_metrics flush all 2>/dev/null || true", "echo '+ ip tcp_metrics flush all'"]
+            "fi", "ip tcp_metrics flush all 2>/dev/null || true", "echo '+ ip tcp_metrics flush all'",
+            tcp_counters_function(), 'fl_tcp_counters > "$dir/tcp_counters.up"']
 STATE = ['if [ -f "$dir/cmd/state.sh" ]; then', "  # shellcheck source=/dev/null", '  . "$dir/cmd/state.sh"', "else",
          '  echo "(no state script: the cell\'s setup did not write it)"', "fi"]
 WAIT = ["listening() { while IFS= read -r line; do case $line in *'listening on'*) return 0 ;; esac; done < \"$dir/tcpdump.log\"; return 1; }",

@@ -81,3 +81,45 @@ def test_an_older_cells_ports_from_its_queue_samples_header():
     assert header_ports(old) == {"up": "mid.r", "down": "mid.l"}
     assert bottleneck_totals(host_sections(TEARDOWN)["mid"], header_ports(old)).keys() == {"up", "down"}
     assert header_ports("# devices mid.r mid.l\n# 1.0\n") == {} == header_ports("# 1.0\n[]\n")
+
+
+# tc -s -d qdisc show, Linux 7.3 / iproute2 7.x in the l4s image, four Reno flows through
+# each qdisc under a 20 Mbit/s htb class (PIE past its 10 % probability drops ECN packets too)
+AQMS = """\
+qdisc pie 10: parent 1:1 limit 1000p target 15ms tupdate 16ms alpha 2 beta 20 ecn
+ Sent 14620788 bytes 9678 pkt (dropped 661, overlimits 0 requeues 0)
+ backlog 0b 0p requeues 0
+  prob 0.180714 delay 0us
+  pkts_in 5691 overlimit 3 dropped 658 maxq 16 ecn_mark 12
+
+qdisc red 10: parent 1:1 limit 400000b min 33333b max 100000b ecn adaptive ewma 5 probability 0.02 Scell_log 14
+ Sent 10981660 bytes 7274 pkt (dropped 7, overlimits 78 requeues 0)
+ backlog 0b 0p requeues 0
+  marked 77 early 1 pdrop 6 other 0
+
+qdisc fq_codel 10: parent 1:1 limit 10240p flows 1 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64
+ Sent 11834112 bytes 7836 pkt (dropped 0, overlimits 0 requeues 0)
+ backlog 0b 0p requeues 0
+  maxpacket 68130 drop_overlimit 0 new_flow_count 1 ecn_mark 308
+  new_flows_len 0 old_flows_len 1
+"""
+
+
+def test_each_aqms_early_and_forced_drops_and_marks():
+    """PIE's, RED's and fq_codel's own statistics under one name each: early drops (the
+    AQM's), forced drops (a full queue), ECN marks; none of dualpi2's names taken from them."""
+    pie, red, fq = qdiscs(AQMS)
+    assert (pie["drops"], pie["early_drops"], pie["forced_drops"], pie["ecn_marks"], pie["prob"]) == (661, 658, 3, 12, 0.180714)
+    assert (red["drops"], red["early_drops"], red["forced_drops"], red["ecn_marks"]) == (7, 1, 6, 77)
+    assert (fq["forced_drops"], fq["ecn_marks"]) == (0, 308) and "early_drops" not in fq
+    assert not any(k in q for q in (pie, red, fq) for k in ("step_marks", "pkts_in_c", "credit"))
+
+
+def test_an_endpoints_tcp_counters_grow_over_the_cell():
+    """The namespace's counters as setup.sh found them and after the test: the growth;
+    a counter this kernel lacks ("-") or a log without the readings gives none."""
+    from flharness.analysis.tcp_counters import tcp_counters
+    section = ("$ cat tcp_counters.up\nRetransSegs 100\nTCPTimeouts 2\nTCPLossProbes -\n\n"
+               "$ fl_tcp_counters\nRetransSegs 160\nTCPTimeouts 5\nTCPLossProbes -\n\n$ ip tcp_metrics show\n")
+    assert tcp_counters(section) == {"RetransSegs": 60, "TCPTimeouts": 3}
+    assert tcp_counters("$ ip tcp_metrics show\n") is None
