@@ -234,6 +234,23 @@ def test_paced_dctcp_without_step_marks_on_a_lone_packet_gets_its_share(lab):
     assert stats["step_mark"] < 0.2 * stats["pkts_in_l"], stats
 
 
+def test_the_2020_step_rule_leaves_a_lone_packet_unmarked(lab):
+    """The same 10 Mbit/s cell (prague-vs-prague, 10/10 ms) through dualpi2 under the
+    report's step rule (min_qlen_step 2: a packet is step-marked only behind two queued
+    ones) and mainline's (0): at 10 Mbit/s a packet takes 1.2 ms to send, more than the
+    1 ms step, so mainline's marks every packet that arrives while another is sent, and
+    dualpi2's own step-mark counter (read from tc's text) is at least ten times the 2020
+    rule's, with both cells' L queues carrying Prague's packets."""
+    cells = {rule: find(lab["root"], "vm-s1", cc="prague-vs-prague", qdisc=label)[2]
+             for rule, label in (("dualpi2_2020", "dualpi2(2020)"), ("dualpi2_mainline", "dualpi2(mainline)"))}
+    stats = {rule: teardown_dualpi2(d) for rule, d in cells.items()}
+    assert all(s["pkts_in_l"] > 2000 and s["pkts_in_c"] < 100 for s in stats.values()), stats
+    assert stats["dualpi2_mainline"]["step_mark"] >= 10 * max(stats["dualpi2_2020"]["step_mark"], 1) and \
+        stats["dualpi2_mainline"]["step_mark"] > 100, stats
+    spec = {rule: re.search(r"^qdisc dualpi2 10: .*$", (d / "teardown.log").read_text(), re.M)[0] for rule, d in cells.items()}
+    assert "min_qlen_step 2" in spec["dualpi2_2020"] and "min_qlen_step 0" in spec["dualpi2_mainline"], spec
+
+
 def test_classic_ecn_is_negotiated_with_tcp_ecn_1(lab):
     """RFC 3168's SYN (CWR, ECE) and SYN/ACK (ECE) on every connection; AccECN's, with
     tcp_ecn=3, are checked per flow with the ECN actions and with fl's Prague."""
@@ -351,35 +368,41 @@ def test_ce_bleach_turns_a_client_qdiscs_ce_back_into_ect0_in_the_image(lab):
 
 
 def test_the_reproduction_report_sets_s1s_published_rows_beside_the_measured_ones(lab, plotted):
-    """The three cells' D_SS and Jain's index (cubic-vs-cubic through dualpi2 and the FIFO,
-    prague-vs-prague through dualpi2) beside the L4S report's s1 table
-    (references/s1-rttfair.yml), the same cells' values read from their own metrics; the
-    rest of the table not in this run."""
+    """The four cells' D_SS and Jain's index (cubic-vs-cubic through dualpi2 and the FIFO,
+    prague-vs-prague through dualpi2 under each step rule) beside the L4S report's s1 table
+    (references/s1-rttfair.yml), the same cells' values read from their own metrics, each
+    rule on lines of its own (the report's row names dualpi2; the page counts each rule);
+    the rest of the table not in this run."""
     assert plotted.returncode == 0, plotted.stdout + plotted.stderr
     page = (lab["root"] / "vm-s1" / "reproduction.md").read_text()
     measured_part, rest = page.split("## Not run (", 1)
     rows, not_run = {}, {}
     for line in measured_part.splitlines():
         cols = [c.strip() for c in line.strip("|").split("|")]
-        if len(cols) == 10 and cols[0].startswith("cc "):
-            rows[(cols[0], cols[1], cols[2])] = cols
+        if len(cols) == 11 and cols[0].startswith("cc "):
+            rows[(cols[0], cols[1], cols[2], cols[3])] = cols
     for line in rest.splitlines():
         cols = [c.strip() for c in line.strip("|").split("|")]
         if len(cols) == 3 and cols[0].startswith("cc "):
             not_run[cols[0]] = cols
     counts = re.search(r"^Values compared: (.*)\.$", page, re.M).group(1)
-    assert counts.endswith("567 not run") and sum(int(n) for n in re.findall(r"(\d+) ", counts)) == 576, counts
-    ran = {f"cc {cc}, qdisc {q}, rate 10mbit, rtt 10ms-10ms": f"{cc}-{q}" for cc, q in (
-        ("cubic-vs-cubic", "dualpi2"), ("cubic-vs-cubic", "pfifo_200"), ("prague-vs-prague", "dualpi2"))}
-    assert {k[0] for k in rows} == set(ran) and len(rows) == 9  # D_SS of two flows and Jain's index each
-    published = (("4.82", "4.47", "0.999"), ("4.56", "4.87", "0.999"), ("4.31", "4.27", "1.000"))
+    assert counts.endswith("567 not run") and sum(int(n) for n in re.findall(r"(\d+) ", counts)) == 579, counts
+    for rule in ("dualpi2(2020)", "dualpi2(mainline)"):
+        assert re.search(rf"^\| qdisc {re.escape(rule)} \| \d+ (agrees|differs)", page, re.M), rule  # its counts
+    ran = {(f"cc {cc}, qdisc {q.split('_')[0]}, rate 10mbit, rtt 10ms-10ms", f"qdisc {label}" if label else ""):
+           f"{cc}-{q}" for cc, q, label in (("cubic-vs-cubic", "dualpi2_2020", "dualpi2(2020)"),
+                                            ("cubic-vs-cubic", "pfifo_200", ""),
+                                            ("prague-vs-prague", "dualpi2_2020", "dualpi2(2020)"),
+                                            ("prague-vs-prague", "dualpi2_mainline", "dualpi2(mainline)"))}
+    assert {k[:2] for k in rows} == set(ran) and len(rows) == 12  # D_SS of two flows and Jain's index each
+    published = (("4.82", "4.47", "0.999"), ("4.56", "4.87", "0.999"), ("4.31", "4.27", "1.000"), ("4.31", "4.27", "1.000"))
     for key, pubs in zip(ran, published):
         metrics = json.loads((lab["root"] / "vm-s1" / f"{ran[key]}-10mbit-10ms-10ms" / "metrics.json").read_text())
         measured = [f"{f['steady_mbit']:.3f}" for f in metrics["flows"]] + [f"{metrics['jain']:.3f}"]
         for (metric, which), pub, got in zip((("dss_mbit", "flow 1"), ("dss_mbit", "flow 2"), ("jain", "–")), pubs, measured):
-            cols = rows[(key, metric, which)]
-            assert float(cols[3]) == float(pub) and cols[4] == got and cols[7] == "1", cols
-            assert cols[8] in ("agrees", "**differs**"), cols
+            cols = rows[(*key, metric, which)]
+            assert float(cols[4]) == float(pub) and cols[5] == got and cols[8] == "1", cols
+            assert cols[9] in ("agrees", "**differs**"), cols
     assert len(not_run) == 192 - 3  # every other row of the table, once each
     assert all(cols[2] == "no such cell in this run" for cols in not_run.values())
     index = (lab["root"] / "README.md").read_text()
