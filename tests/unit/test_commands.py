@@ -1,23 +1,17 @@
 """Each host's command files (flharness/testbed/commands.py) for every cell of every shipped
-scenario, against what the roles' templates configured before the renovation
-(tests/fixtures/commands/dryrun/, recorded from the templates through Ansible by
-tests/fixtures/commands/record.py, which the commit before the command files has): the
-same tc batch lines, nft rules, sysctls, client qdisc, tunnel-entrance rules and rate
-schedule steps, in order. Two differences are intended: a cell's sysctls go in the order
-the scenario writes them (the recording's render had sorted them: yaml.dump sorts keys);
-and s2's and s3's bursty cells have the seed's second netem chained after the path
-delay's (`then delay 200us slot 800us 5ms packets 16 limit 10000`) where the slot words
-were merged into the delay netem (their recorded lines and config hashes were edited so);
-and s6's and s8's RED cells have their RED under the htb class at the cell's rate, where
-the recording put it at the root, unshaped, taking its `bandwidth` (RED's idle-time
-estimate) for a shaper's (edited so too: a real run of those cells moved 270 Mbit/s a
-flow through the 50 Mbit/s "bottleneck"); and s2's and s3's rate steps change the htb
-class only, where the recording also changed the qdisc to the same words, which dualpi2
-refuses without options (its `qdisc change` lines removed).
+scenario, against the files recorded in tests/fixtures/commands/files/ (NAME.txt per
+scenario: each cell with its config hash, then each host's files, every line indented):
+any change to what a cell configures shows here as a diff to review. When the change is
+meant, re-record them all with one command:
+
+    FL_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/test_commands.py
+
+(the recording before these, from the roles' templates through Ansible, and the
+differences from it that were meant, are in this file's history.)
 """
 from __future__ import annotations
 
-import shlex
+import os
 from pathlib import Path
 
 import pytest
@@ -25,130 +19,42 @@ import pytest
 from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.testbed.commands import Ports, RunSettings, host_files
-from flharness.testbed.tunnel import IPSEC_SPI, TunnelEnd
+from flharness.testbed.tunnel import TunnelEnd
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN = REPO / "tests" / "fixtures" / "commands" / "dryrun"
+GOLDEN = REPO / "tests" / "fixtures" / "commands" / "files"
+SHIPPED = sorted(p.stem for p in (REPO / "scenarios").glob("*.yml"))
 PORTS = Ports(mid_cli="mid.l", mid_srv="mid.r", cli="cli.r", tunnel="fl-tun",  # inventory.ini
               ends=(TunnelEnd("cli", "cli.r", "10.71.1.1", "10.71.9.1/24"),
                     TunnelEnd("srv", "srv.l", "10.71.2.1", "10.71.9.2/24")))
 RUN = RunSettings(ifb=True, nft=True)
-TC = ("qdisc ", "class ", "filter ")
-NFT = ("flush chain ", "add rule inet fl ecn_rewrite ", "reset counters ")
 
 
-def golden(name: str) -> dict[str, tuple[str, dict[str, list[str]]]]:
-    """Cell name → (config hash, section → its lines), from a recorded file."""
-    out: dict[str, tuple[str, dict[str, list[str]]]] = {}
-    section: list[str] = []
-    for line in (GOLDEN / f"{name}.txt").read_text().splitlines():
-        if line.startswith("== "):
-            cell, _, config = line[3:].partition(" (config ")
-            sections: dict[str, list[str]] = {}
-            out[cell] = (config.rstrip(")"), sections)
-        elif line.startswith("  ") and not line.startswith("    "):
-            section = sections.setdefault(line.strip().rstrip(":"), [])
-        else:
-            section.append(line.strip())
-    return out
-
-
-def _printf_lines(line: str) -> list[str]:
-    """The lines a recorded `printf '%s\\n' 'a' 'b' > FILE` writes."""
-    words = shlex.split(line)
-    return words[2:words.index(">")] if ">" in words else words[2:]
-
-
-def expected(sections: dict[str, list[str]]) -> dict[str, dict[str, str]]:
-    """What the templates configured, as the command files that now hold it."""
-    def text(lines: list[str]) -> str:
-        return "".join(f"{x}\n" for x in lines)
-
-    files: dict[str, dict[str, str]] = {"cli": {}, "mid": {}, "srv": {}}
-    for host in ("cli", "mid", "srv"):
-        lines = sections[host]
-        sysctls = [shlex.split(x)[-1] for x in lines if x.startswith("sysctl -w ")]
-        if sysctls:
-            files[host]["sysctl.conf"] = text(sorted(sysctls))
-    mid = sections["mid"]
-    files["mid"]["bottleneck.tc"] = text([x for x in mid if x.startswith(TC)])
-    files["mid"]["ecn.nft"] = text([x for x in mid if x.startswith(NFT)])
-    cli = sections["cli"]
-    client = [x.removeprefix("run tc ") for x in cli if x.startswith("run tc qdisc add dev cli.r root ")]
-    if client:
-        files["cli"]["client.tc"] = text(client)
-    rules = [shlex.split(x)[-1] for x in cli if x.startswith("run nft add rule inet fl_tunnel ecn_rewrite ")]
-    if rules:
-        files["cli"]["ecn-tunnel.nft"] = text(["add table inet fl_tunnel", "add chain inet fl_tunnel ecn_rewrite { type "
-                                               "filter hook output priority mangle; policy accept; }",
-                                               *(f"add rule inet fl_tunnel ecn_rewrite {r}" for r in rules)])
-    tc = [y for x in cli if x.startswith("printf '%s\\n' 'qdisc add dev fl-tun") for y in _printf_lines(x)]
-    if tc:
-        files["cli"]["ecn-tunnel.tc"] = text(tc)
-    files["mid"] |= _schedule(sections.get("mid schedule", []))
-    for host in ("cli", "srv"):
-        tunnel = [y for x in sections[host] if (y := _tunnel_ip(x))]
-        if tunnel:
-            files[host]["tunnel.ip"] = text(tunnel)
-    return {h: f for h, f in files.items() if f}
-
-
-SENDER = {spi: host for host, spi in IPSEC_SPI.items()}
-
-
-def _tunnel_ip(line: str) -> str | None:
-    """A recorded tunnel command as tunnel.ip has it (ip's words; the MTU and the keys, which
-    the recording had, as placeholders)."""
-    if line == 'run ip link set dev fl-tun mtu "$mtu"':
-        return "link set dev fl-tun mtu @MTU@"
-    if line.startswith("ip xfrm state add "):
-        words = shlex.split(line)[1:]
-        sender = SENDER[words[words.index("spi") + 1]]
-        words[words.index("auth-trunc") + 2] = f"@AUTH_{sender}@"
-        words[words.index("enc") + 2] = f"@ENC_{sender}@"
-        return " ".join(words)
-    ip = ("run ip fou add ", "run ip link add dev fl-tun ", "run ip xfrm policy add ", "run ip addr add ")
-    if line.startswith(ip) or line == "run ip link set dev fl-tun up":
-        return line.removeprefix("run ip ")
-    return None
-
-
-def _schedule(lines: list[str]) -> dict[str, str]:
-    """A recorded schedule: each step's batch lines (up to `> "$steps.N"`) and its time."""
-    out, batch, times = {}, [], []
-    for line in lines:
-        if line.startswith('> "$steps.'):
-            out[f"schedule-{len(out) + 1}.tc"] = "".join(f"{x}\n" for x in batch)
-            batch = []
-        elif line.startswith("wait_until "):
-            times.append(int(line.split()[1]))
-        elif line.startswith(TC):
-            batch.append(line)
-    return out | ({"schedule.steps": times} if times else {})  # type: ignore[dict-item]
-
-
-@pytest.mark.parametrize("name", sorted(p.stem for p in GOLDEN.glob("*.txt")))
-def test_command_files_say_what_the_templates_configured(name):
-    recorded = golden(name)
+def recording(name: str) -> str:
+    """Scenario NAME's cells and each host's command files, as the golden file holds them."""
     path = REPO / "scenarios" / f"{name}.yml"
-    cells = expand(load_scenario(path), path)
-    assert [c.name for c in cells] == list(recorded)
-    for cell in cells:
-        config, sections = recorded[cell.name]
-        assert cell.config_hash == config, cell.name
-        made = host_files(cell.config, PORTS, RUN, tcp_rewrite="tc")
-        want = expected(sections)
-        steps = want.get("mid", {}).pop("schedule.steps", None)
-        if steps is not None:
-            assert [int(x.split()[0]) for x in made["mid"].pop("schedule.steps").splitlines()] == steps, cell.name
-        else:
-            assert "schedule.steps" not in made.get("mid", {}), cell.name
-        made["mid"].pop("reset.tc")
-        for host, files in made.items():  # sysctls go in the order written (the recording's
-            if "sysctl.conf" in files:     # render sorted them: yaml.dump sorts extra vars' keys)
-                assert files["sysctl.conf"].splitlines() == [f"{k}={v}" for k, v in cell.config.sysctls[host].items()]
-                files["sysctl.conf"] = "".join(sorted(files["sysctl.conf"].splitlines(keepends=True)))
-        assert made == want, cell.name
+    out = []
+    for cell in expand(load_scenario(path), path):
+        out.append(f"== {cell.name} (config {cell.config_hash})\n")
+        for host, files in host_files(cell.config, PORTS, RUN, tcp_rewrite="tc").items():
+            for file, text in sorted(files.items()):
+                out.append(f"--- {host}/{file}\n" + "".join(f"  {line}\n" for line in text.splitlines()))
+    return "".join(out)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_each_hosts_command_files_are_those_recorded(name):
+    path = GOLDEN / f"{name}.txt"
+    text = recording(name)
+    if os.environ.get("FL_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.is_file() and path.read_text() == text, \
+        f"{path} differs: review, then FL_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/test_commands.py"
+
+
+def test_the_recordings_are_the_shipped_scenarios():
+    """One file per shipped scenario, none for a scenario gone (it would be stale unseen)."""
+    assert sorted(p.stem for p in GOLDEN.glob("*.txt")) == SHIPPED
 
 
 def test_a_chained_netem_goes_under_every_delay_netem(scenario_file):
