@@ -14,7 +14,6 @@ from .run.planning import require_some, select
 from .scenario import list_scenarios, load_scenario
 from .scenario.load import SCENARIO_DIR
 from .testbed.probing import merge_hosts
-from .units import human_duration
 
 if TYPE_CHECKING:
     from .testbed.vm import VmConfig
@@ -27,7 +26,7 @@ def list_all() -> int:
         try:
             scenario = load_scenario(path)
             cells = expand(scenario, path)
-            print(f"{name:<28} {len(cells):>5} cells  ~{human_duration(measured.run_s(cells, 1)):>7}  {scenario.description}")
+            print(f"{name:<28} {len(cells):>5} cells  {measured.estimate(cells, 1):>8}  {scenario.description}")
         except FlError as e:
             print(f"{name:<28} invalid: {e}")
     return 0
@@ -60,7 +59,7 @@ def list_cells(paths: list[Path], label: str, only: list[str], results: Path, vm
         pending += _print_cells(scenario.name or path.stem, sorted(set(scenario.repetitions_list())), cells[path],
                                 label, results, caps, place, measured, testbeds)
     if len(scenarios) > 1:
-        print(f"\nall: {len(pending)} cells to run, ~{human_duration(measured.run_s(pending, testbeds))} on "
+        print(f"\nall: {len(pending)} cells to run, {measured.estimate(pending, testbeds)} on "
               f"{testbeds} testbed(s) ({measured.describe()})")
     return 0
 
@@ -97,8 +96,8 @@ def _print_cells(name: str, repetitions: list[int], cells: list[Cell], label: st
         print(f"{cell.name:<{width}}  {cell.config_hash}  {status:<7} {note}")
     kernel = f"kernel {caps.kernel}" if caps else "kernel support not probed (needs root)"
     print(f"\n{len(cells)} cells ({' or '.join(map(str, repetitions))} repetition(s)), "
-          f"~{human_duration(measured.run_s(cells, testbeds))} for all; {len(pending)} to run on {place} {kernel}, "
-          f"~{human_duration(measured.run_s(pending, testbeds))} on {testbeds} testbed(s) ({measured.describe()})")
+          f"{measured.estimate(cells, testbeds)} for all; {len(pending)} to run on {place} {kernel}, "
+          f"{measured.estimate(pending, testbeds)} on {testbeds} testbed(s) ({measured.describe()})")
     return pending
 
 

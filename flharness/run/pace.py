@@ -11,6 +11,7 @@ share them); without measurements, DEFAULTS.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from pathlib import Path
 from ..cells import Cell
 from ..image.store import cache_root
 from ..results.cell_record import CellRecord
+from ..units import human_duration
 
 LOG = logging.getLogger(__name__)
 PACE_FILE = "pace.json"
@@ -31,6 +33,10 @@ KNEE_MBPS = 8.0  # an emulated cell's cost grows by its Flent run for every this
 #: Wall seconds per unit before any run measured them (a VM's boot aside): namespaces run
 #: in real time plus setup; TCG's 0.6 is this machine's of 2026-11-27 (above).
 DEFAULTS = {"host": 1.05, "ssh": 1.1, "vm-kvm": 1.2, "vm-tcg": 0.6}
+#: Until this machine has measured a kind, its estimate is a range: the paces measured on
+#: machines (and days) so far. TCG's from 0.6 (2026-11-27, a fast day) to 2.44 (2026-12-02,
+#: two VMs of the l4s image at 50 Mbit/s: 29 min for a 90 s cell), a fresh box's 1.3 between.
+GUESSES = {"host": (1.0, 1.3), "ssh": (1.0, 1.5), "vm-kvm": (1.1, 1.8), "vm-tcg": (0.6, 2.5)}
 BOOT_S = {"vm-kvm": 15.0, "vm-tcg": 60.0}  # a VM's boot, before its first cell
 
 
@@ -109,9 +115,24 @@ class Pace:
         total = sum(self.cell_s(c, n) for c in cells) / n
         return BOOT_S.get(self.kind, 0.0) + max(total, max(self.cell_s(c, n) for c in cells))
 
+    @property
+    def guess(self) -> tuple[float, float] | None:
+        """Unmeasured here: the range of paces measured elsewhere, as factors of this one."""
+        return None if self.measured else (GUESSES[self.kind][0] / self.factor, GUESSES[self.kind][1] / self.factor)
+
+    def estimate(self, cells: list[Cell], testbeds: int) -> str:
+        """How long CELLS take on TESTBEDS, in words: "~1h05m", or a range where this
+        machine has not measured the kind yet ("1h05m to 4h12m, a guess")."""
+        if self.measured or not cells:
+            return f"~{human_duration(self.run_s(cells, testbeds))}"
+        low, high = (dataclasses.replace(self, factor=f).run_s(cells, testbeds) for f in GUESSES[self.kind])
+        return f"{human_duration(low)}–{human_duration(high)} (a guess)"
+
     def describe(self) -> str:
         if not self.measured:
-            return f"{self.kind} pace {self.factor:g} (not measured here yet)"
+            low, high = GUESSES[self.kind]
+            return (f"{self.kind} pace not measured here yet: the guess spans the {low:g} to {high:g} "
+                    "measured elsewhere; the first run's cells measure it")
         day = time.strftime("%Y-%m-%d", time.gmtime(self.since or 0))
         return f"{self.kind} pace {self.factor:.2f}, from {self.measured} cells measured here since {day}"
 

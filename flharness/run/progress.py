@@ -11,9 +11,11 @@ from .evaluate import Verdict
 
 
 class Progress:
-    def __init__(self, estimates: list[float], testbeds: int = 1, out: TextIO = sys.stdout) -> None:
+    def __init__(self, estimates: list[float], testbeds: int = 1, out: TextIO = sys.stdout,
+                 guess: tuple[float, float] | None = None) -> None:
         self.estimates = estimates  # planned seconds per cell to run
         self.testbeds = testbeds
+        self.guess = guess  # the estimates' range as factors of them, while no pace was measured here
         self.started = 0
         self.done = 0
         self.spent = 0.0  # seconds the finished cells took
@@ -30,7 +32,10 @@ class Progress:
     def start(self, name: str, testbed: str = "") -> None:
         self.started += 1
         n = f"{self.started:>{self.width}}/{len(self.estimates)}"
-        self._print(f"[{n}]{self._on(testbed)} {name} … (run ETA {human_duration(self.eta())})")
+        eta = human_duration(self.eta())
+        if self.guess and not self.done:  # nothing measured yet: the range, said as a guess
+            eta = " to ".join(human_duration(self.eta() * f) for f in self.guess) + ", a guess"
+        self._print(f"[{n}]{self._on(testbed)} {name} … (run ETA {eta})")
 
     def finish(self, name: str, status: str, seconds: float, detail: str = "", testbed: str = "") -> None:
         self.done += 1

@@ -266,7 +266,7 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: RunVars,
     rv = rv.batched(len(queue) // BATCH + 2, BATCH)
     for tb in testbeds:
         tb.run_vars = rv
-    progress = Progress([measured.cell_s(c, len(testbeds)) for _, c in queue], len(testbeds))
+    progress = Progress([measured.cell_s(c, len(testbeds)) for _, c in queue], len(testbeds), guess=measured.guess)
     slots = [Slot(tb, _cell_limit(run), _stopwatch(tb)) for tb in testbeds]
 
     def start_cell(sp: ScenarioPlan, cell: Cell, tb: Testbed) -> Attempt:

@@ -1,6 +1,8 @@
 """Estimates from measured pace (run/pace.py): a cell's cost in units of its Flent run,
 scaled by link rate under TCG; the pace is the median wall time per unit of the cells a
 kind of testbed ran here, kept in the cache across runs."""
+from types import SimpleNamespace
+
 import pytest
 
 from flharness.cells import expand
@@ -67,3 +69,28 @@ def test_runs_record_their_ok_cells_in_the_cache(cells, tmp_path, monkeypatch):
     assert pace.pace("host").factor == pytest.approx(3.0)
     (tmp_path / pace.PACE_FILE).write_text("not json")
     assert pace.load() == []
+
+
+def test_before_anything_was_measured_here_the_estimate_is_a_range_said_as_a_guess(cells, monkeypatch, tmp_path):
+    """A fresh machine's first VM run: no pace measured, so `fl list` gives the range of the
+    paces measured elsewhere (TCG's 0.6 to 2.5: a fresh box took 2.1 times the old single
+    guess, this machine one day 4 times), and the run's first ETA too; once a cell of the
+    kind ran here, one number."""
+    from flharness.run.progress import Progress
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    slow, fast = cells
+    fresh = pace.pace("vm-tcg")
+    low, high = (pace.Pace("vm-tcg", f, 1, 1e9).run_s([slow, fast], 2) for f in pace.GUESSES["vm-tcg"])
+    text = fresh.estimate([slow, fast], 2)
+    assert text.endswith("(a guess)") and text.split(" (")[0] == "–".join(map(pace.human_duration, (low, high)))
+    assert "not measured here yet" in fresh.describe() and fresh.guess == pytest.approx((1.0, 2.5 / 0.6))
+    lines = []
+    progress = Progress([100.0, 100.0], 2, guess=fresh.guess)
+    progress._print = lines.append  # type: ignore[method-assign]
+    progress.start("a")
+    assert lines[-1].endswith("(run ETA 1m40s to 6m57s, a guess)"), lines
+    progress.finish("a", "ok", 250.0)
+    progress.start("b")
+    assert lines[-1].endswith("(run ETA 2m05s)"), lines  # one measured: its pace, one number
+    pace.record([(slow, SimpleNamespace(status="ok", started=1.0, ended=61.0))], "vm-tcg", 1)  # type: ignore[list-item]
+    assert pace.pace("vm-tcg").estimate([slow], 1).startswith("~")
