@@ -12,7 +12,8 @@
 #   * apt-get installs the tools listed in PACKAGES below (TEST_PACKAGES are for the test
 #     suite: the tests start their own sshd inside their namespaces and their own nginx
 #     on loopback, and install.sh keeps the packages from starting system-wide services;
-#     chromium checks the published results page headless), and for the VM backend
+#     chromium checks the published results page headless; SCHEME_PACKAGES, the shipped
+#     schemes' programs, ngtcp2's QUIC, whose system service is disabled), and for the VM backend
 #     VM_PACKAGES: QEMU and Debian's distribution kernel (linux-image-amd64, which has
 #     netem, fq_codel, cake, pie, red, sfq, fq ... as modules) to boot in a VM, and
 #     mmdebstrap, which builds kernel-under-test images (./fl image build; it never
@@ -25,6 +26,10 @@ PACKAGES="flent netperf irtt fping iperf tcpdump xz-utils iproute2 nftables etht
           wireguard-tools python3-venv python3-matplotlib python3-numpy python3-scipy rsync"
 VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static mmdebstrap"
 TEST_PACKAGES="openssh-server openssh-client nginx chromium shellcheck"
+# The shipped schemes' programs (schemes/*.yml): QUIC from ngtcp2's example programs. The
+# server package installs a system service (ngtcp2d, port 7777): it is not started, and
+# disabled.
+SCHEME_PACKAGES="ngtcp2-server ngtcp2-client openssl"
 NON_FREE=/etc/apt/sources.list.d/fl-non-free.sources
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEMO=yes
@@ -60,7 +65,8 @@ fi
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $PACKAGES
 MADE_POLICY=no
-if { ! dpkg -s openssh-server >/dev/null 2>&1 || ! dpkg -s nginx >/dev/null 2>&1; } &&
+if { ! dpkg -s openssh-server >/dev/null 2>&1 || ! dpkg -s nginx >/dev/null 2>&1 ||
+     ! dpkg -s ngtcp2-server >/dev/null 2>&1; } &&
    [ ! -e /usr/sbin/policy-rc.d ]; then
     # Debian's standard switch: packages installed now do not start their services.
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d
@@ -68,7 +74,10 @@ if { ! dpkg -s openssh-server >/dev/null 2>&1 || ! dpkg -s nginx >/dev/null 2>&1
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $TEST_PACKAGES
+apt-get install -y -q --no-install-recommends $TEST_PACKAGES $SCHEME_PACKAGES
+if command -v systemctl >/dev/null 2>&1; then
+    systemctl disable ngtcp2d.service >/dev/null 2>&1 || true
+fi
 if [ "$MADE_POLICY" = yes ]; then
     rm -f /usr/sbin/policy-rc.d
     trap - EXIT

@@ -138,7 +138,11 @@ class Capabilities:
 
     def _endpoint_gap(self, cell: Cell) -> str | None:
         config = cell.config
-        for cc in sorted({c for f in config.flows for c in f.ccs}):
+        for _, flow, scheme in config.scheme_flows:
+            if missing := [p for p in scheme.needs if not self.reply.programs.get(p)]:
+                return (f"no {', '.join(missing)} on the hosts (scheme {flow.cc}, {scheme.label}: "
+                        f"its file says where they come from)")
+        for cc in sorted({c for f in config.kernel_flows for c in f.ccs}):
             if not self.cc_ok(cc):
                 if refused := self.reply.cc_errors.get(cc):
                     return f"the kernel refused to load tcp_{cc} (congestion control {cc}): {refused}"
@@ -213,7 +217,7 @@ def probe_request(cells: list[Cell], catalogue: bool = False) -> probe.Request:
         "layout": {"shaper": layout.shaper("{dev}", "10mbit"), "root": layout.declared("{dev}", "{qdisc}", True),
                    "child": layout.declared("{dev}", "{qdisc}", False), "root_handle": layout.ROOT},
         "qdiscs": [[list(q), s] for q, s in sorted(specs)],
-        "ccs": sorted({cc for c in cells for f in c.config.flows for cc in f.ccs}),
+        "ccs": sorted({cc for c in cells for f in c.config.kernel_flows for cc in f.ccs}),
         "tunnels": sorted({c.config.tunnel for c in cells if c.config.tunnel}),
         "catalogue": catalogue,
         "sysctls": sorted({k for c in cells for settings in c.config.sysctls.values() for k in settings}),
@@ -222,6 +226,7 @@ def probe_request(cells: list[Cell], catalogue: bool = False) -> probe.Request:
         "tcp_rewrite": {"nft": ecn_rules.NFT_STRIP, "nft_always": catalogue, "tc": ecn_rules.commands(
             [ecn_rules.FlowRule(1, 0, ("strip-negotiation",))], "{dev}", "mid", "tc", ingress_exists=True).tc},
         "timeouts": True,  # a testbed on QEMU's virtual clock turns them off (Testbed.probe)
+        "programs": sorted({p for c in cells for _, _, s in c.config.scheme_flows for p in s.needs}),
     }
 
 

@@ -38,6 +38,9 @@ def _catalog() -> dict[str, FlentTest]:
 
 
 FLENT_TESTS = _catalog()
+#: What Flent runs in a cell whose flows are all schemes' (user-space programs): its ping
+#: alone, over the lead-in, the test and the lead-out (ping.conf has no lead of its own).
+PING = FlentTest("ping", 0, 0, per_flow=False)
 
 
 def flow_count(test: FlentTest, flows: int | None) -> int:

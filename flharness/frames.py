@@ -9,3 +9,5 @@ PAYLOAD_BYTES = 1448
 PAYLOAD_SHARE = PAYLOAD_BYTES / FRAME_BYTES
 #: IP and UDP headers by IP version: a datagram of the MTU less this fills one packet.
 UDP_HEADERS = {4: 20 + 8, 6: 40 + 8}
+#: What a UDP datagram of an IPv4 packet adds on the wire to its payload: Ethernet, IP, UDP.
+UDP_FRAME_OVERHEAD = FRAME_BYTES - 1500 + UDP_HEADERS[4]

@@ -16,25 +16,30 @@ MIN_DATA_PACKETS = 10  # netperf's control connections carry a handful
 @dataclass(frozen=True)
 class FlowInfo:
     index: int  # 1-based, fl's flow number
-    series: str  # Flent's series, e.g. "TCP upload::1"
+    series: str  # Flent's series, e.g. "TCP upload::1"; "" for a scheme's flow (not Flent's)
     direction: Direction  # 'up' (cli → srv) or 'down'
     cc: str
     rtt_ms: float
     tos: int | None
     start_s: float  # after the first flow starts
+    scheme: str | None = None  # a scheme's flow: what tables call it, "QUIC Cubic (ngtcp2 0.12.1)"
 
     @property
     def label(self) -> str:
-        return f"{self.cc} ({self.rtt_ms:g} ms)"
+        return f"{self.scheme or self.cc} ({self.rtt_ms:g} ms)"
 
 
 def declared_flows(config: CellConfig, series_names: list[str]) -> list[FlowInfo]:
-    """cell.json's flows, in order, each with its Flent series (ups first, then downs)."""
+    """cell.json's flows, in order: a kernel CC's with its Flent series (ups first, then
+    downs), a scheme's (a user-space program's: its packets are the captures') without."""
     names = [n for n in series_names if is_flow_series(n)]
     by_dir = {"up": [n for n in names if n.startswith("TCP upload")],
               "down": [n for n in names if n.startswith("TCP download")]}
     out = []
     for i, f in enumerate(config.flows):
+        if (scheme := config.scheme(f)) is not None:
+            out.append(FlowInfo(i + 1, "", f.direction, f.cc, f.rtt_ms, f.tos, f.start_s, scheme.label))
+            continue
         pool = by_dir[f.direction]
         if not pool:
             break
@@ -49,7 +54,7 @@ def match_connections(flows: list[FlowInfo], direction: Direction, conns: dict[K
     address and netperf's control port (cell.json). Flows are told apart by their DSCP
     when marked, else by congestion control, else (identical flows) in the order they
     started."""
-    group = [f for f in flows if f.direction == direction]
+    group = [f for f in flows if f.direction == direction and f.series]  # a scheme's flows are not TCP's here
     cands = {k: c for k, c in conns.items() if c.data >= MIN_DATA_PACKETS
              and ends.netperf_port not in (k[1], k[3])
              and (k[2] == ends.server if direction == "up" else k[0] == ends.server)}

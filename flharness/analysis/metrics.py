@@ -35,8 +35,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..frames import FRAME_BYTES
-from ..hosts import ENDPOINTS
+from ..flent_tests import PING
+from ..frames import FRAME_BYTES, PAYLOAD_SHARE
+from ..hosts import ENDPOINTS, SCHEME_PORT
 from ..results.cell_metrics import (
     Capacity,
     CellMetrics,
@@ -57,7 +58,7 @@ from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..results.cell_series import CellSeries, FlowSeries
 from ..results.flags import Flag, FlagCode, calibration_flag
 from ..units import Rate
-from . import delivery, pcap, qdisc_stats, queue
+from . import datagrams, delivery, pcap, qdisc_stats, queue
 from .cell_files import CellFiles
 from .flent_data import delivered_mbit, first_data_s
 from .flows import FlowInfo, declared_flows, match_connections
@@ -131,6 +132,7 @@ class Captured:
     owd: OneWayDelay | None = None
     series: FlowSeries | None = None
     delivered: NDArray[np.int64] | None = None  # bytes per peak interval (for the aggregate's peak)
+    payload_share: float | None = None  # a scheme's datagrams: their payload's share of their frames
 
 
 @dataclass
@@ -166,12 +168,16 @@ def analyse(files: CellFiles, record: CellRecord, settings: Settings) -> Analysi
         return Analysis(CellMetrics(cell=record.cell, invalid=[*invalid, "cell.json does not record the testbed's endpoints"]),
                         CellSeries())
     length = float(rs.meta("LENGTH"))
-    test = Recorded(record, files, rs, (float(rs.meta("TOTAL_LENGTH")) - length) / 2, length,
-                    declared_flows(record.config, rs.series_names))
+    lead = (float(rs.meta("TOTAL_LENGTH")) - length) / 2
+    if record.config.kernel_test is PING:  # its ping ran the whole run: the test is the cell's own
+        lead, length = float(record.config.lead_s), float(record.config.length)
+    test = Recorded(record, files, rs, lead, length, declared_flows(record.config, rs.series_names))
     window = settings.window(length)
     edges = rs.t0 + np.arange(test.all_run, test.end + 1e-9, PEAK_INTERVAL)
     captured, keys = captures(test, edges)
-    sampled = {f.index: socket_figures(test, f, keys.get(f.index), window) for f in test.flows}
+    captured |= scheme_captures(test, edges)
+    sampled = {f.index: socket_figures(test, f, keys.get(f.index), window) if f.series else
+               series_figures(test, f, captured.get(f.index), window) for f in test.flows}
     flows = [flow_row(test, f, captured.get(f.index), sampled[f.index]) for f in test.flows]
     peaks = peak_mbit(captured, test, edges)
     capacities = {d: capacity(test.config, d, test.lead + min(f.start_s for f in flows if f.direction == d), test.end)
@@ -208,8 +214,8 @@ def cell_metrics(cell_dir: Path, record: CellRecord | dict[str, Any], settings: 
 def flow_row(test: Recorded, f: FlowInfo, captured: Captured | None, sampled: Sampled) -> FlowMetrics:
     """A flow's row: its goodput from the receiver's capture where that has the flow's
     data, else from Flent's samples of netperf (what the sender wrote)."""
-    raw = test.rs.raw_values.get(f.series, [])
-    netperf = test.rs.series_meta(f.series, "MEAN_VALUE")
+    raw = test.rs.raw_values.get(f.series, []) if f.series else []
+    netperf = test.rs.series_meta(f.series, "MEAN_VALUE") if f.series else None
     in_test = delivered_mbit(raw, test.rs.t0, test.lead + f.start_s, test.end)
     mean, source = (netperf if in_test is None else in_test), "netperf (sender side)"
     if captured is not None and captured.mean_mbit is not None:
@@ -221,7 +227,8 @@ def flow_row(test: Recorded, f: FlowInfo, captured: Captured | None, sampled: Sa
                        first_data_s=first_data_s(raw, test.rs.t0), steady_mbit=sampled.steady_mbit,
                        tcp_rtt_ms=sampled.tcp_rtt, socket_samples=sampled.samples, socket_source=sampled.source,
                        steady_excluded=sampled.steady_excluded, rtt_spike=sampled.rtt_spike, pcap=captured.pcap if captured else None,
-                       owd_ms=captured.owd if captured else None, owd_unavailable=why)
+                       owd_ms=captured.owd if captured else None, owd_unavailable=why,
+                       payload_share=captured.payload_share if captured else None)
 
 
 def _udp(files: CellFiles) -> tuple[UdpFlow | None, list[Flag]]:
@@ -390,6 +397,63 @@ def captures(test: Recorded, edges: NDArray[np.float64]) -> tuple[dict[int, Capt
     return out, keys
 
 
+def scheme_captures(test: Recorded, edges: NDArray[np.float64]) -> dict[int, Captured]:
+    """Each UDP scheme flow's figures from the two captures (datagrams.py): its datagrams
+    sent and received, goodput at the receiver, one-way delay and loss, per-datagram
+    delays and goodput per interval, and the bytes it delivered between EDGES."""
+    out: dict[int, Captured] = {}
+    schemes = {n: s for n, _, s in test.config.scheme_flows if s.transport == "udp"}
+    if not schemes or test.record.endpoints is None:
+        return out
+    sender, receiver = test.files.datagrams("cli"), test.files.datagrams("srv")
+    if isinstance(sender, str) or isinstance(receiver, str):
+        return out
+    server = test.files.server_addr
+    owd_why = _no_owd_reason(test.record)
+    for f in (f for f in test.flows if f.index in schemes):
+        sent = datagrams.data(sender, server, SCHEME_PORT + f.index)
+        got = datagrams.data(receiver, server, SCHEME_PORT + f.index)
+        if not len(sent):
+            continue
+        out[f.index] = flow = Captured(pcap=datagrams.counts(sender, sent, receiver, got),
+                                       payload_share=datagrams.payload_share(receiver, got))
+        window = (test.rs.t0 + test.lead + f.start_s, test.rs.t0 + test.end)
+        flow.mean_mbit, flow.source = datagrams.received_mbit(receiver, got, *window), "receiver (srv capture, UDP payload)"
+        flow.delivered = datagrams.delivered_bytes(receiver, got, edges)
+        owd, departed, delays = (None, np.empty(0), np.empty(0)) if owd_why else datagrams.one_way_samples(
+            sender, sent, receiver, got, *window)
+        flow.owd = owd
+        interval = goodput_interval(test.config.bottleneck.of(f.direction).rate_bps)
+        grid = np.arange(window[0], window[1] - interval / 2, interval)
+        grid = np.append(grid, window[1]) if len(grid) else np.array(window)
+        mbit = datagrams.delivered_bytes(receiver, got, grid) * 8 / np.diff(grid) / 1e6
+        flow.series = FlowSeries(departed - test.rs.t0, delays, grid[:-1] - test.rs.t0, mbit)
+    return out
+
+
+def series_figures(test: Recorded, f: FlowInfo, captured: Captured | None, window: float) -> Sampled:
+    """A scheme's flow has no socket of fl's to sample: D_SS is the mean of its goodput at
+    the receiver (its capture, per interval) over the same window, ending 1 s before the
+    test does."""
+    out = Sampled(source="receiver capture (goodput per interval)")
+    if captured is None or captured.series is None or not len(captured.series.goodput_t):
+        return out
+    t, v = captured.series.goodput_t, captured.series.goodput_mbit
+    end = test.end - 1.0
+    start = steady_start(end - window, end, test.config)
+    inside = (t >= start) & (t + np.diff(np.append(t, test.end)) <= end + 1e-9)
+    out.samples = int(np.count_nonzero(inside))
+    if not out.samples:
+        return out
+    out.steady_mbit = float(v[inside].mean())
+    cap = float(rate_at(t[inside], test.config, f.direction).mean()) * (captured.payload_share or PAYLOAD_SHARE) / 1e6
+    if out.steady_mbit > OVER_CAPACITY * cap:
+        out.flag = Flag(kind="measurement_error", code="steady_over_capacity", metrics=list(STEADY_METRICS),
+                        text=f"flow {f.index} ({f.label}): D_SS {out.steady_mbit:.3g} Mbit/s is "
+                             f"{out.steady_mbit / cap:.1%} of its datagrams' payload capacity, impossible")
+    return out
+
+
 def peak_mbit(captured: dict[int, Captured], test: Recorded, edges: NDArray[np.float64]) -> dict[Direction, float]:
     """Per direction, the aggregate goodput's best interval between EDGES."""
     by_direction: dict[Direction, list[NDArray[np.int64]]] = {}
@@ -466,9 +530,15 @@ def _utilisation(flows: list[FlowMetrics], capacities: dict[Direction, Capacity]
         start = lead + min(f.start_s for f in group)
         if any(f.mean_mbit is None for f in group) or start >= lead + length or cap.mean_mbit <= 0:
             continue
-        bits = sum((f.mean_mbit or 0.0) * 1e6 * max(length - f.start_s, 0.0) for f in group)
+        bits = sum((f.mean_mbit or 0.0) * 1e6 * max(length - f.start_s, 0.0) * _tcp_equivalent(f) for f in group)
         out[direction] = bits / (cap.mean_mbit * 1e6 * (lead + length - start))
     return out
+
+
+def _tcp_equivalent(f: FlowMetrics) -> float:
+    """What a flow's payload stands for in the link's payload capacity (full-size TCP
+    segments'): 1 for TCP; for a scheme's datagrams, their frames' share over TCP's."""
+    return PAYLOAD_SHARE / f.payload_share if f.payload_share else 1.0
 
 
 def _problems(flows: list[FlowMetrics], rs: Any, config: CellConfig) -> list[str]:

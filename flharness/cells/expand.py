@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import ScenarioError
 from ..scenario.schema import Scenario
+from ..scenario.schemes import Scheme, load_schemes
 from ..scenario.values import Point
 from .model import Cell
 from .resolve import make_cell
@@ -15,13 +16,14 @@ from .resolve import make_cell
 def expand(scenario: Scenario, path: Path) -> list[Cell]:
     """All cells of a scenario, in matrix order; raises ScenarioError on inconsistent input."""
     axes_list = scenario.axes_list()
+    schemes = scenario_schemes(scenario, path)
     combos = [(dict(zip(axes, values)), reps) for axes, reps in zip(axes_list, scenario.repetitions_list())
               for values in itertools.product(*axes.values())]
     kept = _prune(combos, scenario, _union(axes_list), path)
     cells: dict[str, Cell] = {}
     for combo, reps in kept:
         for rep in range(1, reps + 1):
-            cell = make_cell(scenario, combo, rep, path, repeated=reps > 1)
+            cell = make_cell(scenario, combo, rep, path, repeated=reps > 1, schemes=schemes)
             other = cells.get(cell.name)
             if other is not None and other.config_hash != cell.config_hash:
                 raise ScenarioError(path, cell.coords["qdisc"].key,
@@ -32,6 +34,20 @@ def expand(scenario: Scenario, path: Path) -> list[Cell]:
                                     f"two axis values give the same cell {cell.name!r}")
             cells[cell.name] = cell  # a cell two sub-matrices share is run once
     return list(cells.values())
+
+
+def scenario_schemes(scenario: Scenario, path: Path) -> dict[str, Scheme]:
+    """The shipped schemes and the files the scenario names (relative to its folder); never
+    a file in a results folder (one with a run.json above it): what a run left is not run."""
+    named = []
+    for i, name in enumerate(scenario.schemes):
+        file = (path.parent / name).resolve()
+        if not file.is_file():
+            raise ScenarioError(path, f"schemes[{i}]", f"no scheme file {file}")
+        if any((d / "run.json").is_file() for d in file.parents):
+            raise ScenarioError(path, f"schemes[{i}]", f"{file} is in a results folder: fl runs no scheme file from one")
+        named.append(file)
+    return load_schemes(named)
 
 
 def _union(axes_list: list[dict[str, list[Point]]]) -> dict[str, list[Point]]:

@@ -10,8 +10,9 @@ from typing import Any
 from ..errors import ScenarioError
 from ..flent_tests import FLENT_LEAD_S, FlentTest, flow_count
 from ..qdisc import QdiscContext, default_label, is_self_shaping, render, render_text
-from ..results.cell_record import CellConfig, FlowConfig, LinkConfig, Links, NetemConfig, StepConfig
+from ..results.cell_record import CellConfig, FlowConfig, LinkConfig, Links, NetemConfig, SchemeConfig, StepConfig
 from ..scenario.schema import AXES, NAMED_AXES, Scenario
+from ..scenario.schemes import Scheme
 from ..scenario.values import Point, QdiscSpec, check_sysctl_value
 from ..units import Duration, Rate
 from .model import FLOW_DSCPS, Cell, jsonable
@@ -20,10 +21,13 @@ from .model import FLOW_DSCPS, Cell, jsonable
 CONFIG_FORMAT = 1
 
 
-def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path, repeated: bool = False) -> Cell:
-    """The cell of COMBO, run REP (1-based; REPEATED: its sub-matrix runs it more than once)."""
+def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path, repeated: bool = False,
+              schemes: dict[str, Scheme] | None = None) -> Cell:
+    """The cell of COMBO, run REP (1-based; REPEATED: its sub-matrix runs it more than once);
+    SCHEMES: the user-space congestion controllers a flow's cc may name (scenario/schemes.py)."""
     test: FlentTest = combo["test"].value
     flows = _flows(test, _flow_total(test, combo, path), combo, path)
+    used = _schemes(flows, schemes or {}, combo, path)
     variables = {**scenario.vars, **{k: v for p in combo.values() for k, v in p.vars.items()}}
     rtt = max((Duration.parse(f.rtt) for f in flows), key=lambda d: d.seconds, default=Duration.of_seconds(0))
 
@@ -33,6 +37,8 @@ def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path,
 
     bottleneck = Links(**links(combo["rate"].value.up, combo["rate"].value.down))
     config = _config(scenario, test, combo, rep, flows, bottleneck, links, variables, path)
+    if used:
+        config = config.model_copy(update={"schemes": used})
     coords = _with_rendered_qdisc_label(combo, bottleneck)
     swept = tuple(scenario.swept_axes())
     named = [a for a in AXES if a in swept and a in coords and a not in NAMED_AXES
@@ -41,6 +47,33 @@ def make_cell(scenario: Scenario, combo: dict[str, Point], rep: int, path: Path,
     if repeated:
         parts.append(f"r{rep}")
     return Cell(scenario.name or path.stem, "-".join(parts), rep, coords, swept, config, config_hash(config))
+
+
+def _schemes(flows: list[FlowConfig], known: dict[str, Scheme], combo: dict[str, Point],
+             path: Path) -> dict[str, SchemeConfig]:
+    """The schemes the flows name, as the cell runs them; a flow a scheme cannot run
+    (another direction than client to server, a start delay, a mark on the path, another
+    receiver's CC) is an error naming the key."""
+    used = {f.cc: known[f.cc] for f in flows if f.cc in known}
+    if not used:
+        return {}
+    if len({f.direction for f in flows if f.cc not in used}) > 1:
+        raise ScenarioError(path, combo["test"].key, "a test with kernel flows both ways runs no scheme beside them")
+    for i, f in enumerate(flows):
+        if f.cc not in used:
+            continue
+        why = ("a scheme's sender runs on the client: its flow goes up (a test of uploads)" if f.direction != "up"
+               else "a scheme's flow starts with the others (no start delay)" if f.start
+               else "a scheme sets no DSCP, so its flow has the path's one treatment (one RTT, no per-flow ECN action)"
+               if f.tos is not None or f.ecn else "a scheme's receiver is its own program" if f.receiver_cc else None)
+        if why:
+            axis = {"a scheme's receiver is its own program": "receiver_cc"}.get(why, "cc")
+            raise ScenarioError(path, combo[axis].key, f"flow {i + 1} runs scheme {f.cc}: {why}")
+    return {name: SchemeConfig(title=s.title, implementation=s.implementation, version=s.version,
+                               transport=s.transport, listens=s.listens, needs=list(s.needs),
+                               setup={side: [list(a) for a in cmds] for side, cmds in s.setup.items() if cmds},
+                               sender=list(s.commands["sender"]), receiver=list(s.commands["receiver"]), stop=s.stop)
+            for name, s in used.items()}
 
 
 def _config(scenario: Scenario, test: FlentTest, combo: dict[str, Point], rep: int, flows: list[FlowConfig],

@@ -87,6 +87,10 @@ class FlowMetrics(Contract):
     owd_ms: OneWayDelay | None = None
     owd_unavailable: str | None = None
     """Why owd_ms is None."""
+    payload_share: float | None = None
+    """A scheme's flow: its payload's share of its frames on the wire (its datagrams' UDP
+    payload over their frames); None: a TCP flow's, full-size segments' 1448/1514. Its
+    goodput counts in the link's utilisation, and its D_SS against the rate, at this share."""
 
 
 class RttSpike(Contract):

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field, JsonValue
 
-from ..flent_tests import FLENT_LEAD_S, FLENT_TESTS, FlentTest
+from ..flent_tests import FLENT_LEAD_S, FLENT_TESTS, PING, FlentTest
 from ..units import Duration, Rate
 from .files import Contract, Sparse, Versioned
 from .flags import Flag, calibration_flag
@@ -178,6 +178,34 @@ class ProbeConfig(Marked):
         return f"probe-{self.codepoint}-{self.interval}{self.dscp_label}"
 
 
+class SchemeConfig(Contract):
+    """A congestion controller in user space that flows of the cell run (scenario/schemes.py):
+    its programs' commands as its scheme file gives them (fl's placeholders still in), so a
+    changed scheme file is a changed cell."""
+
+    title: str
+    implementation: str
+    version: str
+    transport: Literal["udp", "tcp"]
+    listens: Literal["sender", "receiver"]
+    """Which side listens first: the other connects when the flows start."""
+    needs: list[str]
+    setup: dict[str, list[list[str]]]
+    """Per side, the commands run before it starts."""
+    sender: list[str]
+    receiver: list[str]
+    stop: str
+    """The signal that ends a side."""
+
+    @property
+    def label(self) -> str:
+        """What tables call it: "QUIC Cubic (ngtcp2 0.12.1)"."""
+        return f"{self.title} ({self.implementation} {self.version})"
+
+    def command(self, side: str) -> list[str]:
+        return self.sender if side == "sender" else self.receiver
+
+
 class NetemConfig(Contract):
     up: list[str]
     """Extra netem words per direction; `jitter` goes into netem's delay clause; the words
@@ -246,6 +274,34 @@ class CellConfig(Sparse):
     """The latency probe."""
     lead: int | None = None
     """Flent's lead-in and lead-out (-d), seconds, when not its default."""
+    schemes: dict[str, SchemeConfig] | None = None
+    """The schemes (user-space congestion controllers) that flows whose cc names one run."""
+
+    def scheme(self, flow: FlowConfig) -> SchemeConfig | None:
+        """The scheme FLOW runs, or None for a kernel congestion control's flow."""
+        return (self.schemes or {}).get(flow.cc)
+
+    @property
+    def kernel_flows(self) -> list[FlowConfig]:
+        """The flows of kernel congestion controls: Flent's (netperf's), in order."""
+        return [f for f in self.flows if self.scheme(f) is None]
+
+    @property
+    def scheme_flows(self) -> list[tuple[int, FlowConfig, SchemeConfig]]:
+        """The flows schemes run: (flow number from 1, flow, scheme)."""
+        return [(i, f, s) for i, f in enumerate(self.flows, 1) if (s := self.scheme(f)) is not None]
+
+    @property
+    def kernel_test(self) -> FlentTest:
+        """The Flent test that runs the kernel flows: the scenario's, or with schemes beside
+        them tcp_nup/tcp_ndown for those alone (a scheme's flows go up; cells/resolve.py
+        refuses kernel flows both ways beside one), or PING where schemes run every flow."""
+        kernel = self.kernel_flows
+        if len(kernel) == len(self.flows):
+            return self.flent_test
+        if not kernel:
+            return PING
+        return FLENT_TESTS["tcp_nup" if kernel[0].direction == "up" else "tcp_ndown"]
 
     @property
     def lead_s(self) -> int:

@@ -1,16 +1,18 @@
 """Checks on a finished cell: is everything there, and did the flows run as declared?"""
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis import flent_data, sockets
+from ..analysis import datagrams, flent_data, sockets
 from ..analysis.cell_files import CellFiles
+from ..analysis.flows import MIN_DATA_PACKETS
 from ..analysis.teardown_log import command_output
 from ..cells import Cell
-from ..hosts import ENDPOINTS
+from ..hosts import ENDPOINTS, SCHEME_PORT
 from ..results.cell_record import BottleneckPorts, CcCheck, Checks, Direction, Endpoints, FlowConfig, Status
 from ..testbed.ansible import PlaybookResult
 from .calibration import calibration
@@ -23,6 +25,9 @@ LATE_START_S, LATE_START_SHARE = 1.0, 0.02
 #: A flow whose data begins this much (at most half the lead-in) before its declared start
 #: means Flent's time axis is off (its lead-in did not happen): the cell fails, and is run once more.
 EARLY_START_S = 2.5
+#: A scheme's program that ends by itself more than this before the test's end fails its
+#: cell (one stopped by fl at the end leaves no exit; one that ends a moment early does not count).
+SCHEME_EARLY_S = 1.0
 REQUIRED_FILES = ("setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
 
 
@@ -60,10 +65,44 @@ def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, ends: Endpoints
     files = CellFiles(cell.name, cell.config, cell_dir, ends.server, ports=ports)
     _check_captures(files, v)
     files.flent = _check_flent_data(cell, cell_dir, v)
+    _check_schemes(cell, files, v)
     _check_ccs(cell, cell_dir, ends.netperf_port, v)
     if files.flent is not None:
         v.checks.calibration = calibration(files)
     return v
+
+
+def _check_schemes(cell: Cell, files: CellFiles, v: Verdict) -> None:
+    """Each scheme flow's two programs started, neither ended by itself before the test did
+    (its wrapper's JSON lines: scheme_scripts.py), and its sender's data is in the client's
+    capture: a scheme that cannot run fails its cell with the reason, in its own words."""
+    config = cell.config
+    t0 = flent_data.t0(files.flent) if files.flent is not None else None
+    start = None if t0 is None else t0 + config.lead_s
+    for n, flow, scheme in config.scheme_flows:
+        for side in ("sender", "receiver"):
+            events = _events(files.dir / f"scheme-{n}.{side}.json")
+            log = files.dir / f"scheme-{n}.{side}.log"
+            who = f"flow {n}'s {side} ({scheme.label}, scheme {flow.cc})"
+            ended = next((e for e in events if e.get("event") == "exit"), None)
+            if not any(e.get("event") == "start" for e in events):
+                v.fail(f"{who} never started: {_last_line(log) or 'no output'}")
+            elif ended is not None and start is not None and float(ended.get("at", 0)) < start + config.length - SCHEME_EARLY_S:
+                v.fail(f"{who} ended by itself {float(ended['at']) - start:.1f} s into the {config.length} s test, "
+                       f"status {ended.get('status')}: {_last_line(log) or 'no output'}")
+        sent = files.datagrams("cli")
+        if scheme.transport == "udp" and not isinstance(sent, str) and files.server:
+            count = len(datagrams.data(sent, files.server_addr, SCHEME_PORT + n))
+            if count < MIN_DATA_PACKETS:
+                v.fail(f"flow {n} ({scheme.label}, scheme {flow.cc}) sent {count} datagrams to the server: it never sent")
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    """A scheme side's JSON lines (scheme_scripts.WRAPPER): its start and its own end."""
+    try:
+        return [e for line in path.read_text().splitlines() if line.strip() and isinstance(e := json.loads(line), dict)]
+    except (OSError, ValueError):
+        return []
 
 
 def _check_captures(files: CellFiles, v: Verdict) -> None:
@@ -94,8 +133,9 @@ def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> dict[str, Any] 
     goodput = {name: flent_data.goodput_mbit(data, name) for name in series}
     v.checks.netperf_mbit = goodput  # the sender's count: whether each flow moved data
     empty = [n for n, g in goodput.items() if not g]
-    if len(series) != len(cell.config.flows) or empty:
-        v.fail(f"expected {len(cell.config.flows)} flows with data, Flent has {len(series) - len(empty)}")
+    kernel = cell.config.kernel_flows  # a scheme's flows are not Flent's: checked from the captures
+    if len(series) != len(kernel) or empty:
+        v.fail(f"expected {len(kernel)} flows with data, Flent has {len(series) - len(empty)}")
     _check_test_window(cell, data, list(series), v)
     return data
 
@@ -123,13 +163,13 @@ def _check_test_window(cell: Cell, data: dict[str, Any], names: list[str], v: Ve
 def _series_of(cell: Cell, names: list[str]) -> list[tuple[FlowConfig, str]]:
     """The cell's flows with their Flent series, in declared order per direction."""
     pools = {d: [n for n in names if n.startswith(f"TCP {d}load")] for d in ("up", "down")}
-    return [(f, pools[f.direction].pop(0)) for f in cell.config.flows if pools[f.direction]]
+    return [(f, pools[f.direction].pop(0)) for f in cell.config.kernel_flows if pools[f.direction]]
 
 
 def _check_ccs(cell: Cell, cell_dir: Path, control_port: int, v: Verdict) -> None:
     declared, observed = [], []
     for direction, host in (("up", "cli"), ("down", "srv")):
-        want = sorted(f.cc for f in cell.config.flows if f.direction == direction)
+        want = sorted(f.cc for f in cell.config.kernel_flows if f.direction == direction)
         if not want:
             continue
         log = cell_dir / f"{host}.ss.log"

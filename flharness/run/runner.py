@@ -321,7 +321,7 @@ def cell_cc_modules(run: Run, cell: Cell) -> dict[str, CcModule]:
     them run with: the probe's, its own module_params in place."""
     params = cell.config.module_params or {}
     return {cc: m.model_copy(update={"parameters": {**m.parameters, **params.get(m.module, {})}})
-            for f in cell.config.flows for cc in f.ccs if (m := run.caps.cc_module(cc))}
+            for f in cell.config.kernel_flows for cc in f.ccs if (m := run.caps.cc_module(cc))}
 
 
 def _record_skip(run: Run, sp: ScenarioPlan, p: Planned) -> CellRecord:

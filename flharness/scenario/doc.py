@@ -23,7 +23,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("Keys", "", ("test", "rate", "rtt", "qdisc", "cc", "receiver_cc", "flows", "length", "sysctls", "module_params",
                   "step_size",
                   "lead", "matrix", "repetitions", "qdiscs", "vars", "include", "exclude", "extends", "name",
-                  "description", "analysis", "expect", "reference", "findings")),
+                  "description", "analysis", "expect", "reference", "findings", "schemes")),
     ("Path and endpoint features", "Each is also an axis: set once, or sweep under `matrix:`.",
      ("netem", "rtt_split", "rate_schedule", "ecn", "start", "client_qdisc", "udp", "video", "probe", "tunnel",
       "replay_window")),
@@ -123,6 +123,11 @@ DESCRIPTIONS: dict[str, str] = {
     "reference": (
         '`NAME`: the published values in `references/NAME.yml` this scenario reproduces (see '
         '[below](#reference-published-values))'
+    ),
+    "schemes": (
+        'scheme files beside the shipped ones (`schemes/*.yml`): paths relative to the scenario\'s folder, whose '
+        'schemes (user-space congestion controllers: a sender program and a receiver program) a `cc` may name '
+        'as a kernel congestion control ([schemes](schemes.md)); never one in a results folder'
     ),
     "findings": (
         '`NAME`: the claims in `references/findings/NAME.yml` its `expect:` entries state (see '

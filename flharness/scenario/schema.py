@@ -8,6 +8,7 @@ Cells are pruned by ``include``/``exclude`` rules and repeated ``repetitions`` t
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
@@ -68,6 +69,15 @@ else:
     QdiscPoint = _point("qdisc")
 
 
+def _scheme_path(raw: Any) -> str:
+    """A scheme file a scenario names: a path (relative to the scenario's folder) of a .yml file."""
+    text = str(raw)
+    if not re.match(r"^[\w.+/-]{1,300}\.ya?ml\Z", text):
+        raise ValueError(f"{text!r}: a scheme file's path, relative to the scenario's folder or absolute "
+                         "(letters, digits, _ . + - /), ending in .yml")
+    return text
+
+
 def _matrices(raw: Any) -> Any:
     """One matrix is a list of one; an empty matrix is an error."""
     items = raw if isinstance(raw, list) else [raw]
@@ -108,6 +118,8 @@ class Scenario(_Axes):
     reference: Annotated[str | None, BeforeValidator(lambda v: v if v is None else check_name(v, "reference"))] = None
     #: the claims its `expect:` entries state (`finding: N`): references/findings/NAME.yml
     findings: Annotated[str | None, BeforeValidator(lambda v: v if v is None else check_name(v, "findings"))] = None
+    #: scheme files beside the shipped ones (schemes/), relative to the scenario's folder (scenario/schemes.py)
+    schemes: list[Annotated[str, BeforeValidator(_scheme_path)]] = []
 
     @model_validator(mode="before")
     @classmethod

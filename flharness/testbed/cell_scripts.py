@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 from ..layout import NFT_TUNNEL_TABLE, TUNNEL_DEV
 from ..teardown_format import TCP_COUNTERS_FILE, TCP_COUNTERS_SHOW, XFRM_STAT_FILE, tcp_counters_function
+from . import scheme_scripts
+from .scheme_scripts import SchemeSide
 from .tunnel import IPSEC_ID, IPSEC_SPI, MTU, PORT, End
 
 q = shlex.quote
@@ -99,6 +101,8 @@ class HostCell:
     tunnel: Tunnel | None = None
     capture: Capture | None = None
     bottleneck: Bottleneck | None = None
+    schemes: tuple[SchemeSide, ...] = ()  # cli, srv: its sides of the cell's scheme flows (scheme_scripts.py)
+    lead_s: int = 0  # Flent's lead-in: a side that starts with the flows waits it out
 
 
 def _text(lines: list[str]) -> str:
@@ -137,6 +141,7 @@ def setup_script(h: HostCell) -> str:
         out += _bottleneck(h, h.bottleneck)
     if h.capture:
         out += _capture_start(h, h.capture)
+    out += scheme_scripts.setup_lines(h.schemes, h.lead_s)
     return _text(out)
 
 
@@ -295,7 +300,8 @@ def collect_script(h: HostCell) -> str:
            "# lost (roles/cell/tasks/main.yml).",
            "exec 2>&1",
            f"dir={q(h.scratch)}",
-           "{"]
+           "{",
+           *scheme_scripts.collect_lines(h.schemes)]
     if b and b.schedule:
         out.append('"$dir/fl-stop" "$dir/schedule.pid"  # steps not yet taken are cancelled')
     if b:

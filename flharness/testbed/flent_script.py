@@ -26,6 +26,8 @@ import shlex
 from dataclasses import dataclass
 
 from ..frames import UDP_HEADERS
+from . import scheme_scripts
+from .scheme_scripts import SchemeSide
 
 FLENT_FILE = "flent.sh"  # its name among the client's command files
 
@@ -71,6 +73,7 @@ class FlentRun:
     udp: UdpFlow | None = None
     video: VideoFlow | None = None
     probe: ProbeFlow | None = None
+    schemes: tuple[SchemeSide, ...] = ()  # its sides of the cell's scheme flows: the senders
 
 
 def _ipv6(address: str) -> bool:
@@ -84,7 +87,7 @@ def flent_script(r: FlentRun) -> str:
     def helper(name: str) -> str:  # a file in the client's scratch folder, as one word
         return q(f"{r.scratch}/{name}")
 
-    side = r.udp or r.video or r.probe  # side flows start with the TCP flows: wait for them
+    side = r.udp or r.video or r.probe or r.schemes  # side flows start with the TCP flows: wait for them
     command = shlex.join(r.flent)
     out = ["# fl's Flent run on the client for one cell, with its side flows and socket sampler:",
            "# rendered by flharness/testbed/flent_script.py. Never fails (flent.log starts with",
@@ -97,7 +100,7 @@ def flent_script(r: FlentRun) -> str:
         # timestamp of Flent's ping's first request (fl-first-ping), from which the
         # flows' start is counted.
         out += [f"dev=$(ip -o route get {q(r.target)} | sed -n 's/.* dev \\([^ ]*\\).*/\\1/p')",
-                'mtu=$(cat "/sys/class/net/$dev/mtu" 2>/dev/null || echo 1500)',
+                *(['mtu=$(cat "/sys/class/net/$dev/mtu" 2>/dev/null || echo 1500)'] if r.udp or r.video else []),
                 f"first={helper('first_ping')}",
                 'rm -f "$first"',
                 f"{helper('fl-start')} {helper('first-ping.pid')} \"$first\" {helper('fl-first-ping')} \"$dev\" request"]
@@ -126,8 +129,10 @@ def flent_script(r: FlentRun) -> str:
             out += [f"irtt client -Q -i {q(r.probe.interval)} -d {int(r.length)}s --dscp={int(r.probe.tos)} \\",
                     f'  -o "$dir/probe.json.gz" {q(f"{server}:{int(r.probe.port)}")} > "$dir/probe.log" 2>&1 &',
                     "probe=$!"]
+        out += scheme_scripts.flent_lines(r.schemes, r.lead_s, r.lead_s + r.length)
     out += ["wait $flent",
-            "rc=$?"]
+            "rc=$?",
+            *scheme_scripts.after_flent_lines(r.schemes)]
     if r.sample_sockets:
         out.append(f"{helper('fl-stop')} {helper('ss-sample.pid')}")
     for name, flow in (("udp", r.udp), ("video", r.video)):

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..analysis.queue import QUEUE_LOG
 from ..cells import Cell
-from ..hosts import HOSTS, UDP_PORT, VIDEO_PORT
+from ..flent_tests import PING
+from ..hosts import HOSTS, SCHEME_PORT, UDP_PORT, VIDEO_PORT
 from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .cell_scripts import Bottleneck, Capture, HostCell, Tunnel, TunnelEnd, collect_script, setup_script, tunnel_down
@@ -18,6 +20,7 @@ from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSetting
 from .flent_script import FLENT_FILE, FlentRun, ProbeFlow, UdpFlow, VideoFlow, flent_script
 from .inventory import Inventory
 from .playbook_vars import CellHostVars, CellVars, RunVars
+from .scheme_scripts import SchemeSide
 from .state_script import STATE_FILE, EcnPlace, HostState, state_script
 from .testbed_scripts import Link, RunHost, down_script, helpers_script, up_script
 from .tunnel import EndAddresses, TunnelPlan, WgKey, outer_filter, wireguard_key
@@ -196,28 +199,30 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool
     leaps to its next timer (hours while a guest waits on the host's disk), so a limit in
     guest time can kill Flent as it starts; the host's wall-clock watchdog bounds the cell."""
     params: dict[str, str] = {}
-    config, test = cell.config, cell.test
-    ccs = [netperf_cc(f) for f in config.flows]
+    config = cell.config
+    test, flows = config.kernel_test, config.kernel_flows  # schemes' flows run beside Flent's
+    ccs = [netperf_cc(f) for f in flows]
     if test.per_flow:  # tcp_Nup ignores tcp_cong_control: set each flow's CC
         params["cc_algos"] = ",".join(ccs)
     elif ccs:
         params["tcp_cong_control"] = ccs[0]
-    if any(f.tos is not None for f in config.flows):
-        params["markings"] = ",".join(f"0x{f.tos or 0:02x}" for f in config.flows)
+    if any(f.tos is not None for f in flows):
+        params["markings"] = ",".join(f"0x{f.tos or 0:02x}" for f in flows)
     if test.streams_param:
-        params[test.streams_param] = str(len(config.flows))
-    if any(f.start_s for f in config.flows):
-        params["stream_delays"] = ",".join(f"{f.start_s:g}" for f in config.flows)
+        params[test.streams_param] = str(len(flows))
+    if any(f.start_s for f in flows):
+        params["stream_delays"] = ",".join(f"{f.start_s:g}" for f in flows)
     params.update({"fl_scenario": cell.scenario, "fl_cell": cell.name, "fl_config_hash": cell.config_hash})
     params.update({f"fl_{axis}": p.label for axis, p in cell.coords.items()})
     note = json.dumps({"fl": {"scenario": cell.scenario, "cell": cell.name,
                               "config_hash": cell.config_hash, "coordinates": cell.coordinates()}})
     limit = int(config.flent_s + TIMEOUT_MARGIN)
+    ping = test is PING  # its ping alone, the whole run: ping.conf has no lead-in of its own
     argv = (["timeout", "-k", "15", str(limit)] if time_limit else []) + [FLENT, test.name,
-            "-H", target(cell, inv), "-l", str(config.length), "-s", f"{config.step_size:g}",
+            "-H", target(cell, inv), "-l", str(config.flent_s if ping else config.length), "-s", f"{config.step_size:g}",
             "--netperf-control-port", inv.hostvars["cli"]["fl_netperf_port"],
-            "--socket-stats", "-D", str(out_dir), "-t", cell.name, "-n", note]
-    if config.lead is not None:  # Flent's own default otherwise
+            *([] if ping else ["--socket-stats"]), "-D", str(out_dir), "-t", cell.name, "-n", note]
+    if config.lead is not None and not ping:  # Flent's own default otherwise
         argv += ["-d", str(config.lead)]
     for key, value in params.items():
         argv += ["--test-parameter", test_parameter(key, value)]
@@ -271,7 +276,42 @@ def flent_run(cell: Cell, inv: Inventory, cli: HostPlace, scratch: str, time_lim
                     udp=UdpFlow(port=UDP_PORT, bps=int(udp.bps)) if udp else None,
                     video=VideoFlow(port=VIDEO_PORT, isochronous=video.isochronous, tos=video.tos) if video else None,
                     probe=ProbeFlow(port=int(inv.hostvars["srv"]["fl_irtt_port"]), interval=probe.interval,
-                                    tos=probe.tos) if probe else None)
+                                    tos=probe.tos) if probe else None,
+                    schemes=scheme_sides(cell, inv, "cli", cli, scratch))
+
+
+#: The file a scheme's sender sends ({file}: its folder's, sparse), at least this big.
+SCHEME_FILE, SCHEME_FILE_MIN = "data", 1_000_000
+
+
+def scheme_sides(cell: Cell, inv: Inventory, host: str, place: HostPlace, scratch: str) -> tuple[SchemeSide, ...]:
+    """HOST's sides of the cell's scheme flows (scheme_scripts.py), every placeholder of
+    their scheme's commands filled in: the client runs each flow's sender, the server its
+    receiver; the side that listens starts in the setup, the other with the flows."""
+    config = cell.config
+    side: Literal["sender", "receiver"] = "sender" if host == "cli" else "receiver"
+    client = inv.tunnel_ip("cli") if config.tunnel is not None else inv.hostvars["cli"]["fl_addr"].split("/")[0]
+    out = []
+    for n, flow, scheme in config.scheme_flows:
+        folder = f"{scratch}/scheme-{n}"
+        size = max(SCHEME_FILE_MIN, int(2 * config.bottleneck.of(flow.direction).rate_bps / 8 * config.length))
+        values = {"peer": target(cell, inv) if side == "sender" else client, "port": str(SCHEME_PORT + n),
+                  "length": str(config.length), "dir": folder, "file": f"{folder}/{SCHEME_FILE}",
+                  "file_name": SCHEME_FILE, "bytes": str(size)}
+        start: Literal["setup", "lead", "first_ping"] = "setup" if scheme.listens == side else (
+            "lead" if side == "sender" else "first_ping")
+        out.append(SchemeSide(flow=n, scheme=flow.cc, side=side, scratch=scratch, folder=folder,
+                              log=f"{place.cell_dir}/scheme-{n}.{side}.log", status=f"{place.cell_dir}/scheme-{n}.{side}.json",
+                              setup=tuple(fill(argv, values) for argv in scheme.setup.get(side, [])),
+                              argv=fill(scheme.command(side), values), start=start, stop=scheme.stop,
+                              file_bytes=size if side == "sender" else None,
+                              file=values["file"] if side == "sender" else None, first_ping_dev=place.capture_dev))
+    return tuple(out)
+
+
+def fill(argv: list[str], values: dict[str, str]) -> tuple[str, ...]:
+    """A scheme's command with fl's placeholders ({peer}, {port} …) filled in."""
+    return tuple(re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), word) for word in argv)
 
 
 def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars: RunVars, scratch: dict[str, str],
@@ -302,7 +342,9 @@ def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars:
                     cell_dir=place.cell_dir, staged=place.staged, moves_to=results if place.moves else None,
                     wait_timeout=run_vars.wait_timeout, client_if=hv["fl_if"] if host == "cli" else None,
                     servers=tuple(servers_argv(inv, run_vars, scratch["srv"])) if host == "srv" else None,
-                    endpoint=host in tunnel.ENDS, tunnel=built, capture=capture, bottleneck=bottleneck)
+                    endpoint=host in tunnel.ENDS, tunnel=built, capture=capture, bottleneck=bottleneck,
+                    schemes=scheme_sides(cell, inv, host, place, scratch[host]) if host in tunnel.ENDS else (),
+                    lead_s=config.lead_s)
 
 
 def state_scripts(cell: Cell, inv: Inventory, run_vars: RunVars, ecn: EcnPlace | None,
@@ -375,8 +417,9 @@ def state_devs(cell: Cell, inv: Inventory, run_vars: RunVars, host: str) -> list
 def samplers(config: CellConfig) -> list[str]:
     """The hosts whose sockets are sampled: those that send, and those that receive a flow
     whose receiver runs a CC of its own (its check reads them)."""
-    senders = {{"up": "cli", "down": "srv"}[f.direction] for f in config.flows}
-    return sorted(senders | {{"up": "srv", "down": "cli"}[f.direction] for f in config.flows if f.receiver_cc})
+    flows = config.kernel_flows  # a scheme's sockets are its programs' (UDP, or TCP of their own choosing)
+    senders = {{"up": "cli", "down": "srv"}[f.direction] for f in flows}
+    return sorted(senders | {{"up": "srv", "down": "cli"}[f.direction] for f in flows if f.receiver_cc})
 
 
 def summary(cell: Cell) -> str:

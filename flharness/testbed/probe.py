@@ -97,6 +97,7 @@ class Request(TypedDict):
     sysctl_sets: list[list[list[str]]]
     tcp_rewrite: RewriteTrials
     timeouts: bool  # False in a guest on QEMU's virtual clock (COMMAND_TIMEOUT_S)
+    programs: list[str]  # the schemes' programs the cells run (scenario/schemes.py's needs)
 
 
 class Verdict(TypedDict, total=False):
@@ -121,6 +122,7 @@ class Reply(TypedDict):
     tcp_rewrite: dict[str, bool]
     feature_errors: dict[str, str]  # a feature the kernel was found to lack → what failed
     cc_errors: dict[str, str]  # a congestion control whose module is there but did not load → why
+    programs: dict[str, bool]  # each asked for: on PATH
 
 
 UNKNOWN_KIND = re.compile(r"kind is unknown|Unknown qdisc|qdisc not found|Unknown filter|"
@@ -476,7 +478,7 @@ def probe(request: Request) -> Reply:
     result: Reply = {"kernel": platform.release(), "root": os.geteuid() == 0, "tools": tool_versions(), "error": None,
                      "features": {}, "kinds": {}, "qdiscs": {}, "ccs": {}, "cc_modules": {}, "sysctls": {},
                      "sysctl_defaults": {}, "sysctl_sets": {}, "tcp_rewrite": {}, "feature_errors": {},
-                     "cc_errors": {}}
+                     "cc_errors": {}, "programs": {p: shutil.which(p) is not None for p in request.get("programs", [])}}
     if not result["root"]:
         result["error"] = "not root: fl needs root (CAP_NET_ADMIN) to build namespaces and qdiscs"
         return result

@@ -62,6 +62,8 @@ class ProbeReply(_Reply):
     tcp_rewrite: dict[Literal["tc", "nft"], bool]
     feature_errors: dict[str, str] = {}
     """A feature found missing → what failed (the command and the kernel's complaint)."""
+    programs: dict[str, bool] = {}
+    """Each of the schemes' programs asked for: on the host's PATH."""
     cc_errors: dict[str, str] = {}
     """A congestion control whose module the kernel has but would not load → why (modprobe's
     complaint and the kernel's lines about it: a parameter out of its range)."""

@@ -47,6 +47,7 @@ def merge_hosts(per_host: dict[str, ProbeReply]) -> ProbeReply:
         "tools": {t: v if all(h.tools.get(t) for h in hosts) else None for t, v in cli.tools.items()},
         "cc_modules": cli.cc_modules,  # the client's: it sends the flows
         "cc_errors": {c: f"{n}: {why}" for n, h in per_host.items() for c, why in h.cc_errors.items()},
+        "programs": {p: all(e.programs.get(p) is True for e in ends) for p in cli.programs},
         "root": all(h.root for h in hosts),
         "error": next((f"{n}: {h.error}" for n, h in per_host.items() if h.error), None),
         "hosts": {n: HostFacts(kernel=h.kernel, tools=h.tools) for n, h in per_host.items()},

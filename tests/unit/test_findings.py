@@ -195,5 +195,7 @@ def test_a_finding_is_judged_under_each_variant_of_its_qdisc():
     for rule in ("dualpi2(2020)", "dualpi2(mainline)"):
         judged = [c for c, _ in rows[4, rule].judged]
         assert "cubic-vs-cubic-pfifo_1000-50mbit-80ms-20ms" in judged and rows[4, rule].verdict == HOLDS, judged
-        key = rows[3, rule].key
-        assert key is not None and len(key.cells) == 1 and key.reproduced == [pytest.approx(0.7 * 47.82), pytest.approx(0.25 * 47.82)]
+    key = rows[3, "dualpi2(2020)"].key  # its cell (50 Mbit/s, 10/10 ms) runs under the report's rule alone
+    assert key is not None and len(key.cells) == 1 and key.reproduced == [pytest.approx(0.7 * 47.82), pytest.approx(0.25 * 47.82)]
+    mainline = rows[3, "dualpi2(mainline)"].key
+    assert mainline is not None and mainline.cells == [] and mainline.reproduced == [None]

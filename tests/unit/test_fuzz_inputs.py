@@ -149,3 +149,17 @@ def test_a_mutated_image_recipe_loads_or_fails_in_one_line(tmp_path_factory, whe
     (folder / "modules" / "tcp_prague.c").write_text("/* fuzz */\n")
     path = folder / "fuzz.yml"
     loads_or_one_line(lambda: dump(path, mutate(RECIPE, where, value)), lambda p: load_recipe(str(p)), path)
+
+
+SCHEME = yaml.safe_load((REPO / "schemes" / "quic.yml").read_text())
+
+
+@FUZZ
+@given(where=st.sampled_from(paths(SCHEME) + [["bogus"], ["schemes", "quic_cubic", "bogus"], ["setup", "receiver"]]),
+       value=st.one_of(NASTY, DEEP))
+def test_a_mutated_scheme_file_loads_or_fails_in_one_line(tmp_path_factory, where, value):
+    """A scheme file runs commands as root on the hosts: every mutation of the shipped one
+    loads, its words still checked, or fails in one line naming the file and the key."""
+    from flharness.scenario.schemes import read_scheme_file
+    path = tmp_path_factory.mktemp("scheme") / "fuzz.yml"
+    loads_or_one_line(lambda: dump(path, mutate(SCHEME, where, value)), read_scheme_file, path)
