@@ -228,7 +228,7 @@ def flow_row(test: Recorded, f: FlowInfo, captured: Captured | None, sampled: Sa
                        tcp_rtt_ms=sampled.tcp_rtt, socket_samples=sampled.samples, socket_source=sampled.source,
                        steady_excluded=sampled.steady_excluded, rtt_spike=sampled.rtt_spike, pcap=captured.pcap if captured else None,
                        owd_ms=captured.owd if captured else None, owd_unavailable=why,
-                       payload_share=captured.payload_share if captured else None)
+                       payload_share=captured.payload_share if captured else None, scheme=f.scheme)
 
 
 def _udp(files: CellFiles) -> tuple[UdpFlow | None, list[Flag]]:

@@ -109,15 +109,15 @@ def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
     if not cells:
         return None
     axes = [a for a in s.swept if a not in ("repetition",)] or ["cc"]
-    mixed = any(len({f.cc for f in _metrics(c).flows}) > 1 for c in cells)
+    mixed = any(len({f.cc for f in _metrics(c).flows}) > 1 or any(f.scheme for f in _metrics(c).flows) for c in cells)
     rows = []
     groups = _groups(cells, lambda c: tuple(c.label(a) for a in axes))
     # a sub-matrix that does not sweep an axis leaves its cells without a label on it
     for key, group in sorted(groups.items(), key=lambda kg: tuple(label or "" for label in kg[0])):
-        schemes = list(dict.fromkeys(f.cc for g in group for f in _metrics(g).flows))
-        for scheme in schemes if mixed else [None]:
+        schemes = dict.fromkeys((f.cc, f.scheme or f.cc) for g in group for f in _metrics(g).flows)
+        for scheme, shown in schemes if mixed else [(None, None)]:
             runs = [[f for f in _metrics(g).flows if scheme in (None, f.cc)] for g in group]
-            rows.append({"axes": [*key, scheme] if mixed else list(key), **_per_run(runs), **_link_columns(group),
+            rows.append({"axes": [*key, shown] if mixed else list(key), **_per_run(runs), **_link_columns(group),
                          "n": len(group), "flagged": any(g.flags for g in group)})
     return {"axes": [*axes, "flow cc"] if mixed else axes, "rows": rows}
 

@@ -87,6 +87,9 @@ class FlowMetrics(Contract):
     owd_ms: OneWayDelay | None = None
     owd_unavailable: str | None = None
     """Why owd_ms is None."""
+    scheme: str | None = None
+    """A scheme's flow (a user-space program's): what tables call it, its implementation and
+    version with it ("QUIC Cubic (ngtcp2 0.12.1)"); None for a kernel congestion control's."""
     payload_share: float | None = None
     """A scheme's flow: its payload's share of its frames on the wire (its datagrams' UDP
     payload over their frames); None: a TCP flow's, full-size segments' 1448/1514. Its

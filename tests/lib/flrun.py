@@ -289,8 +289,9 @@ def built_testbeds(result: FlResult | FlProcess, *cell_dirs: Path) -> set[str]:
     return seen.ids
 
 
-def needs_root_tools() -> pytest.MarkDecorator:
-    missing = [t for t in ("flent", "netperf", "tcpdump", "tc") if shutil.which(t) is None]
+def needs_root_tools(*more: str) -> pytest.MarkDecorator:
+    """Root and the testbed's tools (and MORE programs), or a skip naming what is missing."""
+    missing = [t for t in ("flent", "netperf", "tcpdump", "tc", *more) if shutil.which(t) is None]
     missing += ["root"] if os.geteuid() != 0 else []
     return pytest.mark.skipif(bool(missing), reason=f"missing: {', '.join(missing)} (./install.sh, run as root)")
 
