@@ -4,6 +4,7 @@ through one value. Nothing else of fl opens a cell's files to judge or measure i
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -94,6 +95,15 @@ class CellFiles:
         if host not in self._conns:
             self._conns[host] = pcap.connections(pk)
         return pk, self._conns[host]
+
+    def scheme_events(self, flow: int, side: str) -> list[dict[str, Any]]:
+        """A scheme side's JSON lines (testbed/scheme_scripts.py): its start, its CPU time
+        before it was stopped, and its exit if it ended by itself."""
+        text = self.text(f"scheme-{flow}.{side}.json") or ""
+        try:
+            return [e for line in text.splitlines() if line.strip() and isinstance(e := json.loads(line), dict)]
+        except ValueError:
+            return []
 
     def datagrams(self, host: str) -> Datagrams | str:
         """HOST's captured UDP datagrams (read with its TCP packets), or why there are none."""

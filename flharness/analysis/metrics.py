@@ -187,7 +187,7 @@ def analyse(files: CellFiles, record: CellRecord, settings: Settings) -> Analysi
     utilisation = _utilisation(flows, capacities, test.lead, length)
     jain, ratio = _fairness(flows)
     flags = _flags(record, flows, utilisation, peaks, capacities, queues,
-                   [s.flag for s in sampled.values() if s.flag])
+                   [s.flag for s in sampled.values() if s.flag]) + _cpu_flags(flows, length)
     udp, udp_flag = _udp(files)
     video, video_flag = _video(files)
     probe, probe_flag = _probe(files, record)
@@ -228,7 +228,8 @@ def flow_row(test: Recorded, f: FlowInfo, captured: Captured | None, sampled: Sa
                        tcp_rtt_ms=sampled.tcp_rtt, socket_samples=sampled.samples, socket_source=sampled.source,
                        steady_excluded=sampled.steady_excluded, rtt_spike=sampled.rtt_spike, pcap=captured.pcap if captured else None,
                        owd_ms=captured.owd if captured else None, owd_unavailable=why,
-                       payload_share=captured.payload_share if captured else None, scheme=f.scheme)
+                       payload_share=captured.payload_share if captured else None, scheme=f.scheme,
+                       cpu_s=_scheme_cpu(test.files, f.index) if f.scheme else {})
 
 
 def _udp(files: CellFiles) -> tuple[UdpFlow | None, list[Flag]]:
@@ -533,6 +534,27 @@ def _utilisation(flows: list[FlowMetrics], capacities: dict[Direction, Capacity]
         bits = sum((f.mean_mbit or 0.0) * 1e6 * max(length - f.start_s, 0.0) * _tcp_equivalent(f) for f in group)
         out[direction] = bits / (cap.mean_mbit * 1e6 * (lead + length - start))
     return out
+
+
+#: A scheme's program that used this share of a CPU over the test is CPU-bound: its rate
+#: may be the host's, not the path's.
+CPU_BOUND = 0.9
+
+
+def _scheme_cpu(files: CellFiles, flow: int) -> dict[str, float]:
+    """Per side of a scheme flow, the CPU seconds its wrapper recorded last (scheme_scripts.CPU_FUNCTION)."""
+    out = {}
+    for side in ("sender", "receiver"):
+        cpu = [e for e in files.scheme_events(flow, side) if e.get("event") == "cpu"]
+        if cpu and isinstance(cpu[-1].get("seconds"), (int, float)):
+            out[side] = float(cpu[-1]["seconds"])
+    return out
+
+
+def _cpu_flags(flows: list[FlowMetrics], length: float) -> list[Flag]:
+    return [calibration_flag("scheme_cpu_bound", f"flow {f.index} ({f.label}): its {side} used {s / length:.0%} "
+                             f"of a CPU over the {length:g} s test: its rate may be the host's, not the path's")
+            for f in flows for side, s in f.cpu_s.items() if length and s / length >= CPU_BOUND]
 
 
 def _tcp_equivalent(f: FlowMetrics) -> float:

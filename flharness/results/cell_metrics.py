@@ -87,6 +87,9 @@ class FlowMetrics(Contract):
     owd_ms: OneWayDelay | None = None
     owd_unavailable: str | None = None
     """Why owd_ms is None."""
+    cpu_s: dict[str, float] = {}
+    """A scheme's flow: the CPU seconds each of its programs (sender, receiver) used by the
+    end of the test (its process group's user and system time)."""
     scheme: str | None = None
     """A scheme's flow (a user-space program's): what tables call it, its implementation and
     version with it ("QUIC Cubic (ngtcp2 0.12.1)"); None for a kernel congestion control's."""

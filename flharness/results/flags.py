@@ -16,7 +16,7 @@ FlagCode = Literal[
     "goodput_over_capacity", "steady_over_capacity",
     # calibration: the path did not behave as declared (run/calibration.py, analysis/metrics.py)
     "base_rtt", "capture_drops", "cpu_busy", "cpu_stolen", "offloads", "unrecorded", "netem_limit",
-    "effect_missing", "link_unfilled", "shaper_short", "unclassified",
+    "effect_missing", "link_unfilled", "shaper_short", "unclassified", "scheme_cpu_bound",
     # finding: a result worth attention
     "starved", "late_start",
     # incomplete: a figure that could not be computed

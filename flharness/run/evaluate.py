@@ -1,7 +1,6 @@
 """Checks on a finished cell: is everything there, and did the flows run as declared?"""
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +80,7 @@ def _check_schemes(cell: Cell, files: CellFiles, v: Verdict) -> None:
     start = None if t0 is None else t0 + config.lead_s
     for n, flow, scheme in config.scheme_flows:
         for side in ("sender", "receiver"):
-            events = _events(files.dir / f"scheme-{n}.{side}.json")
+            events = files.scheme_events(n, side)
             log = files.dir / f"scheme-{n}.{side}.log"
             who = f"flow {n}'s {side} ({scheme.label}, scheme {flow.cc})"
             ended = next((e for e in events if e.get("event") == "exit"), None)
@@ -95,14 +94,6 @@ def _check_schemes(cell: Cell, files: CellFiles, v: Verdict) -> None:
             count = len(datagrams.data(sent, files.server_addr, SCHEME_PORT + n))
             if count < MIN_DATA_PACKETS:
                 v.fail(f"flow {n} ({scheme.label}, scheme {flow.cc}) sent {count} datagrams to the server: it never sent")
-
-
-def _events(path: Path) -> list[dict[str, Any]]:
-    """A scheme side's JSON lines (scheme_scripts.WRAPPER): its start and its own end."""
-    try:
-        return [e for line in path.read_text().splitlines() if line.strip() and isinstance(e := json.loads(line), dict)]
-    except (OSError, ValueError):
-        return []
 
 
 def _check_captures(files: CellFiles, v: Verdict) -> None:

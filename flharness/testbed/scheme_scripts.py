@@ -24,6 +24,14 @@ q = shlex.quote
 WRAPPER = ('st=$1; shift; echo "{\\"event\\": \\"start\\", \\"at\\": $(date +%s.%N)}" > "$st"; "$@"; '
            'rc=$?; echo "{\\"event\\": \\"exit\\", \\"at\\": $(date +%s.%N), \\"status\\": $rc}" >> "$st"')
 SHELLCHECK_WRAPPER = "# shellcheck disable=SC2016  # the wrapper's $ are its own shell's"
+#: scheme_cpu PIDFILE STATUS: the CPU seconds the side's process group has used so far
+#: (each live process's user and system time, /proc/PID/stat), as a "cpu" JSON line, read
+#: before the side is stopped: a side whose program uses a whole core is CPU-bound.
+CPU_FUNCTION = ("scheme_cpu() { read -r pid _ < \"$1\" 2>/dev/null || return 0; "
+                "awk -v g=\"$pid\" -v hz=\"$(getconf CLK_TCK)\" -v now=\"$(date +%s.%N)\" "
+                "'FNR == 1 { sub(/^.*\\) /, \"\"); if ($3 == g) t += $12 + $13 } "
+                "END { printf \"{\\\"event\\\": \\\"cpu\\\", \\\"at\\\": %s, \\\"seconds\\\": %.2f}\\n\", now, t / hz }' "
+                "/proc/[0-9]*/stat 2>/dev/null >> \"$2\"; }")
 #: The server's connecting side first waits for Flent's first ping to arrive and the lead-in.
 AFTER_FIRST_PING = ('fl=$1 dev=$2 lead=$3; shift 3; t0=$("$fl/fl-first-ping" "$dev" request); '
                     '"$fl/fl-wait-from" "$t0" "$lead"; ')
@@ -97,8 +105,10 @@ def flent_lines(sides: tuple[SchemeSide, ...], lead_s: int, end_s: int) -> list[
            for line in (f"echo {q('+ ' + ' '.join(s.argv))} >> \"$dir/flent.out\"", SHELLCHECK_WRAPPER, _start(s, lead_s))]
     if sides:
         pids = " ".join(s.pidfile for s in sides)
-        signal = sides[0].stop
-        out += [f'( {sides[0].helper("fl-wait-from")} "$t0" {int(end_s)}; {sides[0].helper("fl-stop")} -{q(signal)} {pids} ) &',
+        cpu = "; ".join(f"scheme_cpu {s.pidfile} {q(s.status)}" for s in sides)
+        out += [CPU_FUNCTION,
+                f'( {sides[0].helper("fl-wait-from")} "$t0" {int(end_s)}; {cpu}; '
+                f'{sides[0].helper("fl-stop")} -{q(sides[0].stop)} {pids} ) &',
                 "schemes_stop=$!"]
     return out
 
@@ -112,5 +122,9 @@ def after_flent_lines(sides: tuple[SchemeSide, ...]) -> list[str]:
 
 
 def collect_lines(sides: tuple[SchemeSide, ...]) -> list[str]:
-    """collect.sh's part: the host's sides stopped (those already stopped are skipped)."""
-    return [f"{s.helper('fl-stop')} -{q(s.stop)} {s.pidfile}  # {s.title}" for s in sides]
+    """collect.sh's part: the host's sides' CPU time, then they are stopped (those already
+    stopped are skipped)."""
+    if not sides:
+        return []
+    return [CPU_FUNCTION, *(f"scheme_cpu {s.pidfile} {q(s.status)}; {s.helper('fl-stop')} -{q(s.stop)} {s.pidfile}"
+                            f"  # {s.title}" for s in sides)]
