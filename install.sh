@@ -29,7 +29,7 @@ TEST_PACKAGES="openssh-server openssh-client nginx chromium shellcheck"
 # The shipped schemes' programs (schemes/*.yml): QUIC from ngtcp2's example programs. The
 # server package installs a system service (ngtcp2d, port 7777): it is not started, and
 # disabled.
-SCHEME_PACKAGES="ngtcp2-server ngtcp2-client openssl"
+SCHEME_PACKAGES="ngtcp2-server ngtcp2-client openssl curl make g++"  # and libutp's ucat: schemes/install-ucat.sh
 NON_FREE=/etc/apt/sources.list.d/fl-non-free.sources
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEMO=yes
@@ -78,6 +78,7 @@ apt-get install -y -q --no-install-recommends $TEST_PACKAGES $SCHEME_PACKAGES
 if command -v systemctl >/dev/null 2>&1; then
     systemctl disable ngtcp2d.service >/dev/null 2>&1 || true
 fi
+"$HERE/schemes/install-ucat.sh"
 if [ "$MADE_POLICY" = yes ]; then
     rm -f /usr/sbin/policy-rc.d
     trap - EXIT

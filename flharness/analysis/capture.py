@@ -1,7 +1,9 @@
 """fl's captures as numpy arrays: the header fields of every IPv4 TCP packet, and of
 every IPv4 UDP datagram with the first word of its payload (iperf's datagram number) and
-a tag of its payload bytes 20 to 36, which tells one encrypted datagram (QUIC's) from
-every other: its first bytes and its IP id repeat, those do not.
+a tag of its first 36 payload bytes, which tells one datagram of a scheme from every
+other: an encrypted one's (QUIC's) by bytes 20 to 36 (its first bytes and its IP id
+repeat across thousands), a plain one's (uTP's) by its header's sequence numbers and
+timestamps (its data may be a file of zeros).
 
 Only the walk from one pcap record to the next is a Python loop (it reads one length
 per packet); every field is then gathered for all packets at once with numpy, so a
@@ -25,8 +27,8 @@ _MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e-6), b"\xa1\xb2\xc3\xd4": (">", 1e-6),
 #: link type → (bytes before the IP header, offset of the EtherType or None)
 _LINK = {1: (14, 12), 113: (16, 14), 101: (0, None), 12: (0, None)}
 _IPV4, _TCP, _UDP = 0x0800, 6, 17
-#: The UDP payload's bytes a datagram is told apart by (TAG: within the 128-byte snap length).
-TAG_BYTES = (20, 36)
+#: The UDP payload's bytes a datagram is told apart by (its tag: within the 128-byte snap length).
+TAG_BYTES = (0, 36)
 _GLOBAL_HEADER, _RECORD_HEADER = 24, 16
 
 
@@ -190,8 +192,12 @@ def _parse_udp(d: NDArray[np.uint8], records: NDArray[np.int64], lengths: NDArra
     lo, hi = TAG_BYTES
     whole = (end >= udp + 8 + hi) & (_be(d, ip + 2, 2) - ihl - 8 >= hi)
     at = np.where(whole, udp + 8 + lo, 0)
+    tag = np.zeros(len(at), np.uint64)
     with np.errstate(over="ignore"):
-        tag = (_be(d, at, 8).astype(np.uint64) * _MIX[0]) ^ _be(d, at + 8, 8).astype(np.uint64)
+        for i in range(lo, hi, 4):  # each 4-byte word mixed in
+            tag = (tag * _MIX[0]) ^ _be(d, at + i - lo, 4).astype(np.uint64)
+        tag ^= tag >> np.uint64(29)
+    tag[tag == 0] = 1  # 0 means no tag
     return Datagrams(
         ts=_stamps(d, records, order, unit), src=_be(d, ip + 12, 4).astype(np.uint32),
         dst=_be(d, ip + 16, 4).astype(np.uint32), sport=_be(d, udp, 2).astype(np.uint32),

@@ -4,8 +4,9 @@ captures, as delivery.py measures a TCP flow:
 * its data: the datagrams to the server's address with the flow's port on either end (the
   side that listens has it), in the client's capture (sent) and the server's (received);
   what comes back (acknowledgements) is not data;
-* matched one by one between the captures by their tag (payload bytes 20 to 36: an
-  encrypted datagram's first bytes and its IP id repeat across thousands, those do not);
+* matched one by one between the captures by their tag (their first 36 payload bytes: an
+  encrypted datagram's first bytes and its IP id repeat across thousands, its bytes 20 to
+  36 do not; a plain one's header numbers it);
   a datagram matched twice (the same tag sent again) is counted once, at its first copy;
 * goodput: the UDP payload that reached the receiver in the window (headers and the
   scheme's own framing count: no program's view of what it delivered is taken);

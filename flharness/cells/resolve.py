@@ -72,7 +72,8 @@ def _schemes(flows: list[FlowConfig], known: dict[str, Scheme], combo: dict[str,
     return {name: SchemeConfig(title=s.title, implementation=s.implementation, version=s.version,
                                transport=s.transport, listens=s.listens, needs=list(s.needs),
                                setup={side: [list(a) for a in cmds] for side, cmds in s.setup.items() if cmds},
-                               sender=list(s.commands["sender"]), receiver=list(s.commands["receiver"]), stop=s.stop)
+                               sender=list(s.commands["sender"]), receiver=list(s.commands["receiver"]),
+                               stdin=dict(s.stdin), stdout={k: v for k, v in s.stdout.items() if v != "log"}, stop=s.stop)
             for name, s in used.items()}
 
 

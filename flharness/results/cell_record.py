@@ -194,6 +194,10 @@ class SchemeConfig(Contract):
     """Per side, the commands run before it starts."""
     sender: list[str]
     receiver: list[str]
+    stdin: dict[str, str] = {}
+    """Per side, its standard input: a file, or `hold` (open and empty); /dev/null otherwise."""
+    stdout: dict[str, str] = {}
+    """Per side, `discard` where its standard output is not kept (in its log otherwise)."""
     stop: str
     """The signal that ends a side."""
 

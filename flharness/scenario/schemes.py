@@ -13,6 +13,9 @@ ledbat-vs-cubic`); its flows are measured from the captures, as every flow is.
     setup: {sender: [[openssl, req, …]]}   # run on that side before it starts, in order
     sender: [gtlsserver, -q, "--cc={cc}", "*", "{port}", "{dir}/key.pem", "{dir}/cert.pem"]
     receiver: [gtlsclient, -q, "{peer}", "{port}", "https://{peer}:{port}/{file_name}"]
+    stdin: {sender: "{file}"}       # a side's standard input: a file, or `hold` (open, empty:
+                                    # a program that quits at the end of its input waits)
+    stdout: {receiver: discard}     # a side's standard output: its log (default) or `discard`
     stop: TERM                      # the signal that ends either side
     schemes:                        # the names it gives, each with its title and words
       quic_cubic: {title: QUIC Cubic, vars: {cc: cubic}}
@@ -48,6 +51,9 @@ PLACEHOLDERS = {
     "bytes": "its size: twice what the link carries in the test, at least 1 MB",
 }
 SIDES: tuple[Literal["sender", "receiver"], ...] = ("sender", "receiver")
+#: A side's standard input that stays open and empty (a program that quits at the end of
+#: its input, as ucat does, waits).
+HOLD = "hold"
 Side = Literal["sender", "receiver"]
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}\Z")  # as a congestion control's (values.CC_RE)
 _PROGRAM_RE = re.compile(r"^(/[\w.+-]+)+\Z|^[\w.+-]+\Z")
@@ -70,12 +76,17 @@ def _command(argv: list[str], known: set[str]) -> list[str]:
         raise ValueError("a command is a list of words, the program first")
     _program(argv[0])
     for word in argv:
-        if not _WORD_RE.match(word):
-            raise ValueError(f"{word[:40]!r}: a word of 1 to 512 characters, no control characters")
-        for name in _FIELD_RE.findall(word):
-            if name not in known:
-                raise ValueError(f"{{{name}}} in {word!r} is none of {', '.join(sorted(known))}")
+        _word(word, known)
     return argv
+
+
+def _word(word: str, known: set[str]) -> str:
+    if not _WORD_RE.match(word):
+        raise ValueError(f"{word[:40]!r}: a word of 1 to 512 characters, no control characters")
+    for name in _FIELD_RE.findall(word):
+        if name not in known:
+            raise ValueError(f"{{{name}}} in {word!r} is none of {', '.join(sorted(known))}")
+    return word
 
 
 class Named(BaseModel):
@@ -98,7 +109,7 @@ class Named(BaseModel):
 
 class SchemeFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    implementation: str = Field(min_length=1, max_length=40, pattern=r"^[\w .+-]+$")
+    implementation: str = Field(min_length=1, max_length=40, pattern=r"^[\w .+/-]+$")
     version: str = Field(pattern=r"^[\w.+~:-]{1,40}$")
     source: str = Field(min_length=1, max_length=300)
     transport: Literal["udp"]  # the captures measure a scheme's datagrams (a TCP scheme's flows: not yet)
@@ -107,6 +118,8 @@ class SchemeFile(BaseModel):
     setup: dict[Side, list[list[str]]] = {}
     sender: list[str]
     receiver: list[str]
+    stdin: dict[Side, str] = {}
+    stdout: dict[Side, Literal["log", "discard"]] = {}
     stop: Literal["TERM", "INT", "KILL"] = "TERM"
     schemes: dict[str, Named] = Field(min_length=1)
 
@@ -133,6 +146,8 @@ class SchemeFile(BaseModel):
                     _command(getattr(self, side), known)
                     for argv in self.setup.get(side, []):
                         _command(argv, known)
+                    if self.stdin.get(side, HOLD) != HOLD:
+                        _word(self.stdin[side], known)
                 except ValueError as e:
                     raise ValueError(f"{side} (scheme {name}): {e}") from None
         return self
@@ -151,6 +166,8 @@ class Scheme:
     needs: tuple[str, ...]
     setup: dict[Side, tuple[tuple[str, ...], ...]]
     commands: dict[Side, tuple[str, ...]]
+    stdin: dict[Side, str]
+    stdout: dict[Side, str]
     stop: str
     file: str  # the scheme file, as fl found it
 
@@ -175,7 +192,8 @@ def read_scheme_file(path: Path) -> dict[str, Scheme]:
         raise ScenarioError(path, ".".join(map(str, err["loc"])), err["msg"].removeprefix("Value error, ")) from None
     return {name: Scheme(name, n.title, f.implementation, f.version, f.transport, f.listens, tuple(f.needs),
                          {side: tuple(_fill_vars(a, n.vars) for a in f.setup.get(side, [])) for side in SIDES},
-                         {side: _fill_vars(getattr(f, side), n.vars) for side in SIDES}, f.stop, str(path))
+                         {side: _fill_vars(getattr(f, side), n.vars) for side in SIDES},
+                         {side: _fill_vars([v], n.vars)[0] for side, v in f.stdin.items()}, dict(f.stdout), f.stop, str(path))
             for name, n in f.schemes.items()}
 
 

@@ -304,6 +304,8 @@ def scheme_sides(cell: Cell, inv: Inventory, host: str, place: HostPlace, scratc
                               log=f"{place.cell_dir}/scheme-{n}.{side}.log", status=f"{place.cell_dir}/scheme-{n}.{side}.json",
                               setup=tuple(fill(argv, values) for argv in scheme.setup.get(side, [])),
                               argv=fill(scheme.command(side), values), start=start, stop=scheme.stop,
+                              stdin=fill([scheme.stdin.get(side, "/dev/null")], values)[0],
+                              stdout="/dev/null" if scheme.stdout.get(side) == "discard" else "/dev/stdout",
                               file_bytes=size if side == "sender" else None,
                               file=values["file"] if side == "sender" else None, first_ping_dev=place.capture_dev))
     return tuple(out)

@@ -18,16 +18,18 @@ from dataclasses import dataclass
 from typing import Literal
 
 q = shlex.quote
-#: The wrapper each side runs under (`sh -c WRAPPER sh STATUS ARGV…`): "start" when it
-#: starts, "exit" with the status if its program ends by itself (stopped, the wrapper dies
-#: with it: no line).
-WRAPPER = ('st=$1; shift; echo "{\\"event\\": \\"start\\", \\"at\\": $(date +%s.%N)}" > "$st"; "$@"; '
+#: The wrapper each side runs under (`sh -c WRAPPER sh STATUS IN OUT ARGV…`): "start" when
+#: it starts, "exit" with the status if its program ends by itself (stopped, the wrapper
+#: dies with it: no line); the program's input is IN (`hold`: an open pipe nothing writes
+#: to), its output OUT (/dev/stdout: the side's log).
+WRAPPER = ('st=$1 in=$2 out=$3; shift 3; echo "{\\"event\\": \\"start\\", \\"at\\": $(date +%s.%N)}" > "$st"; '
+           'if [ "$in" = hold ]; then tail -f /dev/null | "$@" > "$out"; else "$@" < "$in" > "$out"; fi; '
            'rc=$?; echo "{\\"event\\": \\"exit\\", \\"at\\": $(date +%s.%N), \\"status\\": $rc}" >> "$st"')
 SHELLCHECK_WRAPPER = "# shellcheck disable=SC2016  # the wrapper's $ are its own shell's"
 #: scheme_cpu PIDFILE STATUS: the CPU seconds the side's process group has used so far
 #: (each live process's user and system time, /proc/PID/stat), as a "cpu" JSON line, read
 #: before the side is stopped: a side whose program uses a whole core is CPU-bound.
-CPU_FUNCTION = ("scheme_cpu() { read -r pid _ < \"$1\" 2>/dev/null || return 0; "
+CPU_FUNCTION = ("scheme_cpu() { { read -r pid _ < \"$1\"; } 2>/dev/null || return 0; "
                 "awk -v g=\"$pid\" -v hz=\"$(getconf CLK_TCK)\" -v now=\"$(date +%s.%N)\" "
                 "'FNR == 1 { sub(/^.*\\) /, \"\"); if ($3 == g) t += $12 + $13 } "
                 "END { printf \"{\\\"event\\\": \\\"cpu\\\", \\\"at\\\": %s, \\\"seconds\\\": %.2f}\\n\", now, t / hz }' "
@@ -52,6 +54,8 @@ class SchemeSide:
     argv: tuple[str, ...]
     start: Literal["setup", "lead", "first_ping"]  # listening from setup; with the flows (flent.sh); on the server, with them
     stop: str  # the signal that ends it
+    stdin: str = "/dev/null"  # its input: a file, or `hold` (open and empty)
+    stdout: str = "/dev/stdout"  # its output: its log, or /dev/null
     file_bytes: int | None = None  # the sender's file to send ({file}), made sparse
     file: str | None = None
     first_ping_dev: str | None = None  # the server's device Flent's ping arrives on (start: first_ping)
@@ -76,7 +80,8 @@ def _start(s: SchemeSide, lead_s: int) -> str:
         script, pre = AFTER_FIRST_PING + WRAPPER, f"{q(s.scratch)} {q(s.first_ping_dev)} {int(lead_s)} "
     else:
         script, pre = WRAPPER, ""
-    return f"{s.helper('fl-start')} {s.pidfile} {q(s.log)} sh -c {q(script)} sh {pre}{q(s.status)} {words}"
+    return (f"{s.helper('fl-start')} {s.pidfile} {q(s.log)} sh -c {q(script)} sh {pre}{q(s.status)} "
+            f"{q(s.stdin)} {q(s.stdout)} {words}")
 
 
 def setup_lines(sides: tuple[SchemeSide, ...], lead_s: int) -> list[str]:

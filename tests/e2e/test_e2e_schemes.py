@@ -1,7 +1,8 @@
 """Schemes (user-space congestion controllers: docs/schemes.md) run for real on namespaces
 (tests/scenarios/host-schemes.yml), checked against what fl did not compute: the two
-captures read here with dpkt, each QUIC datagram matched by its own payload bytes, and
-the link's physics (its UDP payload capacity at the datagrams' own size)."""
+captures read here with dpkt, each QUIC datagram matched by its own payload bytes, the
+link's physics (its UDP payload capacity at the datagrams' own size), and LEDBAT's own
+definition (RFC 6817: a 100 ms target of queueing delay, below TCP's through a deeper queue)."""
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ PORT = 7101  # flow 1's (hosts.SCHEME_PORT + 1)
 def run(tmp_path_factory):
     results = tmp_path_factory.mktemp("schemes")
     p = run_fl("run", str(SCENARIO), "--results", str(results))
-    assert "2 ok, 1 failed" in p.stdout, p.stdout + p.stderr
+    assert "4 ok, 1 failed" in p.stdout, p.stdout + p.stderr
     plot = run_fl("plot", "--results", str(results))
     assert plot.returncode == 0, plot.stdout + plot.stderr
     return results / "default"
@@ -85,3 +86,21 @@ def test_a_scheme_that_exits_at_once_fails_its_cell_with_its_words(run):
     assert "status 3: cannot reach" in rec["reason"] and "it never sent" in rec["reason"], rec["reason"]
     events = [e for line in (d / "scheme-1.sender.json").read_text().splitlines() if (e := json.loads(line))["event"] != "cpu"]
     assert [e["event"] for e in events] == ["start", "exit"] and events[1]["status"] == 3, events
+
+
+def test_ledbat_alone_fills_the_link_at_its_target_delay_and_yields_to_cubic(run):
+    """libutp's LEDBAT through a 480 ms FIFO: alone it fills the link (90 % of its datagrams'
+    payload capacity) and holds the queue near its 100 ms target, not the FIFO's 480 ms
+    (its datagrams' one-way delay, p95, between 50 and 200 ms); beside kernel Cubic, which
+    fills the FIFO, it yields: its D_SS under 10 % of Cubic's and Cubic's above 80 % of the link."""
+    rec, _, d = find(run, "host-schemes", cc="ledbat")
+    assert rec["status"] == "ok", rec["reason"]
+    (flow,) = json.loads((d / "metrics.json").read_text())["flows"]
+    assert flow["label"].startswith("LEDBAT (libutp/utp-native 2.5.3)"), flow["label"]
+    assert flow["mean_mbit"] >= 0.9 * 10.0 * flow["payload_share"], flow
+    assert 50 <= flow["owd_ms"]["p95"] <= 200, flow["owd_ms"]
+    rec, _, d = find(run, "host-schemes", cc="ledbat-vs-cubic")
+    assert rec["status"] == "ok", rec["reason"]
+    ledbat, cubic = json.loads((d / "metrics.json").read_text())["flows"]
+    assert ledbat["steady_mbit"] < 0.1 * cubic["steady_mbit"] and cubic["steady_mbit"] > 0.8 * 9.56, (ledbat, cubic)
+    assert cubic["owd_ms"]["p95"] > 300, cubic["owd_ms"]  # Cubic keeps the FIFO full, past LEDBAT's target
