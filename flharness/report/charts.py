@@ -125,11 +125,21 @@ def _delay_data(cells: list[CellResult], scheme: str, owd: bool) -> dict[str, An
     flow's goodput and p95 delay, against one flow's capacity), else per cell."""
     if max(len(_flows(c)) for c in cells) > 1:
         return {"owd": owd, "capacity": max(_link_capacity_mbit(c) for c in cells),
-                "points": [[c.label(scheme), f.mean_mbit or 0.0, _p95_delay(f, owd), f"flow {f.index}: {f.label}"]
+                "points": [[_named(c, scheme), f.mean_mbit or 0.0, _p95_delay(f, owd), f"flow {f.index}: {f.label}"]
                            for c in cells for f in _flows(c)]}
     return {"owd": owd, "capacity": max(_capacity_mbit(c) for c in cells),
-            "points": [[c.label(scheme), sum(f.mean_mbit or 0 for f in _flows(c)),
+            "points": [[_named(c, scheme), sum(f.mean_mbit or 0 for f in _flows(c)),
                         max(_p95_delay(f, owd) for f in _flows(c))] for c in cells]}
+
+
+def _named(c: CellResult, axis: str) -> str | None:
+    """C's label on AXIS; on cc, each scheme in it (a user-space program) by what tables
+    call it, its implementation and version with it ("QUIC Cubic (ngtcp2 0.12.1)-vs-cubic")."""
+    label = c.label(axis)
+    names = {f.cc: f.scheme for f in _flows(c) if f.scheme}
+    if axis != "cc" or label is None or not names:
+        return label
+    return "-vs-".join(names.get(part, part) for part in label.split("-vs-"))
 
 
 def _scheme_axis(s: ScenarioResult, cells: list[CellResult]) -> str:

@@ -36,7 +36,8 @@ def figure(data: dict[str, Any], title: str) -> Figure:
         by[(scheme or "?", flow[0] if flow else "")].append((delay, tput))
     schemes = sorted({scheme for scheme, _ in by})
     flows = sorted({flow for _, flow in by})
-    fig, ax = plt.subplots(figsize=(6.4, 4.4) if len(by) <= 8 else (7.6, 5.6))
+    rows = len(by) + 1 if len(by) <= 8 else (len(by) + 2) // 2  # the legend's, below the axes
+    fig, ax = plt.subplots(figsize=(6.4 if len(by) <= 8 else 7.6, 3.9 + 0.17 * rows))
     colours = plt.get_cmap("tab10")
     for i, ((scheme, flow), pts) in enumerate(sorted(by.items())):
         colour = colours(schemes.index(scheme) % 10)
@@ -60,14 +61,16 @@ def figure(data: dict[str, Any], title: str) -> Figure:
     ax.set_ylabel("average throughput per flow (Mbit/s)" if per_flow else "average throughput (Mbit/s)")
     ax.set_title(textwrap.fill(title, TITLE_WIDTH) + "\n(small: each run; large: mean)", fontsize=9)
     ax.grid(True, which="major", linewidth=0.3)
-    ax.legend(fontsize=7 if len(by) <= 8 else 6, loc="best", ncol=1 if len(by) <= 8 else 2)
+    # below the axes: a legend inside them hides the points it names (a starved flow near 0)
+    ax.legend(fontsize=7 if len(by) <= 8 else 6, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+              ncol=1 if len(by) <= 8 else 2, frameon=False)
     fig.tight_layout()
     return fig
 
 
 def draw(data: dict[str, Any], title: str, path: Path) -> None:
     fig = figure(data, title)
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
 
 
