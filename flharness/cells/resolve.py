@@ -73,7 +73,8 @@ def _schemes(flows: list[FlowConfig], known: dict[str, Scheme], combo: dict[str,
                                transport=s.transport, listens=s.listens, needs=list(s.needs),
                                setup={side: [list(a) for a in cmds] for side, cmds in s.setup.items() if cmds},
                                sender=list(s.commands["sender"]), receiver=list(s.commands["receiver"]),
-                               stdin=dict(s.stdin), stdout={k: v for k, v in s.stdout.items() if v != "log"}, stop=s.stop)
+                               stdin=dict(s.stdin), stdout={k: v for k, v in s.stdout.items() if v != "log"},
+                               env={side: dict(e) for side, e in s.env.items() if e}, stop=s.stop)
             for name, s in used.items()}
 
 

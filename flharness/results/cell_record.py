@@ -198,6 +198,8 @@ class SchemeConfig(Contract):
     """Per side, its standard input: a file, or `hold` (open and empty); /dev/null otherwise."""
     stdout: dict[str, str] = {}
     """Per side, `discard` where its standard output is not kept (in its log otherwise)."""
+    env: dict[str, dict[str, str]] = {}
+    """Per side, environment variables its program gets."""
     stop: str
     """The signal that ends a side."""
 

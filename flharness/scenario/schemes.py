@@ -16,6 +16,7 @@ ledbat-vs-cubic`); its flows are measured from the captures, as every flow is.
     stdin: {sender: "{file}"}       # a side's standard input: a file, or `hold` (open, empty:
                                     # a program that quits at the end of its input waits)
     stdout: {receiver: discard}     # a side's standard output: its log (default) or `discard`
+    env: {sender: {MIN_RTT: "1000000"}}   # a side's environment variables
     stop: TERM                      # the signal that ends either side
     schemes:                        # the names it gives, each with its title and words
       quic_cubic: {title: QUIC Cubic, vars: {cc: cubic}}
@@ -36,6 +37,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ScenarioError
+from .pantheon import PantheonFile, wrapper
 from .yaml_file import read_yaml
 
 #: The shipped scheme files.
@@ -61,6 +63,7 @@ _WORD_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,512}\Z")
 _FIELD_RE = re.compile(r"\{([^{}]*)\}")
 _VAR_RE = re.compile(r"^[a-z_][a-z0-9_]*\Z")
 _VALUE_RE = re.compile(r"^[\w.,:=+/-]{1,100}\Z")
+_ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}\Z")
 
 
 def _program(word: str) -> str:
@@ -120,6 +123,7 @@ class SchemeFile(BaseModel):
     receiver: list[str]
     stdin: dict[Side, str] = {}
     stdout: dict[Side, Literal["log", "discard"]] = {}
+    env: dict[Side, dict[str, str]] = {}
     stop: Literal["TERM", "INT", "KILL"] = "TERM"
     schemes: dict[str, Named] = Field(min_length=1)
 
@@ -148,6 +152,10 @@ class SchemeFile(BaseModel):
                         _command(argv, known)
                     if self.stdin.get(side, HOLD) != HOLD:
                         _word(self.stdin[side], known)
+                    for var, value in self.env.get(side, {}).items():
+                        if not _ENV_RE.match(var):
+                            raise ValueError(f"env {var!r}: an environment variable's name (A-Z, 0-9, _)")
+                        _word(value, known)
                 except ValueError as e:
                     raise ValueError(f"{side} (scheme {name}): {e}") from None
         return self
@@ -168,6 +176,7 @@ class Scheme:
     commands: dict[Side, tuple[str, ...]]
     stdin: dict[Side, str]
     stdout: dict[Side, str]
+    env: dict[Side, dict[str, str]]
     stop: str
     file: str  # the scheme file, as fl found it
 
@@ -183,18 +192,50 @@ def _fill_vars(argv: list[str], words: dict[str, str]) -> tuple[str, ...]:
 
 
 def read_scheme_file(path: Path) -> dict[str, Scheme]:
-    """The schemes of one file, validated; a problem names the file and key."""
+    """The schemes of one file, validated; a problem names the file and key. A file that
+    names a Pantheon checkout (`pantheon:`) gives its schemes (scenario/pantheon.py)."""
+    data = read_yaml(path, "a scheme file is a mapping (implementation, version, transport, listens, sender, "
+                           "receiver, schemes …; or pantheon, schemes)")
     try:
-        f = SchemeFile.model_validate(read_yaml(path, "a scheme file is a mapping (implementation, version, "
-                                                       "transport, listens, sender, receiver, schemes …)"))
+        if "pantheon" in data:
+            return _pantheon_schemes(PantheonFile.model_validate(data), path)
+        f = SchemeFile.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         raise ScenarioError(path, ".".join(map(str, err["loc"])), err["msg"].removeprefix("Value error, ")) from None
     return {name: Scheme(name, n.title, f.implementation, f.version, f.transport, f.listens, tuple(f.needs),
                          {side: tuple(_fill_vars(a, n.vars) for a in f.setup.get(side, [])) for side in SIDES},
                          {side: _fill_vars(getattr(f, side), n.vars) for side in SIDES},
-                         {side: _fill_vars([v], n.vars)[0] for side, v in f.stdin.items()}, dict(f.stdout), f.stop, str(path))
+                         {side: _fill_vars([v], n.vars)[0] for side, v in f.stdin.items()}, dict(f.stdout),
+                         {side: dict(zip(env, _fill_vars(list(env.values()), n.vars))) for side, env in f.env.items()},
+                         f.stop, str(path))
             for name, n in f.schemes.items()}
+
+
+def _pantheon_schemes(f: PantheonFile, path: Path) -> dict[str, Scheme]:
+    """Each scheme a Pantheon file names, as its wrapper runs it from the checkout."""
+    third_party = f"{f.checkout(path)}/third_party"
+    version = f.version_text(path)
+
+    def words(argv: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(w.replace("{T}", third_party) for w in argv)
+
+    out = {}
+    for i, (name, theirs) in enumerate(f.named().items()):
+        try:
+            w = wrapper(theirs)
+            if not _NAME_RE.match(name):
+                raise ValueError(f"{name!r}: not a congestion control's name")
+            commands = {side: words(getattr(w, side)) for side in SIDES}
+            for side in SIDES:
+                _command(list(commands[side]), set(PLACEHOLDERS))
+        except ValueError as e:
+            raise ScenarioError(path, f"schemes[{i}]", str(e)) from None
+        env = {side: {k: v.replace("{T}", third_party) for k, v in e.items()} for side, e in w.env.items()}
+        out[name] = Scheme(name, w.title, "Pantheon", version, "udp", w.first,
+                           tuple(dict.fromkeys(c[0] for c in commands.values())), {"sender": (), "receiver": ()},
+                           commands, dict(w.stdin), dict(w.stdout), env, "TERM", str(path))
+    return out
 
 
 def load_schemes(named: Sequence[Path] = (), base: Path = SCHEME_DIR) -> dict[str, Scheme]:

@@ -303,12 +303,20 @@ def scheme_sides(cell: Cell, inv: Inventory, host: str, place: HostPlace, scratc
         out.append(SchemeSide(flow=n, scheme=flow.cc, side=side, scratch=scratch, folder=folder,
                               log=f"{place.cell_dir}/scheme-{n}.{side}.log", status=f"{place.cell_dir}/scheme-{n}.{side}.json",
                               setup=tuple(fill(argv, values) for argv in scheme.setup.get(side, [])),
-                              argv=fill(scheme.command(side), values), start=start, stop=scheme.stop,
+                              argv=_with_env(scheme.env.get(side, {}), fill(scheme.command(side), values), values),
+                              start=start, stop=scheme.stop,
                               stdin=fill([scheme.stdin.get(side, "/dev/null")], values)[0],
                               stdout="/dev/null" if scheme.stdout.get(side) == "discard" else "/dev/stdout",
                               file_bytes=size if side == "sender" else None,
                               file=values["file"] if side == "sender" else None, first_ping_dev=place.capture_dev))
     return tuple(out)
+
+
+def _with_env(env: dict[str, str], argv: tuple[str, ...], values: dict[str, str]) -> tuple[str, ...]:
+    """ARGV run with ENV's variables (env(1) first: every word still one shell word)."""
+    if not env:
+        return argv
+    return ("env", *(f"{k}={v}" for k, v in zip(env, fill(list(env.values()), values))), *argv)
 
 
 def fill(argv: list[str], values: dict[str, str]) -> tuple[str, ...]:

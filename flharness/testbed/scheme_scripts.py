@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 q = shlex.quote
-#: The wrapper each side runs under (`sh -c WRAPPER sh STATUS IN OUT ARGV…`): "start" when
-#: it starts, "exit" with the status if its program ends by itself (stopped, the wrapper
-#: dies with it: no line); the program's input is IN (`hold`: an open pipe nothing writes
-#: to), its output OUT (/dev/stdout: the side's log).
+#: The wrapper each side runs under (`sh -c WRAPPER sh STATUS IN OUT ARGV…`, in the side's
+#: own folder): "start" when it starts, "exit" with the status if its program ends by itself
+#: (stopped, the wrapper dies with it: no line); the program's input is IN (`hold`: an open
+#: pipe nothing writes to), its output OUT (/dev/stdout: the side's log).
 WRAPPER = ('st=$1 in=$2 out=$3; shift 3; echo "{\\"event\\": \\"start\\", \\"at\\": $(date +%s.%N)}" > "$st"; '
            'if [ "$in" = hold ]; then tail -f /dev/null | "$@" > "$out"; else "$@" < "$in" > "$out"; fi; '
            'rc=$?; echo "{\\"event\\": \\"exit\\", \\"at\\": $(date +%s.%N), \\"status\\": $rc}" >> "$st"')
@@ -80,8 +80,8 @@ def _start(s: SchemeSide, lead_s: int) -> str:
         script, pre = AFTER_FIRST_PING + WRAPPER, f"{q(s.scratch)} {q(s.first_ping_dev)} {int(lead_s)} "
     else:
         script, pre = WRAPPER, ""
-    return (f"{s.helper('fl-start')} {s.pidfile} {q(s.log)} sh -c {q(script)} sh {pre}{q(s.status)} "
-            f"{q(s.stdin)} {q(s.stdout)} {words}")
+    return (f"(cd {q(s.folder)} && {s.helper('fl-start')} {s.pidfile} {q(s.log)} sh -c {q(script)} sh {pre}{q(s.status)} "
+            f"{q(s.stdin)} {q(s.stdout)} {words} )")
 
 
 def setup_lines(sides: tuple[SchemeSide, ...], lead_s: int) -> list[str]:

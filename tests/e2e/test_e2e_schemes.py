@@ -23,7 +23,7 @@ PORT = 7101  # flow 1's (hosts.SCHEME_PORT + 1)
 def run(tmp_path_factory):
     results = tmp_path_factory.mktemp("schemes")
     p = run_fl("run", str(SCENARIO), "--results", str(results))
-    assert "4 ok, 1 failed" in p.stdout, p.stdout + p.stderr
+    assert "6 ok, 1 failed" in p.stdout, p.stdout + p.stderr
     plot = run_fl("plot", "--results", str(results))
     assert plot.returncode == 0, plot.stdout + plot.stderr
     return results / "default"
@@ -104,3 +104,16 @@ def test_ledbat_alone_fills_the_link_at_its_target_delay_and_yields_to_cubic(run
     ledbat, cubic = json.loads((d / "metrics.json").read_text())["flows"]
     assert ledbat["steady_mbit"] < 0.1 * cubic["steady_mbit"] and cubic["steady_mbit"] > 0.8 * 9.56, (ledbat, cubic)
     assert cubic["owd_ms"]["p95"] > 300, cubic["owd_ms"]  # Cubic keeps the FIFO full, past LEDBAT's target
+
+
+@pytest.mark.parametrize(("cc", "title"), [("vivace", "PCC-Vivace (Pantheon stub)"), ("pantheon_ledbat", "LEDBAT (Pantheon stub)")])
+def test_a_pantheon_checkouts_schemes_run_as_its_wrappers_run_them(run, cc, title):
+    """Pantheon's protocol, spoken by fl: the stub checkout's programs (tests/fixtures/
+    pantheon-stub) check that they get their wrapper's arguments and environment (PORT for
+    the side that runs first, IP PORT for the other, LD_LIBRARY_PATH their own folder) and
+    exit 2 otherwise; their data reaches the server (ucat's, standing in)."""
+    rec, _, d = find(run, "host-schemes", cc=cc)
+    assert rec["status"] == "ok", rec["reason"]
+    (flow,) = json.loads((d / "metrics.json").read_text())["flows"]
+    assert flow["label"].startswith(title) and flow["mean_mbit"] > 5, flow
+    assert rec["config"]["schemes"][cc]["implementation"] == "Pantheon"

@@ -133,12 +133,13 @@ def test_the_hosts_start_each_side_with_every_word_quoted(scenario_file, tmp_pat
     cli, srv = cv.hosts["cli"].setup, cv.hosts["srv"].setup
     start = next(line for line in cli.splitlines() if "fl-start" in line and "scheme-1.sender.pid" in line)
     words = shlex.split(start)
-    assert words[words.index("gtlsserver"):] == ["gtlsserver", "-q", "--cc=cubic", "--max-gso-dgrams=1", "-d",
+    assert words[0] == "(cd" and words[1] == "/run/fl/t/cli/scheme-1" and words[-1] == ")"  # in its own folder
+    assert words[words.index("gtlsserver"):-1] == ["gtlsserver", "-q", "--cc=cubic", "--max-gso-dgrams=1", "-d",
                                                   "/run/fl/t/cli/scheme-1", "*", "7101", "/run/fl/t/cli/scheme-1/key.pem",
                                                   "/run/fl/t/cli/scheme-1/cert.pem"]
     assert "truncate -s 50000000 /run/fl/t/cli/scheme-1/data" in cli  # 2 × 10 Mbit/s × 20 s / 8, bytes
     receiver = shlex.split(next(line for line in srv.splitlines() if "scheme-1.receiver.pid" in line and "fl-start" in line))
-    assert "fl-first-ping" in receiver[receiver.index("-c") + 1] and receiver[-1] == "https://10.71.1.1:7101/data"
+    assert "fl-first-ping" in receiver[receiver.index("-c") + 1] and receiver[-2] == "https://10.71.1.1:7101/data"
     flent = cv.files["cli"]["flent.sh"]
     assert "scheme-1.sender.pid" in flent and "fl-wait-from" in flent  # stopped at the test's end
 
@@ -164,3 +165,29 @@ def test_datagrams_are_matched_one_by_one_by_their_tag():
     assert datagrams.received_mbit(got, g, 0.0, 1.0) == pytest.approx(4 * 1200 * 8 / 1e6)
     assert datagrams.payload_share(got, g) == pytest.approx(1200 / 1242)
     assert len(datagrams.data(sent, 3, 7101)) == 0 and len(datagrams.data(sent, 2, 7102)) == 0
+
+
+def test_a_pantheon_checkouts_schemes_are_its_wrappers_commands(tmp_path):
+    """A file naming a Pantheon checkout gives its schemes as their wrappers run them:
+    the first side (run_first) listens, commands point into its third_party/, each side's
+    environment as the wrapper sets it; a scheme fl does not run from a checkout, or a name
+    Pantheon does not have, is refused with why; a relative checkout is the file's folder's."""
+    checkout = tmp_path / "pantheon"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / ".git" / "HEAD").write_text("23e738c4f2b1a0d9e8c7b6a5f4e3d2c1b0a99887\n")
+    path = tmp_path / "p.yml"
+    path.write_text("pantheon: pantheon\nschemes: [copa, verus, vivace]\n")
+    schemes = read_scheme_file(path)
+    copa, verus = schemes["copa"], schemes["verus"]
+    t = f"{checkout}/third_party"
+    assert copa.label == "Copa (Pantheon 23e738c)" and copa.listens == "receiver" and verus.listens == "sender"
+    assert copa.commands["receiver"] == (f"{t}/genericCC/receiver", "{port}")
+    assert copa.commands["sender"][:3] == (f"{t}/genericCC/sender", "serverip={peer}", "serverport={port}")
+    assert copa.env == {"sender": {"MIN_RTT": "1000000"}} and copa.stdout == {"sender": "discard"}
+    assert verus.commands["receiver"] == (f"{t}/verus/src/verus_client", "{peer}", "-p", "{port}")
+    assert schemes["vivace"].env["sender"] == {"LD_LIBRARY_PATH": f"{t}/vivace/sender"}
+    for text, why in (("schemes: [quic]", "proto-quic"), ("schemes: [nosuch]", "none of the Pantheon schemes"),
+                      ("schemes: {Bad: copa}", "not a congestion control's name")):
+        path.write_text(f"pantheon: /opt/pantheon\n{text}\n")
+        with pytest.raises(ScenarioError, match=rf"{path}: schemes\[0\]: .*{why}"):
+            read_scheme_file(path)
