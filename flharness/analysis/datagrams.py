@@ -49,7 +49,7 @@ def counts(sender: Datagrams, sent: NDArray[np.intp], receiver: Datagrams, recei
     ecn = {ECN_NAMES[int(c)]: int(n) for c, n in zip(*np.unique(codes, return_counts=True))}
     dscp = int(sender.tos[sent[0]] >> 2) if len(sent) else 0
     lost = 1 - len(received) / len(sent) if len(sent) else None
-    return PcapCounts(sent=len(sent), received=len(received), retrans=0, loss=lost, ecn_received=ecn, dscp=dscp)
+    return PcapCounts(sent=len(sent), received=len(received), retrans=None, loss=lost, ecn_received=ecn, dscp=dscp)
 
 
 def payload_share(dg: Datagrams, idx: NDArray[np.intp]) -> float | None:

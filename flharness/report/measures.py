@@ -91,7 +91,7 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
             flow=lambda f: 100 * f.owd_ms.loss_by_end if f.owd_ms and f.owd_ms.loss_by_end is not None else None,
             definition="payload sent during the test that had not arrived by its end (still queued counts as lost)"),
     Measure("retrans", "retransmissions", "segments", True, 0.10, 2,
-            flow=lambda f: float(f.pcap.retrans) if f.pcap else None,
+            flow=lambda f: float(f.pcap.retrans) if f.pcap and f.pcap.retrans is not None else None,
             definition="data segments the sender sent again (client's capture)"),
     Measure("goodput_total_mbit", "total goodput", "Mbit/s", False, 0.02, 0.05, cell=_total,
             definition="the flows' goodput summed"),

@@ -76,6 +76,24 @@ def stated(s: ScenarioResult, ref: Reference) -> list[Said]:
     return out
 
 
+def beside(s: ScenarioResult, ref: Reference) -> list[Said]:
+    """The run's cells no row names (schemes a scenario runs beside the source's), grouped
+    by their labels on the axes the rows name, each with the reference's metrics: the
+    mean over its valid cells."""
+    axes = list(dict.fromkeys(a for row in ref.rows for a in row.cell))
+    groups: dict[str, list[CellResult]] = {}
+    for c in s.cells:
+        if not any(matches(c.label, row, lambda axis, c=c: s.variant_of(c, axis)) for row in ref.rows):
+            key = ", ".join(f"{a} {label}" for a in axes if (label := c.label(a)) is not None)
+            groups.setdefault(key, []).append(c)
+    out = []
+    for key, cells in groups.items():
+        runs = [c.metrics for c in _valid(cells)]
+        shown = [_shown(name, runs) for name in ref.tolerance] if runs else []
+        out.append(Said(key, "", "", shown, len(runs), "" if runs else _why_not(cells)))
+    return out
+
+
 def _shown(name: str, runs: list[Any]) -> str:
     m = measure(name)
     keys = list(series(m, runs[0]))
@@ -174,14 +192,16 @@ def write_page(s: ScenarioResult, template_dir: Path = REPO) -> dict[str, Any] |
         return None
     ref = load_reference(s.scenario.reference)
     lines = reproduce(s, ref)
-    said = stated(s, ref)
+    said, besides = stated(s, ref), beside(s, ref)
     summary = {"document": ref.document, "address": ref.address, "section": ref.source.get("section", ""),
-               "counts": counts(lines) | ({"stated in words": len(said)} if said else {}),
+               "counts": counts(lines) | ({"stated in words": len(said)} if said else {})
+               | ({"rows beside the source's": len(besides)} if besides else {}),
                "by_condition": by_condition(lines), "href": f"{s.name}/{PAGE}.html", "rows": len(ref.rows)}
     measured = [line for line in lines if line.verdict in MEASURED]
     context = {"scenario": s.name, "ref": ref, "name": s.scenario.reference, "summary": summary,
                "lines": sorted(measured, key=lambda line: line.verdict != "differs"), "metrics": _metrics(ref),
-               "not_run": unmeasured(lines, "not run"), "missing": unmeasured(lines, "missing"), "said": said}
+               "not_run": unmeasured(lines, "not run"), "missing": unmeasured(lines, "missing"), "said": said,
+               "beside": besides}
     text = environment(template_dir).get_template(f"{PAGE}.md.j2").render(context)
     write_if_changed(s.dir / f"{PAGE}.md", text)
     write_if_changed(s.dir / f"{PAGE}.html", to_html(text, f"fl reproduction: {s.name}", template_dir))

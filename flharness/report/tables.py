@@ -142,7 +142,8 @@ def _per_run(runs: list[list[FlowMetrics]]) -> dict[str, Stat | None]:
             "owd_p95": each(lambda fs: mean([f.owd_ms.p95 for f in fs if f.owd_ms and f.owd_ms.p95 is not None])),
             "loss": each(pooled_loss), "loss_pantheon": each(pantheon_loss),
             "rtt_p95": each(lambda fs: mean([f.tcp_rtt_ms.p95 for f in fs if f.tcp_rtt_ms])),
-            "retrans": each(lambda fs: sum(f.pcap.retrans for f in fs if f.pcap) if any(f.pcap for f in fs) else None)}
+            "retrans": each(lambda fs: sum(f.pcap.retrans for f in fs if f.pcap and f.pcap.retrans is not None)
+                            if any(f.pcap and f.pcap.retrans is not None for f in fs) else None)}
 
 
 def udp_table(s: ScenarioResult) -> dict[str, Any] | None:

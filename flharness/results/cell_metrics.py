@@ -9,7 +9,7 @@ from .files import Contract, Sparse, Versioned
 from .flags import Flag
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION: Final = 18  # and the version field's Literal below (mypy holds them equal)
+METRICS_VERSION: Final = 19  # and the version field's Literal below (mypy holds them equal)
 
 
 class Percentiles(Contract):
@@ -47,7 +47,9 @@ class PcapCounts(Contract):
     """Data segments in the sender's capture."""
     received: int
     """In the receiver's."""
-    retrans: int
+    retrans: int | None
+    """Retransmitted data segments; None for a scheme's datagrams (its retransmissions are
+    inside its payload: QUIC's encrypted)."""
     loss: float | None
     ecn_received: dict[str, int]
     """Codepoint → segments."""
@@ -306,7 +308,7 @@ class CellMetrics(Versioned):
     WHAT = "metrics file"
     ADVICE = "it is recomputed"
 
-    version: Literal[18] = METRICS_VERSION
+    version: Literal[19] = METRICS_VERSION
     key: str = ""
     """Fingerprint of the inputs and settings (analysis/cache.py)."""
     cell: str

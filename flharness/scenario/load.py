@@ -1,6 +1,7 @@
 """Locate and read scenario files: strict YAML, ``extends`` merging, schema validation."""
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,9 @@ def _read_parent(path: Path, i: int, parent: str, chain: tuple[Path, ...]) -> di
     if not parent_path.is_file():
         raise ScenarioError(path, f"extends[{i}]", f"no such file {parent_path}")
     data = _read_merged(parent_path, chain)
+    if isinstance(data.get("schemes"), list):  # a parent's scheme files, as its folder names them
+        data["schemes"] = [os.path.relpath(parent_path.parent / f, path.parent) if isinstance(f, str) else f
+                           for f in data["schemes"]]
     if unknown := [k for k in data if k not in Scenario.model_fields]:
         raise ScenarioError(path, f"extends[{i}]", f"{parent} is not a scenario file: {len(unknown)} of its "
                             f"keys are no scenario setting (`fl list {parent}` names them)")

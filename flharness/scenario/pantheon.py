@@ -92,6 +92,8 @@ NOT_RUN = {
     "webrtc": "Pantheon's WebRTC is Chromium with fake media in Xvfb displays and a node signalling server",
     "bbr": "a kernel congestion control: cc: bbr", "cubic": "a kernel congestion control: cc: cubic",
     "vegas": "a kernel congestion control: cc: vegas",
+    "koho_cc": "removed from Pantheon (its commit eb552b4) before 23e738c: no wrapper to run",
+    "calibrated_koho": "removed from Pantheon (its commit eb552b4) before 23e738c: no wrapper to run",
 }
 
 

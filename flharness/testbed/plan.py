@@ -306,7 +306,7 @@ def scheme_sides(cell: Cell, inv: Inventory, host: str, place: HostPlace, scratc
                               argv=_with_env(scheme.env.get(side, {}), fill(scheme.command(side), values), values),
                               start=start, stop=scheme.stop,
                               stdin=fill([scheme.stdin.get(side, "/dev/null")], values)[0],
-                              stdout="/dev/null" if scheme.stdout.get(side) == "discard" else "/dev/stdout",
+                              stdout="/dev/null" if scheme.stdout.get(side) == "discard" else "-",
                               file_bytes=size if side == "sender" else None,
                               file=values["file"] if side == "sender" else None, first_ping_dev=place.capture_dev))
     return tuple(out)

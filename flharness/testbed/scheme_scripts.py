@@ -21,18 +21,25 @@ q = shlex.quote
 #: The wrapper each side runs under (`sh -c WRAPPER sh STATUS IN OUT ARGV…`, in the side's
 #: own folder): "start" when it starts, "exit" with the status if its program ends by itself
 #: (stopped, the wrapper dies with it: no line); the program's input is IN (`hold`: an open
-#: pipe nothing writes to), its output OUT (/dev/stdout: the side's log).
-WRAPPER = ('st=$1 in=$2 out=$3; shift 3; echo "{\\"event\\": \\"start\\", \\"at\\": $(date +%s.%N)}" > "$st"; '
-           'if [ "$in" = hold ]; then tail -f /dev/null | "$@" > "$out"; else "$@" < "$in" > "$out"; fi; '
+#: pipe nothing writes to), its output OUT (`-`: the side's log, as fl-start opened it; a
+#: VM's shared folder refuses a second open of it through /dev/stdout).
+WRAPPER = ('st=$1 in=$2 out=$3; shift 3; [ "$out" = - ] || exec > "$out"; '
+           'echo "{\\"event\\": \\"start\\", \\"at\\": $(date +%s.%N)}" > "$st"; '
+           'if [ "$in" = hold ]; then tail -f /dev/null | "$@"; else "$@" < "$in"; fi; '
            'rc=$?; echo "{\\"event\\": \\"exit\\", \\"at\\": $(date +%s.%N), \\"status\\": $rc}" >> "$st"')
 SHELLCHECK_WRAPPER = "# shellcheck disable=SC2016  # the wrapper's $ are its own shell's"
 #: scheme_cpu PIDFILE STATUS: the CPU seconds the side's process group has used so far
 #: (each live process's user and system time, /proc/PID/stat), as a "cpu" JSON line, read
-#: before the side is stopped: a side whose program uses a whole core is CPU-bound.
+#: before the side is stopped (none once its group is gone: a program that ended by itself
+#: left no account): a side whose program uses a whole core is CPU-bound. Each
+#: file is read with getline, which returns -1 for a process gone since the glob (awk
+#: given a file it cannot open stops, its END unrun: seen in a VM, where processes come
+#: and go between the two).
 CPU_FUNCTION = ("scheme_cpu() { { read -r pid _ < \"$1\"; } 2>/dev/null || return 0; "
                 "awk -v g=\"$pid\" -v hz=\"$(getconf CLK_TCK)\" -v now=\"$(date +%s.%N)\" "
-                "'FNR == 1 { sub(/^.*\\) /, \"\"); if ($3 == g) t += $12 + $13 } "
-                "END { printf \"{\\\"event\\\": \\\"cpu\\\", \\\"at\\\": %s, \\\"seconds\\\": %.2f}\\n\", now, t / hz }' "
+                "'BEGIN { for (i = 1; i < ARGC; i++) { if ((getline s < ARGV[i]) > 0) { sub(/^.*\\) /, \"\", s); "
+                "split(s, f, \" \"); if (f[3] == g) { n++; t += f[12] + f[13] } } close(ARGV[i]) } "
+                "if (n) printf \"{\\\"event\\\": \\\"cpu\\\", \\\"at\\\": %s, \\\"seconds\\\": %.2f}\\n\", now, t / hz }' "
                 "/proc/[0-9]*/stat 2>/dev/null >> \"$2\"; }")
 #: The server's connecting side first waits for Flent's first ping to arrive and the lead-in.
 AFTER_FIRST_PING = ('fl=$1 dev=$2 lead=$3; shift 3; t0=$("$fl/fl-first-ping" "$dev" request); '
@@ -55,7 +62,7 @@ class SchemeSide:
     start: Literal["setup", "lead", "first_ping"]  # listening from setup; with the flows (flent.sh); on the server, with them
     stop: str  # the signal that ends it
     stdin: str = "/dev/null"  # its input: a file, or `hold` (open and empty)
-    stdout: str = "/dev/stdout"  # its output: its log, or /dev/null
+    stdout: str = "-"  # its output: its log (-), or /dev/null
     file_bytes: int | None = None  # the sender's file to send ({file}), made sparse
     file: str | None = None
     first_ping_dev: str | None = None  # the server's device Flent's ping arrives on (start: first_ping)

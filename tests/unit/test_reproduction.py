@@ -10,7 +10,7 @@ import pytest
 from flharness.cells import expand
 from flharness.errors import ScenarioError
 from flharness.report.collect import CellResult, ScenarioResult
-from flharness.report.reproduction import by_condition, counts, matches, reproduce, stated
+from flharness.report.reproduction import beside, by_condition, counts, matches, reproduce, stated
 from flharness.scenario import load_scenario
 from flharness.scenario.reference import REFERENCE_DIR, Reference, Row, load_reference
 
@@ -18,8 +18,8 @@ SCENARIOS = Path(__file__).parents[2] / "scenarios"
 SHIPPED = sorted(p.stem for p in REFERENCE_DIR.glob("*.yml"))
 
 
-def test_nine_references_ship_and_their_scenarios_name_them():
-    assert SHIPPED == ["geni-exp-module", "geni-tcp-lab", "pantheon-1mbit", "s1-rttfair", "s2-codel-rate-step",
+def test_ten_references_ship_and_their_scenarios_name_them():
+    assert SHIPPED == ["geni-exp-module", "geni-tcp-lab", "pantheon-1mbit", "pantheon-schemes", "s1-rttfair", "s2-codel-rate-step",
                        "s5-tunnel", "s6-rfc3168", "s9-tunnel-reordering", "video-underutilisation"]
     for name in SHIPPED:
         assert load_scenario(SCENARIOS / f"{name}.yml").reference == name
@@ -28,6 +28,7 @@ def test_nine_references_ship_and_their_scenarios_name_them():
     assert len(load_reference("s2-codel-rate-step").rows) == 2  # all the numbers the report prints for it
     assert len(load_reference("video-underutilisation").rows) == 8  # the report's goodput tables, one row a run
     assert len(load_reference("s9-tunnel-reordering").rows) == 11  # its Table 1, in words
+    assert len(load_reference("pantheon-schemes").rows) == 15  # seed 000's schemes and seed 001's: every one
     assert all(r.says and r.shows and not r.published() for name in ("s5-tunnel", "s9-tunnel-reordering")
                for r in load_reference(name).rows)
 
@@ -135,6 +136,23 @@ def test_rows_stated_in_words_show_the_runs_means_or_why_not():
     assert fifo.measured[1].split(": ")[1] == f"{(sum([5.0, 4.0]) ** 2 / (2 * 41) + 100 / 104) / 2:.3g}"
     assert (pie.n, pie.measured, pie.why) == (0, [], "no such cell in this run")
     assert reproduce(s, ref) == []  # no published number, no verdict
+
+
+def test_cells_no_row_names_are_set_beside_with_the_references_metrics():
+    """Schemes a scenario runs beside the source's (pantheon-1mbit's QUIC Cubic): grouped
+    by their labels on the rows' axes, the reference's metrics measured, or why not."""
+    ref = Reference(source={}, scenario="s", tolerance={"dss_mbit": "10%"}, rows=[
+        Row(cell={"cc": "cubic", "qdisc": "fifo"}, dss_mbit=[5.0])])
+    s = ScenarioResult("s", Path("/nonexistent"), _scenario())  # type: ignore[arg-type]
+    s.cells = [_cell({"cc": "cubic", "qdisc": "fifo"}, [5.0]), _cell({"cc": "quic_cubic", "qdisc": "fifo"}, [4.0]),
+               _cell({"cc": "quic_cubic", "qdisc": "fifo"}, [6.0]),
+               _cell({"cc": "vivace", "qdisc": "fifo"}, None, "skipped", "missing programs: vivace_sender")]
+    for c in s.cells:
+        for i, f in enumerate(c.metrics.flows if c.metrics else [], 1):
+            f.index, f.cc = i, str(c.record.label("cc"))
+    quic, vivace = beside(s, ref)
+    assert (quic.row, quic.n, quic.measured) == ("cc quic_cubic, qdisc fifo", 2, ["D_SS (Mbit/s): flow 1 (quic_cubic) 5"])
+    assert (vivace.row, vivace.n, vivace.measured, vivace.why) == ("cc vivace, qdisc fifo", 0, [], "missing programs: vivace_sender")
 
 
 @pytest.mark.parametrize(("row", "error"), [

@@ -11,7 +11,8 @@ COUNTS = {
     "s1-rttfair": 192, "s2-codel-rate-step": 64, "s3-codel-variable-rate": 16, "s4-bidir-asym": 36,
     "s5-tunnel": 4, "s6-rfc3168": 24, "s7-oneflow": 6, "s8-rfc3168-second": 24,
     "s9-tunnel-reordering": 11, "s10-ect1-gaming": 8, "s11-ect1-gaming-latency": 8, "s12-pacing": 2,
-    "s13-rfc3168-prague-second": 8, "pantheon-1mbit": 10, "geni-tcp-lab": 35, "geni-exp-module": 12, "demo": 12, "aqm": 24,
+    "s13-rfc3168-prague-second": 8, "pantheon-1mbit": 25, "pantheon-schemes": 36, "schemes-aqm": 8,
+    "geni-tcp-lab": 35, "geni-exp-module": 12, "demo": 12, "aqm": 24,
     "prague-differential": 25, "prague-differential-dctcp": 3, "prague-differential-fifo": 6,
     "video-underutilisation": 8, "video-induced-delay": 6, "video-open-question": 12,
 }

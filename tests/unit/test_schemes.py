@@ -17,6 +17,7 @@ from flharness.cells import expand
 from flharness.errors import ScenarioError
 from flharness.flent_tests import PING
 from flharness.scenario import load_scenario
+from flharness.scenario.pantheon import NOT_RUN, WRAPPERS
 from flharness.scenario.schemes import load_schemes, read_scheme_file
 
 REPO = Path(__file__).parents[2]
@@ -165,6 +166,29 @@ def test_datagrams_are_matched_one_by_one_by_their_tag():
     assert datagrams.received_mbit(got, g, 0.0, 1.0) == pytest.approx(4 * 1200 * 8 / 1e6)
     assert datagrams.payload_share(got, g) == pytest.approx(1200 / 1242)
     assert len(datagrams.data(sent, 3, 7101)) == 0 and len(datagrams.data(sent, 2, 7102)) == 0
+
+
+def test_a_parents_scheme_files_are_named_from_its_own_folder(tmp_path):
+    """`extends`: the scheme files of a scenario in another folder are found where it names
+    them (tests/scenarios/pantheon-seed.yml extends the shipped pantheon-1mbit)."""
+    (tmp_path / "base" / "schemes").mkdir(parents=True)
+    (tmp_path / "base" / "schemes" / "x.yml").write_text(GOOD)
+    (tmp_path / "base" / "s.yml").write_text("test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: gives_up\n"
+                                             "schemes: [schemes/x.yml]\n")
+    (tmp_path / "child").mkdir()
+    child = tmp_path / "child" / "c.yml"
+    child.write_text("extends: ../base/s.yml\nlength: 5\n")
+    (cell,) = expand(load_scenario(child), child)
+    assert cell.config.schemes is not None and list(cell.config.schemes) == ["gives_up"]
+
+
+def test_the_shipped_pantheon_file_names_every_scheme_fl_runs_from_a_checkout():
+    """schemes/pantheon/checkout.yml: each wrapper fl speaks, from /opt/pantheon; the
+    schemes of Pantheon's reports it does not run say why."""
+    schemes = read_scheme_file(REPO / "schemes" / "pantheon" / "checkout.yml")
+    assert sorted(s.title for s in schemes.values()) == sorted(w.title for w in WRAPPERS.values())
+    assert all(p.startswith("/opt/pantheon/third_party/") for s in schemes.values() for p in s.needs)
+    assert "eb552b4" in NOT_RUN["koho_cc"] and "eb552b4" in NOT_RUN["calibrated_koho"]
 
 
 def test_a_pantheon_checkouts_schemes_are_its_wrappers_commands(tmp_path):

@@ -20,7 +20,7 @@ from flharness.image.store import load_image
 #: virtual clock (on a KVM host fl would pick KVM and the real clock).
 VM_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml")
                 for n in ("vm-aqm", "vm-det", "vm-features", "pantheon-seed", "vm-tunnel", "vm-par")]
-VM_CELLS = 6 + 1 + 9 + 2 + 6 + 2
+VM_CELLS = 6 + 1 + 9 + 4 + 6 + 2
 VM_OPTIONS = ["--vm", "--vm-accel", "tcg", "--vm-clock", "virtual"]
 
 

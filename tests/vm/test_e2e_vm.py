@@ -75,7 +75,7 @@ def test_the_next_run_resumes_and_every_cell_is_ok(vm):
     aqm, det = cells(vm, "vm-aqm"), cells(vm, "vm-det")
     assert len(aqm) == 6 and len(det) == 1
     others = [v for s in ("vm-features", "pantheon-seed", "vm-tunnel", "vm-par") for v in cells(vm, s).values()]
-    assert len(others) == 19
+    assert len(others) == 21
     labels = set()
     for rec, _ in [*aqm.values(), *det.values(), *others]:
         assert rec["status"] == "ok", (rec["cell"], rec["reason"])

@@ -4,7 +4,8 @@ The session's VM run (conftest.vm_run) includes tests/scenarios/vm-features.yml
 (per-flow RTT, a rate step, a slotted path, 5 % loss, ECN bleaching, netem reordering,
 duplication and corruption, rtt_split, a client qdisc whose CE marks the middlebox
 bleaches for one flow) and pantheon-seed
-(the shipped pantheon-1mbit scenario, seed 003's parameters, one 30 s run per scheme). Every check reads what the run left behind:
+(the shipped pantheon-1mbit scenario, seed 003's parameters, one 30 s run per scheme: TCP BBR
+and CUBIC, QUIC Cubic and LEDBAT). Every check reads what the run left behind:
 socket statistics, Flent's time series, the pcaps (through tcpdump) and the logs.
 Selected with `pytest -m vm`.
 """
@@ -40,6 +41,7 @@ from resultlib import (
 from flharness.analysis import queue
 from flharness.analysis.flent_data import t0 as flent_t0
 from flharness.frames import FRAME_BYTES
+from flharness.hosts import SCHEME_PORT
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 CUBIC_BETA = 0.7  # Cubic's multiplicative decrease (RFC 9438)
@@ -52,7 +54,7 @@ def run(vm_run):
 
 
 def test_every_cell_ran_in_the_vm(run):
-    for scenario, count in (("vm-features", 9), ("pantheon-seed", 2)):  # conftest.VM_CELLS counts them
+    for scenario, count in (("vm-features", 9), ("pantheon-seed", 4)):  # conftest.VM_CELLS counts them
         assert len(cells(run, scenario)) == count, (scenario, sorted(cells(run, scenario)))
         for d in cells(run, scenario).values():
             rec = json.loads((d / "cell.json").read_text())
@@ -200,6 +202,36 @@ def test_pantheon_schemes_at_1mbit_200ms(run):
             assert 0.95 * decreased <= queued <= 1.05 * full, (queued, decreased, full, flow)
 
 
+def test_quic_and_ledbat_beside_them(run):
+    """QUIC Cubic (ngtcp2) and LEDBAT (libutp) on seed 003's path, their datagrams matched
+    between the captures: each carries at least 85 % of what the link carries of its
+    datagrams' payload (1 Mbit/s x their payload share, 0.97), never more; fl's datagram
+    counts are tcpdump's of each capture (UDP to the scheme's port on the server). LEDBAT
+    holds its queueing delay at its 100 ms target (RFC 6817): its median one-way delay is
+    the path's 100 ms plus 100, within 25 (seen 201). QUIC Cubic's datagrams are ECT(0)
+    (ngtcp2 sets it: DualPI2 queues them in C), its queue within the 625 kB buffer (5 s;
+    seen a steady 445 ms), and both its sides' CPU time is read before they are stopped."""
+    port = SCHEME_PORT + 1
+    for cc in ("quic_cubic", "ledbat"):
+        rec, _, d = find(run, "pantheon-seed", cc=cc)
+        (flow,) = json.loads((d / "metrics.json").read_text())["flows"]
+        capacity = rec["config"]["bottleneck"]["up"]["rate_bps"] * flow["payload_share"] / 1e6
+        assert 0.85 * capacity <= flow["mean_mbit"] <= 1.01 * capacity, (cc, flow["mean_mbit"], capacity)
+        assert flow["steady_mbit"] <= 1.01 * capacity, (cc, flow["steady_mbit"], capacity)
+        data = f"udp and dst host {SRV} and port {port}"
+        assert flow["pcap"]["sent"] == packets(d / "cli.pcap.xz", data) > 2000, (cc, flow["pcap"])
+        assert flow["pcap"]["received"] == packets(d / "srv.pcap.xz", data), (cc, flow["pcap"])
+        assert flow["pcap"]["retrans"] is None  # inside the scheme's payload: no capture tells
+        owd = flow["owd_ms"]
+        if cc == "ledbat":
+            assert abs(owd["median"] - 100 - 100) <= 25, owd
+        else:
+            ect0 = packets(d / "srv.pcap.xz", f"{data} and ip[1] & 3 == 2")
+            assert ect0 >= 0.99 * flow["pcap"]["received"], (ect0, flow["pcap"])
+            assert 100 < owd["median"] <= owd["p95"] <= 100 + 625000 * 8 / 1e3 + 15, owd
+            assert flow["cpu_s"]["sender"] > 0 and flow["cpu_s"]["receiver"] > 0, flow["cpu_s"]
+
+
 def test_the_pantheon_table_renders_with_one_run(run, tmp_path):
     """`fl plot` of the VM run's pantheon-seed: the per-scheme table, one run each. Plotted
     from a copy of the run holding that scenario alone (its record and cells): the table
@@ -212,9 +244,11 @@ def test_the_pantheon_table_renders_with_one_run(run, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     readme = (copy / "README.md").read_text()
     section = readme.split("## pantheon-seed")[1].split("\n## ")[0]
-    assert "| cc | throughput (Mbit/s) | p95 one-way delay (ms) | loss (%) | Pantheon's loss (%) |" in section, section
-    for cc in ("cubic", "bbr"):
-        assert re.search(rf"^\| {cc}( ⚑)? \| 0\.\d\d \| \d+\.\d \| \d+\.\d\d \| \d+\.\d\d \|", section, re.M), (cc, section)
+    assert "| cc | flow cc | throughput (Mbit/s) | p95 one-way delay (ms) | loss (%) | Pantheon's loss (%) |" in section
+    for cc, shown in (("cubic", "cubic"), ("bbr", "bbr"), ("quic_cubic", "QUIC Cubic (ngtcp2 0.12.1)"),
+                      ("ledbat", "LEDBAT (libutp/utp-native 2.5.3)")):
+        assert re.search(rf"^\| {cc}( ⚑)? \| {re.escape(shown)} \| 0\.\d\d \| \d+\.\d \| \d+\.\d\d \| \d+\.\d\d \|",
+                         section, re.M), (cc, section)
 
 
 def test_the_sampled_queue_against_the_captures_and_the_physics(run):
