@@ -176,15 +176,24 @@ def _version_key(release: str) -> list[int]:
 
 
 def kvm_usable() -> bool:
-    """KVM needs /dev/kvm and hardware virtualisation (vmx/svm) exposed to this machine;
-    a software nested hypervisor (e.g. kvm_pvm) cannot run a stock kernel."""
-    if not os.access("/dev/kvm", os.R_OK | os.W_OK) or Path("/sys/module/kvm_pvm").exists():
-        return False
+    return kvm_unusable() is None
+
+
+def kvm_unusable() -> str | None:
+    """Why this machine's KVM cannot run a stock kernel, or None: KVM needs /dev/kvm and
+    hardware virtualisation (vmx/svm) exposed to this machine; a software nested hypervisor
+    (kvm_pvm) cannot run a stock kernel."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "no /dev/kvm this user can open"
+    if Path("/sys/module/kvm_pvm").exists():
+        return "its KVM is kvm_pvm, a software nested hypervisor that runs no stock kernel"
     try:
         flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return bool(re.search(r"^flags\s*:.*\b(vmx|svm)\b", flags, re.M))
+    except OSError as e:
+        return f"/proc/cpuinfo unreadable ({e.strerror})"
+    if not re.search(r"^flags\s*:.*\b(vmx|svm)\b", flags, re.M):
+        return "the CPU exposes no hardware virtualisation (vmx/svm) to this machine"
+    return None
 
 
 def vm_config(kernel: str = "auto", accel: str = "auto", clock: str = "auto",
