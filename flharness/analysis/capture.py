@@ -1,5 +1,6 @@
-"""fl's captures as numpy arrays: the header fields of every IPv4 TCP packet, and of
-every IPv4 UDP datagram with the first word of its payload (iperf's datagram number) and
+"""fl's captures as numpy arrays: the header fields of every IPv4 TCP packet, of every
+IPv4 ICMP echo request and reply (Flent's pings: the hosts' clocks compared, clock.py), and
+of every IPv4 UDP datagram with the first word of its payload (iperf's datagram number) and
 a tag of its first 36 payload bytes, which tells one datagram of a scheme from every
 other: an encrypted one's (QUIC's) by bytes 20 to 36 (its first bytes and its IP id
 repeat across thousands), a plain one's (uTP's) by its header's sequence numbers and
@@ -26,7 +27,8 @@ _MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e-6), b"\xa1\xb2\xc3\xd4": (">", 1e-6),
           b"\x4d\x3c\xb2\xa1": ("<", 1e-9), b"\xa1\xb2\x3c\x4d": (">", 1e-9)}
 #: link type → (bytes before the IP header, offset of the EtherType or None)
 _LINK = {1: (14, 12), 113: (16, 14), 101: (0, None), 12: (0, None)}
-_IPV4, _TCP, _UDP = 0x0800, 6, 17
+_IPV4, _ICMP, _TCP, _UDP = 0x0800, 1, 6, 17
+ECHO_REQUEST, ECHO_REPLY = 8, 0  # ICMP types
 #: The UDP payload's bytes a datagram is told apart by (its tag: within the 128-byte snap length).
 TAG_BYTES = (0, 36)
 _GLOBAL_HEADER, _RECORD_HEADER = 24, 16
@@ -77,6 +79,21 @@ class Datagrams:
         return Datagrams(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
 
 
+@dataclass(frozen=True)
+class Echoes:
+    """One capture's IPv4 ICMP echo requests and replies, in capture order."""
+
+    ts: NDArray[np.float64]  # epoch seconds, by the capturing host's clock
+    src: NDArray[np.uint32]
+    dst: NDArray[np.uint32]
+    kind: NDArray[np.uint8]  # ECHO_REQUEST or ECHO_REPLY
+    ident: NDArray[np.int64]  # the echo's identifier and sequence number: a reply carries its request's
+    seq: NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
 def read(path: Path) -> Packets:
     """The IPv4 TCP packets of a pcap file (xz-compressed when its name ends in .xz). The
     last two files read are kept (a cell's two captures: its verdict and its metrics read
@@ -91,13 +108,19 @@ def read_udp(path: Path) -> Datagrams:
     return _read(path.resolve(), st.st_size, st.st_mtime_ns)[1]
 
 
+def read_echoes(path: Path) -> Echoes:
+    """The ICMP echo requests and replies of a pcap file (read with its TCP packets)."""
+    st = path.stat()
+    return _read(path.resolve(), st.st_size, st.st_mtime_ns)[2]
+
+
 def forget() -> None:
     """Drop the kept captures (benchmarks time reading them)."""
     _read.cache_clear()
 
 
 @functools.lru_cache(maxsize=2)
-def _read(path: Path, size: int, mtime_ns: int) -> tuple[Packets, Datagrams]:
+def _read(path: Path, size: int, mtime_ns: int) -> tuple[Packets, Datagrams, Echoes]:
     if path.suffix == ".xz":
         with lzma.open(path) as f:
             buf = f.read()
@@ -111,7 +134,9 @@ def _read(path: Path, size: int, mtime_ns: int) -> tuple[Packets, Datagrams]:
         raise ValueError(f"{path}: link type {link} not supported")
     records, lengths = _records(buf, order)
     d = np.frombuffer(buf, np.uint8)
-    return _parse(d, records, lengths, order, unit, *_LINK[link]), _parse_udp(d, records, lengths, order, unit, *_LINK[link])
+    link_args = (order, unit, *_LINK[link])
+    return (_parse(d, records, lengths, *link_args), _parse_udp(d, records, lengths, *link_args),
+            _parse_icmp(d, records, lengths, *link_args))
 
 
 def _records(buf: bytes, order: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -204,6 +229,17 @@ def _parse_udp(d: NDArray[np.uint8], records: NDArray[np.int64], lengths: NDArra
         dport=_be(d, udp + 2, 2).astype(np.uint32), payload=_be(d, ip + 2, 2) - ihl - 8, tos=d[ip + 1].copy(),
         first_word=np.where(end >= udp + 12, np.where(first >= 2**31, first - 2**32, first), -1),
         tag=np.where(whole, tag, np.uint64(0)))
+
+
+def _parse_icmp(d: NDArray[np.uint8], records: NDArray[np.int64], lengths: NDArray[np.int64], order: str, unit: float,
+                link_len: int, ethertype_at: int | None) -> Echoes:
+    records, ip, _ = _ipv4(d, records, lengths, link_len, ethertype_at, _ICMP, 8)
+    icmp = ip + (d[ip] & 15).astype(np.int64) * 4
+    echo = np.isin(d[icmp], (ECHO_REQUEST, ECHO_REPLY)) & (d[icmp + 1] == 0)
+    records, ip, icmp = records[echo], ip[echo], icmp[echo]
+    return Echoes(ts=_stamps(d, records, order, unit), src=_be(d, ip + 12, 4).astype(np.uint32),
+                  dst=_be(d, ip + 16, 4).astype(np.uint32), kind=d[icmp].copy(),
+                  ident=_be(d, icmp + 4, 2), seq=_be(d, icmp + 6, 2))
 
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))

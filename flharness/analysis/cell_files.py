@@ -3,19 +3,24 @@
 through one value. Nothing else of fl opens a cell's files to judge or measure it."""
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from ..hosts import SERVER
 from ..results.cell_record import BottleneckPorts, CellConfig, Direction
 from . import flent_data, flentlib, pcap, queue, ss_samples
-from .capture import Datagrams, Packets, read, read_udp
+from .capture import Datagrams, Echoes, Packets, read, read_echoes, read_udp
+from .clock import Offset
 from .probe import PROBE_FILE, ProbeSamples
 from .probe import load as load_probe
 from .teardown_log import host_sections
+
+_Timed = TypeVar("_Timed", Packets, Datagrams)
 
 
 @dataclass
@@ -34,6 +39,9 @@ class CellFiles:
     _texts: dict[str, str | None] = field(default_factory=dict, init=False)
     _captures: dict[str, Packets | None] = field(default_factory=dict, init=False)
     _conns: dict[str, dict[pcap.Key, pcap.Conn]] = field(default_factory=dict, init=False)
+    server_clock: Offset | None = field(default=None, init=False)
+    """Set before the server's capture is first read, where the hosts keep clocks of their
+    own: its timestamps are then read on the client's clock (analysis/clock.py)."""
 
     def __post_init__(self) -> None:
         self.sections = host_sections(self.text("teardown.log") or "")
@@ -71,7 +79,8 @@ class CellFiles:
         if host not in self._captures:
             path = self.capture_path(host)
             try:
-                self._captures[host] = read(path) if path.is_file() else None
+                pk = read(path) if path.is_file() else None
+                self._captures[host] = self._on_client_clock(host, pk) if pk is not None else None
             except ValueError:
                 self._captures[host] = None
         return self._captures[host]
@@ -108,9 +117,23 @@ class CellFiles:
     def datagrams(self, host: str) -> Datagrams | str:
         """HOST's captured UDP datagrams (read with its TCP packets), or why there are none."""
         try:
-            return read_udp(self.capture_path(host))
+            return self._on_client_clock(host, read_udp(self.capture_path(host)))
         except (OSError, ValueError) as e:
             return f"the {host} capture could not be read ({e})"
+
+    def echoes(self, host: str) -> Echoes | str:
+        """HOST's captured ICMP echoes (Flent's pings), by its own clock, or why there are none."""
+        try:
+            return read_echoes(self.capture_path(host))
+        except (OSError, ValueError) as e:
+            return f"the {host} capture could not be read ({e})"
+
+    def _on_client_clock(self, host: str, got: _Timed) -> _Timed:
+        """GOT (the capture's arrays, shared: never written) with the server's timestamps
+        on the client's clock, where server_clock is set."""
+        if host != SERVER or self.server_clock is None:
+            return got
+        return dataclasses.replace(got, ts=self.server_clock.to_client(got.ts))
 
     @cached_property
     def bottleneck_ports(self) -> dict[Direction, str]:

@@ -37,10 +37,11 @@ from numpy.typing import NDArray
 
 from ..flent_tests import PING
 from ..frames import FRAME_BYTES, PAYLOAD_SHARE
-from ..hosts import ENDPOINTS, SCHEME_PORT
+from ..hosts import CLIENT, ENDPOINTS, SCHEME_PORT, SERVER
 from ..results.cell_metrics import (
     Capacity,
     CellMetrics,
+    ClockOffset,
     FlowMetrics,
     IpsecEnd,
     OneWayDelay,
@@ -58,7 +59,7 @@ from ..results.cell_record import CellConfig, CellRecord, Direction
 from ..results.cell_series import CellSeries, FlowSeries
 from ..results.flags import Flag, FlagCode, calibration_flag
 from ..units import Rate
-from . import datagrams, delivery, pcap, qdisc_stats, queue
+from . import clock, datagrams, delivery, pcap, qdisc_stats, queue
 from .cell_files import CellFiles
 from .flent_data import delivered_mbit, first_data_s
 from .flows import FlowInfo, declared_flows, match_connections
@@ -81,6 +82,7 @@ GOODPUT_METRICS = ("goodput_mbit", "goodput_total_mbit", "utilisation")
 SIDES: dict[Direction, tuple[str, str]] = {"up": ("cli", "srv"), "down": ("srv", "cli")}  # (sender, receiver)
 DIRECTIONS: tuple[Direction, Direction] = ("up", "down")
 PEAK_INTERVAL = 1.0  # seconds: the aggregate goodput's peak is the best such interval
+CLOCK_SETTLE_S = 1.0  # the pings this long after the flows end (their queue drained) are the clock's second reading
 SHOULD_FILL = 0.90  # bulk flows that never reach this share of the capacity: flagged
 STANDING_QUEUE_PKTS = 10  # a mean backlog this deep while the link is unfilled: the shaper was short
 GOODPUT_INTERVAL = 0.1  # s: the goodput series' interval (series.npz, the box plots), at least
@@ -107,6 +109,7 @@ class Recorded:
     lead: float  # Flent's lead-in, s
     length: float  # the test's, s
     flows: list[FlowInfo]
+    clock: ClockOffset | str | None = None  # hosts with clocks of their own: the server's offset, or why not measured
 
     @property
     def config(self) -> CellConfig:
@@ -171,7 +174,8 @@ def analyse(files: CellFiles, record: CellRecord, settings: Settings) -> Analysi
     lead = (float(rs.meta("TOTAL_LENGTH")) - length) / 2
     if record.config.kernel_test is PING:  # its ping ran the whole run: the test is the cell's own
         lead, length = float(record.config.lead_s), float(record.config.length)
-    test = Recorded(record, files, rs, lead, length, declared_flows(record.config, rs.series_names))
+    flows_info = declared_flows(record.config, rs.series_names)
+    test = Recorded(record, files, rs, lead, length, flows_info, server_clock(files, record, rs.t0, lead, length, flows_info))
     window = settings.window(length)
     edges = rs.t0 + np.arange(test.all_run, test.end + 1e-9, PEAK_INTERVAL)
     captured, keys = captures(test, edges)
@@ -195,7 +199,8 @@ def analyse(files: CellFiles, record: CellRecord, settings: Settings) -> Analysi
         cell=record.cell, invalid=invalid + _problems(flows, rs, record.config), flags=flags + udp_flag + video_flag + probe_flag,
         steady_window_s=window, flows=flows, ping_ms=_ping(rs, test.lead, test.all_run, test.end), t0=rs.t0,
         queue=queues, qdisc_totals=_qdisc_totals(files), peak_mbit=peaks, jain=jain, ratio=ratio,
-        capacity=capacities, utilisation=utilisation, udp=udp, video=video, probe=probe)
+        capacity=capacities, utilisation=utilisation, udp=udp, video=video, probe=probe,
+        clock=test.clock if isinstance(test.clock, ClockOffset) else None)
     return Analysis(metrics, _series(test, captured))
 
 
@@ -221,7 +226,7 @@ def flow_row(test: Recorded, f: FlowInfo, captured: Captured | None, sampled: Sa
     if captured is not None and captured.mean_mbit is not None:
         mean, source = captured.mean_mbit, captured.source or source
     why = None if captured is not None and captured.owd is not None else (
-        _no_owd_reason(test.record) or "the flow's packets are not visible in both captures")
+        _no_owd_reason(test) or "the flow's packets are not visible in both captures")
     return FlowMetrics(index=f.index, series=f.series, direction=f.direction, cc=f.cc, rtt_ms=f.rtt_ms,
                        start_s=f.start_s, label=f.label, mean_mbit=mean, goodput_source=source, netperf_mbit=netperf,
                        first_data_s=first_data_s(raw, test.rs.t0), steady_mbit=sampled.steady_mbit,
@@ -369,7 +374,7 @@ def captures(test: Recorded, edges: NDArray[np.float64]) -> tuple[dict[int, Capt
     assert test.record.endpoints is not None
     out: dict[int, Captured] = {}
     keys: dict[int, pcap.Key] = {}
-    owd_why = _no_owd_reason(test.record)
+    owd_why = _no_owd_reason(test)
     for direction, (sender, receiver) in SIDES.items():
         if not any(f.direction == direction for f in test.flows):
             continue
@@ -410,7 +415,7 @@ def scheme_captures(test: Recorded, edges: NDArray[np.float64]) -> dict[int, Cap
     if isinstance(sender, str) or isinstance(receiver, str):
         return out
     server = test.files.server_addr
-    owd_why = _no_owd_reason(test.record)
+    owd_why = _no_owd_reason(test)
     for f in (f for f in test.flows if f.index in schemes):
         sent = datagrams.data(sender, server, SCHEME_PORT + f.index)
         got = datagrams.data(receiver, server, SCHEME_PORT + f.index)
@@ -493,11 +498,31 @@ def _flow_series(r_pk: Any, got: pcap.Conn, window: tuple[float, float], interva
     return FlowSeries(departed - t0, delays, edges[:len(mbit)] - t0, mbit)
 
 
-def _no_owd_reason(record: CellRecord) -> str | None:
+def _no_owd_reason(test: Recorded) -> str | None:
     """Why one-way delay cannot be measured in this cell, or None."""
-    if not record.backend.shared_clock:
-        return "the testbed's hosts have clocks of their own (not known to be synchronised)"
+    if isinstance(test.clock, str):
+        return f"the testbed's hosts have clocks of their own, and {test.clock}"
     return None
+
+
+def server_clock(files: CellFiles, record: CellRecord, t0: float, lead: float, length: float,
+                 flows: list[FlowInfo]) -> ClockOffset | str | None:
+    """Where the hosts keep clocks of their own, the server's offset from the client's by
+    Flent's pings before the flows start and after they end (clock.py), set on FILES so that
+    the server's capture is read on the client's clock; or why it could not be measured.
+    None where they share one."""
+    if record.backend.shared_clock:
+        return None
+    cli, srv = files.echoes(CLIENT), files.echoes(SERVER)
+    if isinstance(cli, str) or isinstance(srv, str):
+        return str(cli if isinstance(cli, str) else srv)
+    first = t0 + lead + min((f.start_s for f in flows), default=0)
+    end = t0 + lead + length
+    got = clock.estimate(clock.exchanges(cli, srv, files.server_addr), (t0, first), (end + CLOCK_SETTLE_S, end + lead + 1))
+    if isinstance(got, str):
+        return got
+    files.server_clock = got
+    return got.record()
 
 
 def _counts(sent: pcap.Conn, received: pcap.Conn | None) -> PcapCounts:

@@ -110,8 +110,10 @@ def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
         return None
     axes = [a for a in s.swept if a not in ("repetition",)] or ["cc"]
     mixed = any(len({f.cc for f in _metrics(c).flows}) > 1 or any(f.scheme for f in _metrics(c).flows) for c in cells)
+    clocks = {c.name: clock_kind(c) for c in cells}
+    split = len(set(clocks.values())) > 1  # one-way delays on different clocks are never averaged together
     rows = []
-    groups = _groups(cells, lambda c: tuple(c.label(a) for a in axes))
+    groups = _groups(cells, lambda c: (*(c.label(a) for a in axes), *((clocks[c.name],) if split else ())))
     # a sub-matrix that does not sweep an axis leaves its cells without a label on it
     for key, group in sorted(groups.items(), key=lambda kg: tuple(label or "" for label in kg[0])):
         schemes = dict.fromkeys((f.cc, f.scheme or f.cc) for g in group for f in _metrics(g).flows)
@@ -119,7 +121,32 @@ def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
             runs = [[f for f in _metrics(g).flows if scheme in (None, f.cc)] for g in group]
             rows.append({"axes": [*key, shown] if mixed else list(key), **_per_run(runs), **_link_columns(group),
                          "n": len(group), "flagged": any(g.flags for g in group)})
-    return {"axes": [*axes, "flow cc"] if mixed else axes, "rows": rows}
+    return {"axes": [*axes, *(["clock"] if split else []), *(["flow cc"] if mixed else [])], "rows": rows,
+            "clock": clock_note(cells)}
+
+
+def clock_kind(c: CellResult) -> str:
+    """How the cell's one-way delays were read: on the hosts' one clock, with the server's
+    clock corrected, or not at all (hosts of their own clocks, the offset unmeasured)."""
+    if c.record.backend.shared_clock:
+        return "one clock"
+    return "corrected" if _metrics(c).clock else "none"
+
+
+def clock_note(cells: list[CellResult]) -> str:
+    """How the table's one-way delays were made comparable, for its text."""
+    corrected = [m.clock for c in cells if (m := _metrics(c)).clock]
+    if not corrected:
+        if all(c.record.backend.shared_clock for c in cells):
+            return "the hosts share one clock"
+        return "the hosts keep clocks of their own, whose offset could not be measured: no one-way delay"
+    offsets = [k.offset_ms for k in corrected]
+    drift = max(abs(k.drift_ms) for k in corrected if k.drift_ms is not None) if any(k.drift_ms is not None for k in corrected) else None
+    moved = f", moving by at most {drift:.2f} ms over a test" if drift is not None else ", measured once (no drift known)"
+    return (f"the hosts keep clocks of their own: the server's capture is read on the client's clock, its offset "
+            f"({min(offsets):.2f} to {max(offsets):.2f} ms) measured from Flent's pings in both captures (NTP's on-wire "
+            f"calculation){moved}, exact where a ping took as long each way and off by at most "
+            f"{max(k.bound_ms for k in corrected):.2f} ms where it did not")
 
 
 def _per_run(runs: list[list[FlowMetrics]]) -> dict[str, Stat | None]:

@@ -302,6 +302,25 @@ class IpsecEnd(Contract):
         return self.behind_window + self.duplicates
 
 
+class ClockOffset(Contract):
+    """The server's clock against the client's, measured from the two captures (hosts with
+    clocks of their own: analysis/clock.py); the server's timestamps are put on the
+    client's clock before any delay, goodput window or one-way delay is read from them."""
+
+    method: str
+    offset_ms: float
+    """The server's clock minus the client's, before the flows started."""
+    drift_ms: float | None
+    """How far the offset moved between before and after the flows (None: measured once)."""
+    delay_ms: float
+    """The round trip of the exchange(s) it was measured from."""
+    bound_ms: float
+    """The most the offset can be off if the exchange took longer one way than the other
+    (half its round trip); exact where both ways took as long."""
+    exchanges: int
+    """Pings both captures hold, request and reply."""
+
+
 class CellMetrics(Versioned):
     """metrics.json: what the analysis found in one cell (docs/metrics.md defines each figure)."""
 
@@ -349,3 +368,7 @@ class CellMetrics(Versioned):
     tcp_counters: dict[str, dict[str, int]] = {}
     """Per endpoint (cli, srv): the growth of its TCP counters over the cell, RetransSegs,
     TCPTimeouts … (teardown_format.TCP_COUNTERS; analysis/tcp_counters.py)."""
+    clock: ClockOffset | None = None
+    """Where the hosts keep clocks of their own (cell.json's backend: an ssh testbed), the
+    server's offset from the client's, by which its capture was read; None where they share
+    one (namespaces, one VM), or where it could not be measured (no one-way delay then)."""

@@ -189,6 +189,16 @@ def test_roles_run_unchanged_over_ssh_and_leave_the_hosts_as_found(hosts, tmp_pa
                     if "sshd" not in Path(f"/proc/{pid}/comm").read_text(errors="replace")]
         assert leftover == [], (h, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in leftover])
     assert not list(Path("/run/fl").glob(f"{rec['backend']['testbed_id']}*"))
+    # one-way delay across the hosts' clocks: measured from the pings (these hosts share this
+    # machine's clock, so the true offset is 0: within the stated bound), every flow's OWD kept
+    p = run_fl("plot", "--results", str(results), timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    metrics = json.loads((cell / "metrics.json").read_text())
+    clock = metrics["clock"]
+    assert clock and clock["exchanges"] > 10 and abs(clock["offset_ms"]) <= clock["bound_ms"] < 1, clock
+    assert all(f["owd_ms"] and f["owd_ms"]["n"] > 1000 for f in metrics["flows"]), metrics["flows"]
+    readme = (results / "default" / "README.md").read_text()
+    assert "the server's capture is read on the client's clock" in readme
 
 
 def test_two_ssh_testbeds_share_one_matrix(ssh_testbeds, tmp_path):
