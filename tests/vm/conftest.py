@@ -67,9 +67,10 @@ def vm_run(tmp_path_factory):
 #: responses (tests/vm/prague_probe.sh); then
 #: one run of the l4s scenarios on two VMs on the virtual clock (results as one VM's, CI's
 #: time halved). Read by test_e2e_vm_l4s (dualpi2, AccECN, ECN actions, a reproduction
-#: page) and test_e2e_vm_prague (fl's Prague module).
+#: page), test_e2e_vm_prague (fl's Prague module) and test_e2e_vm_schemes (QUIC).
 L4S_IMAGE = "l4s"
-L4S_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml") for n in ("vm-l4s", "vm-s1", "vm-prague", "vm-video")]
+L4S_SCENARIOS = [str(REPO / "tests" / "scenarios" / f"{n}.yml") for n in ("vm-l4s", "vm-s1", "vm-prague", "vm-video",
+                                                                             "vm-schemes")]
 L4S_REAL = ["--vm", L4S_IMAGE, "--vm-accel", "tcg", "--vm-clock", "real"]
 L4S_VIRTUAL = ["--vm", L4S_IMAGE, "--vm-accel", "tcg", "--vm-clock", "virtual"]
 #: In a guest of the l4s image: fl's Prague in use, unloaded, loaded again; the netfilter

@@ -95,6 +95,8 @@ def test_the_image_is_built_with_its_kernel_dualpi2_and_prague_and_then_cached(l
     iproute2 = re.search(r"^Package: iproute2\n(?:.+\n)*?Version: (\d+)\.", status, re.M)
     assert iproute2 and int(iproute2.group(1)) >= 7
     assert (lab["image"].root / "usr/share/flent/flent/tests/tcp_2up.conf").is_file()
+    assert re.search(r"^Package: ngtcp2-server\n(?:.+\n)*?Version: 0\.12\.1", status, re.M)  # schemes/quic.yml's
+    assert (lab["image"].root / "usr/sbin/gtlsserver").is_file() and (lab["image"].root / "usr/bin/gtlsclient").is_file()
     assert lab["again"].returncode == 0 and "up to date" in lab["again"].stdout
     assert lab["built_again"] == m.built  # the second build changed nothing
 
