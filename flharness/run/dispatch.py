@@ -28,6 +28,9 @@ from .space import disk_full
 LOG = logging.getLogger(__name__)
 #: Restarts of a testbed after it died mid-run; each resumes with the cells left.
 RESTARTS = 2
+#: How long a host lost mid-run (unreachable over ssh) may take to answer again before its
+#: testbed takes no more cells.
+LOST_HOST_WAIT_S = 60.0
 POLL = 0.005  # seconds
 
 
@@ -94,8 +97,8 @@ class Dispatch:
                         self._step(slot)
                     self._reap()
                     if self.queue and all(s.state is State.RETIRED for s in self.slots):
-                        raise TestbedError("no testbed left to run the remaining cells: "
-                                           + "; ".join(s.retired for s in self.slots))
+                        raise TestbedError(f"no testbed left to run the {len(self.queue)} cell(s) left (fl run "
+                                           "again resumes with them): " + "; ".join(s.retired for s in self.slots))
                     time.sleep(POLL)
             except BaseException as e:
                 self._abandon("interrupted (SIGINT/SIGTERM)" if isinstance(e, KeyboardInterrupt)
@@ -113,10 +116,12 @@ class Dispatch:
         match slot.state:
             case State.BUILDING | State.RUNNING:
                 if tb.want_cell():  # says so once: built, or its cell collected
-                    if slot.attempt is not None:
-                        self._collected(slot)
+                    lost = self._collected(slot) if slot.attempt is not None else []
                     slot.built = True
-                    self._hand_next(slot)
+                    if lost and self.queue:
+                        self._lost(slot, lost)
+                    else:
+                        self._hand_next(slot)
                 elif (why := tb.dead()) is not None:
                     self._died(slot, why)
                 elif slot.attempt is not None and slot.attempt.elapsed() > slot.limit(slot.attempt.cell):
@@ -128,7 +133,7 @@ class Dispatch:
                 error, slot.future = slot.future.exception(), None
                 slot.state = State.BUILDING
                 if error is not None:
-                    self._retire(slot, f"restart failed: {error}")
+                    self._retire(slot, str(error) if isinstance(error, HostLost) else f"restart failed: {error}")
             case State.REMOVING if slot.future is not None and slot.future.done():
                 slot.state, slot.future = State.DONE, None
 
@@ -146,13 +151,29 @@ class Dispatch:
         LOG.debug("cell %s/%s to testbed %s (%s)", sp.name, cell.name, slot.testbed.label or "-", slot.testbed.id)
         self.progress.start(f"{sp.name}/{cell.name}", slot.testbed.label)
 
-    def _collected(self, slot: Slot) -> None:
-        """The slot's cell is collected: finish it in a worker while the testbed goes on."""
+    def _collected(self, slot: Slot) -> list[str]:
+        """The slot's cell is collected: finish it in a worker while the testbed goes on.
+        Returns the hosts Ansible could not reach during the cell (it left them out)."""
         attempt, slot.attempt = slot.attempt, None
         assert attempt is not None
         attempt.record.ended = time.time()
         result = slot.testbed.cell_result()
         self.finishing[self.pool.submit(finish, attempt, result)] = attempt
+        return sorted({f.host for f in result.failures if f.unreachable})
+
+    def _lost(self, slot: Slot, hosts: list[str]) -> None:
+        """HOSTS of SLOT's testbed could not be reached during its cell, and Ansible's session
+        plays on without them: it ends, and the testbed is built again once they answer
+        (_rejoin), or takes no more cells, naming them."""
+        LOG.warning("testbed %s: %s could not be reached over ssh; waiting up to %.0f s for %s",
+                    slot.name, ", ".join(hosts), LOST_HOST_WAIT_S, "it" if len(hosts) == 1 else "them")
+        if slot.restarts >= RESTARTS:
+            slot.testbed.down()
+            self._retire(slot, f"{', '.join(hosts)} lost again after {RESTARTS} restarts")
+            return
+        slot.restarts += 1
+        slot.built = False
+        slot.state, slot.future = State.RESTARTING, self.pool.submit(_rejoin, slot.testbed, hosts)
 
     def _died(self, slot: Slot, why: str) -> None:
         tb = slot.testbed
@@ -227,6 +248,24 @@ class Dispatch:
             if not on_error:
                 raise
             LOG.warning("finishing the last cells: %s", e)
+
+
+class HostLost(TestbedError):
+    """A testbed's host lost mid-run did not answer again in time."""
+
+
+def _rejoin(tb: Testbed, hosts: list[str]) -> None:
+    """Once HOSTS answer again, TB is removed from every host (from those lost, what their
+    cell left) and built anew; if they do not within LOST_HOST_WAIT_S, it is removed from
+    the others, and kept on record for `fl clean`."""
+    if tb.session is not None:
+        tb.session.stop()
+    why = tb.reach(hosts, LOST_HOST_WAIT_S)
+    if why is not None:
+        tb.down()
+        raise HostLost(f"{why}, still after {LOST_HOST_WAIT_S:.0f} s; the testbed's other hosts are restored, "
+                       f"and `fl clean` restores {', '.join(hosts)} once it answers")
+    _restart(tb)
 
 
 def _restart(tb: Testbed) -> None:

@@ -30,8 +30,11 @@ class TaskFailure:
     host: str
     task: str
     message: str
+    unreachable: bool = False  # Ansible could not reach the host (ssh): it leaves it out of the play from then on
 
     def __str__(self) -> str:
+        if self.unreachable:
+            return f"{self.host} could not be reached over ssh: {self.message} (during {self.task})"
         return f"{self.host}: {self.task}: {self.message}"
 
 
@@ -130,6 +133,8 @@ def outputs_of(events: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
 
 
 def failure_of(event: dict[str, Any]) -> TaskFailure:
+    if event["event"] == "unreachable":  # "Data could not be sent to remote host "A". Make sure … over ssh: ssh: …"
+        return TaskFailure(event["host"], event["task"], _failure_text(event).split("reached over ssh: ")[-1], True)
     return TaskFailure(event["host"], event["task"], _failure_text(event))
 
 

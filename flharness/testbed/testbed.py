@@ -36,6 +36,7 @@ from .vm import Vm, VmConfig
 LOG = logging.getLogger(__name__)
 STATE_ROOT = Path(os.environ.get("FL_STATE_ROOT") or "/run/fl")
 STATE_DIR = STATE_ROOT / "testbeds"
+REACH_RETRY_S = 2.0  # between tries to reach a host lost mid-run
 #: Cells per included batch of the session playbook (playbooks/tasks/cells.yml).
 BATCH = 16
 
@@ -73,6 +74,8 @@ class Testbed:
         self.started = time.time()
         self.touched = False  # something was started or configured: down must undo it
         self.removed = False  # its session removed it (after its last cell)
+        self.unreached: list[str] = []  # hosts its removal could not reach (ssh): its state stays for `fl clean`
+        self.kept = False  # its state file stayed for that reason
 
     @property
     def kind(self) -> str:
@@ -158,6 +161,19 @@ class Testbed:
             return f"the testbed's ansible-playbook ended (status {rc}): {self.session.build_failure()}"
         return None
 
+    def reach(self, hosts: list[str], wait_s: float) -> str | None:
+        """Wait until HOSTS answer over ssh again (WAIT_S at most): None once they do, else
+        why the last try failed."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            result = run_playbook("reach", self.inventory, {}, self.log)
+            failed = [f for f in result.failures if f.host in hosts]
+            if not failed:
+                return None
+            if time.monotonic() >= deadline:
+                return str(failed[0])
+            time.sleep(REACH_RETRY_S)
+
     # --- removal ----------------------------------------------------------------------------
 
     def down(self) -> None:
@@ -183,9 +199,21 @@ class Testbed:
             steps.append(self.vm.stop)
         if self.inv.backend == "netns" and not self.vm:
             steps.append(self._remove_namespaces)  # safety net
-        steps.append(lambda: shutil.rmtree(self.folder, ignore_errors=True))
-        steps.append(lambda: self.state_file.unlink(missing_ok=True))
+        steps.append(self._forget)
         return steps
+
+    def _forget(self) -> None:
+        """Its folder and state file go, unless a host could not be reached to undo what fl
+        did there: then both stay, and `fl clean` (or the next run) removes it once it answers."""
+        if self.unreached:
+            if not self.kept:  # said once
+                self.kept = True
+                LOG.warning("testbed %s: %s could not be reached; what fl left there is removed by `fl clean` "
+                            "once it answers", self.label or self.id, ", ".join(self.unreached))
+            self._save_state()
+            return
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.state_file.unlink(missing_ok=True)
 
     def _remove_namespaces(self) -> None:
         for ns in netns.testbed_namespaces(self.id):
@@ -195,6 +223,7 @@ class Testbed:
         if not self.inventory.is_file():
             return
         result = run_playbook("testbed_down", self.inventory, self.extra_vars(), self.log)
+        self.unreached = sorted({f.host for f in result.failures if f.unreachable})
         if not result.ok:
             with self.log.open("a") as f:
                 f.write(f"\n# testbed_down: {result.reason()}\n")
@@ -204,7 +233,7 @@ class Testbed:
                  "source": str(self.inv.path), "testbed": self.inv.name, "backend": self.inv.backend, "pid": os.getpid(),
                  "started": self.started, "run_vars": self.run_vars.to_ansible() if self.run_vars else {},
                  "playbook_pid": self.session.pid if self.session else None,
-                 "vm_pid": self.vm.pid if self.vm else None}
+                 "vm_pid": self.vm.pid if self.vm else None, "unreached": self.unreached}
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(state))
         tmp.rename(self.state_file)

@@ -1,5 +1,5 @@
 """Fixtures of the end-to-end tests: runs shared by several test modules (the demo, the
-behaviours), and a real nginx serving a folder (weblib)."""
+behaviours), a real nginx serving a folder (weblib), and ssh testbeds of namespaces (sshbed)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +8,7 @@ from typing import NamedTuple
 import pytest
 from flrun import DEMO, REPO, FlResult, built_testbeds, leftovers, run_fl
 from machine import Steal
+from sshbed import hosts, ssh_testbeds  # noqa: F401 (the fixtures)
 from weblib import nginx  # noqa: F401 (the fixture)
 
 

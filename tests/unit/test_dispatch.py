@@ -13,15 +13,18 @@ from flharness.run import dispatch
 from flharness.run.dispatch import Dispatch, Slot, State
 from flharness.run.evaluate import Verdict
 from flharness.run.progress import Progress
+from flharness.testbed.ansible import TaskFailure
 
 
 class ScriptedTestbed:
     """A testbed that asks for a cell as soon as it is built and again as soon as it has
     one (each cell done at once), and dies during the cells named in DIES_DURING."""
 
-    def __init__(self, label: str, dies_during: set[str] = frozenset()) -> None:
+    def __init__(self, label: str, dies_during: set[str] = frozenset(), loses_srv_during: set[str] = frozenset(),
+                 srv_back: bool = True) -> None:
         self.label, self.id, self.log = label, f"fl-{label}", f"/run/fl/{label}.log"
-        self.dies_during = set(dies_during)
+        self.dies_during, self.loses_srv_during, self.srv_back = set(dies_during), set(loses_srv_during), srv_back
+        self.session = None
         self.asks = False
         self.cell: str | None = None
         self.ran: list[str] = []
@@ -45,7 +48,12 @@ class ScriptedTestbed:
         self.ran.append(cell)
 
     def cell_result(self) -> SimpleNamespace:
-        return SimpleNamespace(failures=[], reason=lambda: "")
+        lost = [TaskFailure("srv", "cell : Collect", "ssh: connect to host 10.0.0.3 port 22: Connection refused", True)]
+        return SimpleNamespace(failures=lost if self.cell in self.loses_srv_during else [], reason=lambda: "")
+
+    def reach(self, hosts: list[str], wait_s: float) -> str | None:
+        self.events.append(f"reach {','.join(hosts)}")
+        return None if self.srv_back else "srv could not be reached over ssh: Connection refused (during reach)"
 
     def finish(self) -> None:
         self.events.append("finish")
@@ -112,7 +120,7 @@ def test_a_testbed_that_keeps_dying_is_retired_and_the_others_run_the_rest(scrip
 
 def test_the_run_stops_when_its_last_testbed_spent_its_restarts(scripted):
     dying = ScriptedTestbed("a", dies_during={f"c{i}" for i in range(1, 7)})
-    with pytest.raises(dispatch.TestbedError, match="no testbed left to run the remaining cells: a: a crashed"):
+    with pytest.raises(dispatch.TestbedError, match=r"no testbed left to run the 3 cell\(s\) left \(fl run again resumes with them\): a: a crashed"):
         run([dying], [f"c{i}" for i in range(1, 7)])
     assert dying.ran == ["c1", "c2", "c3"] and dying.events == ["start", "down", "start", "down", "start", "down"]
 
@@ -123,3 +131,21 @@ def test_a_testbed_that_dies_while_being_built_stops_the_run(scripted):
     tb.dead = lambda: "its VM did not boot"
     with pytest.raises(dispatch.TestbedError, match="building testbed a failed: its VM did not boot"):
         run([tb], ["c1"])
+
+
+def test_a_host_lost_during_a_cell_and_back_rebuilds_the_testbed_for_the_rest(scripted):
+    """Ansible plays on without a host it could not reach: the testbed is built again (once
+    the host answers) before the next cell, which runs on it."""
+    tb = ScriptedTestbed("a", loses_srv_during={"c2"})
+    d, records = run([tb], ["c1", "c2", "c3"])
+    assert [c for c, _ in records] == ["c1", "c2", "c3"] and tb.ran == ["c1", "c2", "c3"]
+    assert tb.events == ["start", "reach srv", "down", "start", "finish"] and d.slots[0].restarts == 1
+
+
+def test_a_host_that_stays_away_stops_the_run_in_one_line(scripted):
+    tb = ScriptedTestbed("a", loses_srv_during={"c1"}, srv_back=False)
+    with pytest.raises(dispatch.TestbedError) as e:
+        run([tb], ["c1", "c2", "c3"])
+    assert str(e.value).startswith("no testbed left to run the 2 cell(s) left (fl run again resumes with them): a: "
+                                   "srv could not be reached over ssh") and "still after 60 s" in str(e.value)
+    assert "\n" not in str(e.value) and tb.ran == ["c1"] and tb.events == ["start", "reach srv", "down"]
