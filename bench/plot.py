@@ -52,11 +52,10 @@ def metrics_alone(cell: Path, rounds: int = 3) -> tuple[float, float, int]:
     sys.path.insert(0, str(REPO))
     from flharness.analysis import capture, pcap
     from flharness.analysis.metrics import Settings, analyse_folder
-    from flharness.results import files
+    from flharness.results import cell_folder, files
     from flharness.results.cell_record import CellRecord
-    from flharness.results.store import CELL_FILE
 
-    record = files.read(CellRecord, cell / CELL_FILE)
+    record = files.read(CellRecord, cell / cell_folder.CELL)
     best, reading = float("inf"), float("inf")
     for _ in range(rounds):
         capture.forget()

@@ -14,25 +14,22 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
-from ..results import files
+from ..results import cell_folder, files
 from ..results.cell_metrics import METRICS_VERSION, CellMetrics
 from ..results.cell_record import CellRecord
-from ..results.cell_series import SERIES_FILE
-from ..results.store import CELL_FILE
 from .metrics import Settings, analyse_folder
-from .probe import PROBE_FILE
 
 LOG = logging.getLogger(__name__)
-METRICS_FILE = "metrics.json"
-INPUTS = (CELL_FILE, "cli.pcap.xz", "srv.pcap.xz", "cli.ss.log", "srv.ss.log", "mid.qdisc.log", "udp.log", PROBE_FILE, "teardown.log")
+INPUTS = (cell_folder.CELL, *cell_folder.CAPTURES, *cell_folder.SS_LOGS, cell_folder.QUEUE_LOG, cell_folder.UDP_LOG,
+          cell_folder.PROBE, cell_folder.TEARDOWN_LOG)
 #: compressed inputs, read whole to find damage
-OPENERS: dict[str, Callable[[Path, str], IO[Any] | io.BufferedIOBase]] = {".xz": lzma.open, ".gz": gzip.open}
+OPENERS: dict[str, Callable[[Path, str], IO[Any] | io.BufferedIOBase]] = {cell_folder.COMPRESSED: lzma.open, ".gz": gzip.open}
 
 
 def fingerprint(cell_dir: Path, settings: Settings) -> str:
     """Names, sizes and modification times of the inputs, the settings, the version."""
     parts: list[Any] = [METRICS_VERSION, asdict(settings)]
-    for p in sorted([*(cell_dir / n for n in INPUTS), *cell_dir.glob("*.flent.gz")]):
+    for p in sorted([*(cell_dir / n for n in INPUTS), *cell_dir.glob(cell_folder.FLENT_DATA_GLOB)]):
         if p.is_file():
             st = p.stat()
             parts.append([p.name, st.st_size, st.st_mtime_ns])
@@ -42,10 +39,10 @@ def fingerprint(cell_dir: Path, settings: Settings) -> str:
 def cached(cell_dir: Path, settings: Settings) -> CellMetrics | None:
     """The stored metrics if still current, else None (missing, of another version,
     unreadable, computed from other inputs, or without their series.npz)."""
-    if not (cell_dir / SERIES_FILE).is_file():
+    if not (cell_dir / cell_folder.SERIES).is_file():
         return None
     try:
-        stored = files.read(CellMetrics, cell_dir / METRICS_FILE)
+        stored = files.read(CellMetrics, cell_dir / cell_folder.METRICS)
     except (OSError, files.InvalidFile, files.VersionError):
         return None
     return stored if stored.key == fingerprint(cell_dir, settings) else None
@@ -63,12 +60,12 @@ def compute_contained(cell_dir: Path, settings: Settings) -> CellMetrics | str:
 
 def damaged_file(cell_dir: Path) -> str | None:
     """The first of the cell's input files that cannot be read whole: 'NAME: why'."""
-    for path in sorted([*(cell_dir / n for n in INPUTS), *cell_dir.glob("*.flent.gz")]):
+    for path in sorted([*(cell_dir / n for n in INPUTS), *cell_dir.glob(cell_folder.FLENT_DATA_GLOB)]):
         if not path.is_file():
             continue
         try:
             with OPENERS.get(path.suffix, open)(path, "rb") as f:
-                if path.name.endswith((".json", ".flent.gz")):
+                if path.name.endswith((".json", cell_folder.FLENT_DATA)):
                     json.loads(f.read())
                 else:
                     while f.read(1 << 20):  # to the end, a MiB at a time
@@ -82,10 +79,10 @@ def compute(cell_dir: Path, settings: Settings) -> CellMetrics:
     """Compute and store the metrics of one cell and its series (runs in a worker process)."""
     started = time.process_time()
     key = fingerprint(cell_dir, settings)
-    analysis = analyse_folder(cell_dir, files.read(CellRecord, cell_dir / CELL_FILE), settings)
+    analysis = analyse_folder(cell_dir, files.read(CellRecord, cell_dir / cell_folder.CELL), settings)
     out = analysis.metrics
     out.key = key
-    analysis.series.write(cell_dir / SERIES_FILE)
-    files.write(cell_dir / METRICS_FILE, out)
+    analysis.series.write(cell_dir / cell_folder.SERIES)
+    files.write(cell_dir / cell_folder.METRICS, out)
     LOG.debug("metrics of %s: %.2f s of CPU", cell_dir, time.process_time() - started)
     return out

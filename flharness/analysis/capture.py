@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from ..results.cell_folder import COMPRESSED
+
 #: pcap magic → (byte order of the record headers, timestamp fraction unit)
 _MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e-6), b"\xa1\xb2\xc3\xd4": (">", 1e-6),
           b"\x4d\x3c\xb2\xa1": ("<", 1e-9), b"\xa1\xb2\x3c\x4d": (">", 1e-9)}
@@ -121,7 +123,7 @@ def forget() -> None:
 
 @functools.lru_cache(maxsize=2)
 def _read(path: Path, size: int, mtime_ns: int) -> tuple[Packets, Datagrams, Echoes]:
-    if path.suffix == ".xz":
+    if path.suffix == COMPRESSED:
         with lzma.open(path) as f:
             buf = f.read()
     else:

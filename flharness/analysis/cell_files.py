@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..hosts import SERVER
+from ..results import cell_folder
 from ..results.cell_record import BottleneckPorts, CellConfig, Direction
 from . import flent_data, flentlib, pcap, queue, ss_samples
 from .capture import Datagrams, Echoes, Packets, read, read_echoes, read_udp
 from .clock import Offset
-from .probe import PROBE_FILE, ProbeSamples
+from .probe import ProbeSamples
 from .probe import load as load_probe
 from .teardown_log import host_sections
 
@@ -44,7 +45,7 @@ class CellFiles:
     own: its timestamps are then read on the client's clock (analysis/clock.py)."""
 
     def __post_init__(self) -> None:
-        self.sections = host_sections(self.text("teardown.log") or "")
+        self.sections = host_sections(self.text(cell_folder.TEARDOWN_LOG) or "")
 
     def text(self, name: str) -> str | None:
         """A log of the cell's folder, or None if there is none."""
@@ -72,7 +73,7 @@ class CellFiles:
 
     def capture_path(self, host: str) -> Path:
         """HOST's capture: compressed once the cell is done, plain before."""
-        path = self.dir / f"{host}.pcap.xz"
+        path = self.dir / cell_folder.capture(host)
         return path if path.is_file() else path.with_suffix("")
 
     def capture(self, host: str) -> Packets | None:
@@ -90,7 +91,7 @@ class CellFiles:
     @cached_property
     def resultset(self) -> Any | None:
         """Flent's data as its own ResultSet (None without a data file)."""
-        path = self.dir / f"{self.name}.flent.gz"
+        path = self.dir / cell_folder.flent_data(self.name)
         return flentlib.load(path) if path.is_file() else None
 
     def connections(self, host: str) -> tuple[Packets, dict[pcap.Key, pcap.Conn]] | None:
@@ -108,7 +109,7 @@ class CellFiles:
     def scheme_events(self, flow: int, side: str) -> list[dict[str, Any]]:
         """A scheme side's JSON lines (testbed/scheme_scripts.py): its start, its CPU time
         before it was stopped, and its exit if it ended by itself."""
-        text = self.text(f"scheme-{flow}.{side}.json") or ""
+        text = self.text(cell_folder.scheme_events(flow, side)) or ""
         try:
             return [e for line in text.splitlines() if line.strip() and isinstance(e := json.loads(line), dict)]
         except ValueError:
@@ -141,11 +142,11 @@ class CellFiles:
         recorded before cell.json had them, the queue samples' header's."""
         if self.ports is not None:
             return self.ports.by_direction()
-        return queue.header_ports(self.text(queue.QUEUE_LOG) or "")
+        return queue.header_ports(self.text(cell_folder.QUEUE_LOG) or "")
 
     def ss_path(self, host: str) -> Path | None:
         """HOST's socket sampler's log, if it has one."""
-        path = self.dir / f"{host}.ss.log"
+        path = self.dir / cell_folder.ss_log(host)
         return path if path.is_file() else None
 
     @cached_property
@@ -156,10 +157,10 @@ class CellFiles:
     @cached_property
     def queues(self) -> dict[str, queue.QueueSeries]:
         """The middlebox's queue samples per direction ({} without any)."""
-        path = self.dir / queue.QUEUE_LOG
+        path = self.dir / cell_folder.QUEUE_LOG
         return queue.load(path, self.ports.by_direction() if self.ports else None) if path.is_file() else {}
 
     @cached_property
     def probe(self) -> ProbeSamples | str:
         """The latency probe's round trips, or why there are none."""
-        return load_probe(self.dir / PROBE_FILE)
+        return load_probe(self.dir / cell_folder.PROBE)

@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 from ..flent_tests import PING
 from ..frames import FRAME_BYTES, PAYLOAD_SHARE
 from ..hosts import CLIENT, ENDPOINTS, SCHEME_PORT, SERVER
+from ..results import cell_folder
 from ..results.cell_metrics import (
     Capacity,
     CellMetrics,
@@ -240,7 +241,7 @@ def flow_row(test: Recorded, f: FlowInfo, captured: Captured | None, sampled: Sa
 def _udp(files: CellFiles) -> tuple[UdpFlow | None, list[Flag]]:
     if not files.config.udp:
         return None, []
-    udp = udp_flow(files.text("udp.log"), Rate.parse(files.config.udp).bps)
+    udp = udp_flow(files.text(cell_folder.UDP_LOG), Rate.parse(files.config.udp).bps)
     if isinstance(udp, str):
         return None, [Flag(kind="incomplete", code="udp_unreported", text=f"udp flow: {udp}")]
     return udp, []
@@ -293,7 +294,7 @@ def _socket_series(rs: Any, f: FlowInfo, key: pcap.Key | None, ss: dict[str, Soc
     samples = ss.get(sender, {}).get(key) if key is not None else None
     if not samples:
         return None, [], []
-    return (f"{sender}.ss.log", [(t - rs.t0, v) for t, v, _ in samples if v],
+    return (cell_folder.ss_log(sender), [(t - rs.t0, v) for t, v, _ in samples if v],
             [(t - rs.t0, v) for t, _, v in samples if v])
 
 

@@ -20,8 +20,6 @@ from numpy.typing import NDArray
 from ..results.cell_metrics import DelayTail, ProbeFlow
 from ..results.cell_record import ProbeConfig
 
-PROBE_FILE = "probe.json.gz"
-
 
 @dataclass(frozen=True)
 class ProbeSamples:

@@ -27,7 +27,6 @@ from ..results.cell_metrics import QueueSummary, Spread
 from ..results.cell_record import CellConfig, Direction
 from .link import rate_at
 
-QUEUE_LOG = "mid.qdisc.log"
 DEVICES_HEADER = "# devices "
 _HEADER_RE = re.compile(rf"^{DEVICES_HEADER}.*$", re.M)
 #: Counters of CE marks, as tc's JSON names them: AQM marks (fq_codel, codel, pie, red, dualpi2)

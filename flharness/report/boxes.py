@@ -14,7 +14,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from ..results.cell_series import SERIES_FILE, read_series
+from ..results import cell_folder
+from ..results.cell_series import read_series
 from .collect import CellResult
 
 COLOURS = [f"C{i}" for i in range(10)]  # flow i's colour, as in the one-way delay plots
@@ -33,10 +34,10 @@ def samples(cells: list[CellResult]) -> tuple[dict[str, list[tuple[str, NDArray[
     labels: dict[tuple[str, int], str] = {}
     interval = 0.0
     for c in cells:
-        if not c.metrics or not (c.dir / SERIES_FILE).is_file():
+        if not c.metrics or not (c.dir / cell_folder.SERIES).is_file():
             continue
         scheme = f"{c.label('cc')}, {c.label('qdisc')}"
-        series = read_series(c.dir / SERIES_FILE)
+        series = read_series(c.dir / cell_folder.SERIES)
         interval = max(interval, series.interval_s)
         for f in c.metrics.flows:
             if f.index in series.flows:

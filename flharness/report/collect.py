@@ -17,12 +17,11 @@ from typing import Any
 from ..analysis.cache import cached, compute_contained
 from ..analysis.metrics import Settings
 from ..errors import FlError
-from ..results import files
+from ..results import cell_folder, files
 from ..results.cell_metrics import CellMetrics
 from ..results.cell_record import CellRecord
 from ..results.flags import Flag, mismeasured
 from ..results.run_record import RunRecord
-from ..results.store import CELL_FILE
 from ..scenario import load_scenario
 from ..scenario.schema import Scenario
 from ..scenario.values import Point
@@ -144,7 +143,7 @@ def collect(run_dir: Path, workers: int | None = None) -> RunResult:
 
 def _scenario(d: Path) -> ScenarioResult:
     out = ScenarioResult(d.name, d, load_scenario(d / "scenario.yml"))
-    for cell_json in sorted(d.glob(f"*/{CELL_FILE}")):
+    for cell_json in sorted(d.glob(f"*/{cell_folder.CELL}")):
         try:
             out.cells.append(CellResult(d.name, cell_json.parent, files.read(CellRecord, cell_json)))
         except (FlError, OSError, UnicodeDecodeError) as e:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..analysis.teardown_log import device_blocks, host_sections, sysctl_values
 from ..hosts import ENDPOINTS, HOSTS
+from ..results import cell_folder
 from .collect import RunResult
 
 _ROOT_QDISC_RE = re.compile(r"^qdisc (\S+) \S+ root\b", re.M)
@@ -21,7 +22,7 @@ def host_settings(result: RunResult) -> dict[str, Any]:
     seen: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     cells = 0
     for c in result.cells():
-        log = c.dir / "teardown.log"
+        log = c.dir / cell_folder.TEARDOWN_LOG
         if c.status == "skipped" or not log.is_file():
             continue
         cells += 1

@@ -12,6 +12,9 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import escape
 
 from .. import REPO
+from ..hosts import ENDPOINTS
+from ..results import cell_folder
+from ..results.cell_folder import capture, flent_data
 from .collect import CellResult, RunResult, ScenarioResult
 from .expect import Judgement, judge
 from .findings import key_findings
@@ -21,9 +24,9 @@ from .tables import fairness_table, per_cc_table, probe_table, signals_table, ud
 
 CELL_FILES = (("plot", None), ("queue", "{cell}_queue.svg"), ("one-way delay", "{cell}_owd.svg"),
               ("video and probe", "{cell}_video.svg"),
-              ("cli.pcap", "cli.pcap.xz"), ("srv.pcap", "srv.pcap.xz"),
-              ("teardown", "teardown.log"), ("setup", "setup.log"), ("data", "{cell}.flent.gz"),
-              ("metrics", "metrics.json"))
+              *((capture(h, compressed=False), capture(h)) for h in ENDPOINTS),
+              ("teardown", cell_folder.TEARDOWN_LOG), ("setup", cell_folder.SETUP_LOG), ("data", flent_data("{cell}")),
+              ("metrics", cell_folder.METRICS))
 
 
 def environment(template_dir: Path = REPO) -> Environment:

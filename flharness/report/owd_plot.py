@@ -14,7 +14,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from ..results.cell_series import SERIES_FILE, FlowSeries, read_series
+from ..results import cell_folder
+from ..results.cell_series import FlowSeries, read_series
 from .charts import draw_if_changed, is_current
 from .collect import CellResult, ScenarioResult
 from .plots import scenario_bounds, title
@@ -39,7 +40,7 @@ def draw_owd_plots(scenarios: list[ScenarioResult], workers: int | None = None) 
         seconds = scenario_bounds(s).seconds
         for c in s.cells:
             flows = [f for f in c.metrics.flows if f.owd_ms and f.owd_ms.n] if c.valid and c.metrics else []
-            if flows and (c.dir / SERIES_FILE).is_file():
+            if flows and (c.dir / cell_folder.SERIES).is_file():
                 labels = {f.index: f"{f.index}: {f.label}" for f in flows}
                 jobs.append((c, [c.metrics.key if c.metrics else "", labels, seconds, title(c)]))
     todo = [(c, key) for c, key in jobs if not is_current(owd_plot_path(c), key)]
@@ -52,7 +53,7 @@ def draw_owd_plots(scenarios: list[ScenarioResult], workers: int | None = None) 
 
 def _draw_one(cell_dir: Path, out: Path, key: list[Any]) -> None:
     _, labels, seconds, heading = key
-    draw_if_changed(out, key, lambda p: draw(read_series(cell_dir / SERIES_FILE).flows, labels, seconds, heading, p))
+    draw_if_changed(out, key, lambda p: draw(read_series(cell_dir / cell_folder.SERIES).flows, labels, seconds, heading, p))
 
 
 def draw(flows: dict[int, FlowSeries], labels: dict[int, str], seconds: float, heading: str, out: Path) -> None:

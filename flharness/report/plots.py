@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..flent_tests import PING
+from ..results import cell_folder
 from .charts import draw_if_changed
 from .collect import CellResult, ScenarioResult
 
@@ -75,7 +76,7 @@ def _mbit(bps: float, unit: bool = True) -> str:
 
 
 def flent_argv(cell: CellResult, bounds: Bounds, out: Path) -> list[str]:
-    data = next(cell.dir.glob("*.flent.gz"))
+    data = next(cell.dir.glob(cell_folder.FLENT_DATA_GLOB))
     argv = ["flent", "-i", str(data), "-p", plot_name(cell), "-o", str(out),
             "--override-title", title(cell), "--no-annotation", "--figure-note", note(cell),
             "--bounds-x", f"0,{bounds.seconds:g}",
@@ -101,7 +102,7 @@ def draw_cell_plots(scenarios: list[ScenarioResult], workers: int | None = None)
         cell, bounds = job
         out = plot_path(cell)
         argv = flent_argv(cell, bounds, out)
-        data = next(cell.dir.glob("*.flent.gz")).stat()
+        data = next(cell.dir.glob(cell_folder.FLENT_DATA_GLOB)).stat()
         try:
             drawn = draw_if_changed(out, [argv, data.st_size, data.st_mtime_ns], lambda p: _run(argv, cell))
         except RuntimeError:

@@ -13,7 +13,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from ..analysis.probe import PROBE_FILE, load, queueing
+from ..analysis.probe import load, queueing
+from ..results import cell_folder
 from .collect import CellResult, ScenarioResult
 
 FLOOR_MS = 0.01  # delays below this are drawn at it (a log axis has no zero)
@@ -32,7 +33,7 @@ def curves(s: ScenarioResult, cells: list[CellResult]) -> dict[str, NDArray[np.f
     axes = [a for a in s.swept if a != "repetition" and len({c.label(a) for c in cells}) > 1] or ["qdisc", "rate"]
     pooled: dict[str, list[NDArray[np.float64]]] = defaultdict(list)
     for c in cells:
-        samples = load(c.dir / PROBE_FILE)
+        samples = load(c.dir / cell_folder.PROBE)
         if isinstance(samples, str):
             continue
         delays, _ = queueing(samples, c.record.backend.shared_clock)

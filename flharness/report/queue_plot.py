@@ -9,6 +9,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ..analysis import queue
+from ..results import cell_folder
 from ..results.cell_record import Direction
 from .charts import draw_if_changed
 from .collect import CellResult, ScenarioResult
@@ -27,7 +28,7 @@ def draw_queue_plots(scenarios: list[ScenarioResult]) -> dict[str, int]:
     for s in scenarios:
         seconds = scenario_bounds(s).seconds
         for c in s.cells:
-            log = c.dir / queue.QUEUE_LOG
+            log = c.dir / cell_folder.QUEUE_LOG
             directions = sorted(c.metrics.queue) if c.metrics else []
             if c.metrics is None or not directions or not log.is_file() or c.metrics.t0 is None:
                 continue
@@ -40,7 +41,7 @@ def draw_queue_plots(scenarios: list[ScenarioResult]) -> dict[str, int]:
 
 def _draw(cell: CellResult, directions: list[Direction], seconds: float, out: Path) -> None:
     ports = cell.record.ports
-    series = queue.load(cell.dir / queue.QUEUE_LOG, ports.by_direction() if ports else None)
+    series = queue.load(cell.dir / cell_folder.QUEUE_LOG, ports.by_direction() if ports else None)
     assert cell.metrics is not None and cell.metrics.t0 is not None  # draw_queue_plots draws only such cells
     t0 = cell.metrics.t0
     fig = Figure(figsize=(8, 2.6 * len(directions) + 0.6), layout="constrained")

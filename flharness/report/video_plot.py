@@ -12,9 +12,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..analysis.capture import read_udp
-from ..analysis.probe import PROBE_FILE, load, queueing
+from ..analysis.probe import load, queueing
 from ..analysis.video import frames, video_datagrams
-from ..results.cell_series import SERIES_FILE, read_series
+from ..hosts import CLIENT, SERVER
+from ..results import cell_folder
+from ..results.cell_series import read_series
 from .charts import draw_if_changed
 from .collect import CellResult, ScenarioResult
 from .plots import scenario_bounds, title
@@ -54,7 +56,7 @@ def figure(c: CellResult, seconds: float, heading: str) -> Figure:
     if cfg.video and m.video:
         _video(c, m.t0, interval or 0.2, cfg.video.fps, rate_ax, delay_ax)
     if cfg.probe and m.probe:
-        samples = load(c.dir / PROBE_FILE)
+        samples = load(c.dir / cell_folder.PROBE)
         if not isinstance(samples, str):
             delays, source = queueing(samples, c.record.backend.shared_clock)
             delay_ax.plot(samples.t - m.t0, delays, ".", markersize=2, color=PROBE_COLOUR,
@@ -77,9 +79,9 @@ def figure(c: CellResult, seconds: float, heading: str) -> Figure:
 
 def _tcp_goodput(c: CellResult, ax: Any) -> float | None:
     """Each TCP flow's goodput per interval; the intervals' width (s), or None without series."""
-    if not (c.dir / SERIES_FILE).is_file() or not c.metrics:
+    if not (c.dir / cell_folder.SERIES).is_file() or not c.metrics:
         return None
-    series = read_series(c.dir / SERIES_FILE)
+    series = read_series(c.dir / cell_folder.SERIES)
     for f in c.metrics.flows:
         if (s := series.flows.get(f.index)) is not None and len(s.goodput_t):
             ax.step(s.goodput_t, s.goodput_mbit, where="post", color=COLOURS[(f.index - 1) % len(COLOURS)],
@@ -90,8 +92,8 @@ def _tcp_goodput(c: CellResult, ax: Any) -> float | None:
 def _video(c: CellResult, t0: float, interval: float, fps: int, rate_ax: Any, delay_ax: Any) -> None:
     """The video's payload arriving per interval, and each whole frame's delay."""
     try:
-        sent = video_datagrams(read_udp(c.dir / "cli.pcap.xz"))
-        received = video_datagrams(read_udp(c.dir / "srv.pcap.xz"))
+        sent = video_datagrams(read_udp(c.dir / cell_folder.capture(CLIENT)))
+        received = video_datagrams(read_udp(c.dir / cell_folder.capture(SERVER)))
     except (OSError, ValueError):
         return
     if not len(received):

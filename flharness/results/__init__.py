@@ -14,8 +14,8 @@ from .cell_record import CELL_VERSION, Backend, BottleneckPorts, CellConfig, Cel
 from .files import VersionError, read, write
 from .flags import MISMEASURED, Flag, FlagCode, FlagKind
 from .run_record import RUN_VERSION, Invocation, RunRecord
-from .store import CELL_FILE, ScenarioResults
+from .store import ScenarioResults
 
-__all__ = ["CELL_FILE", "CELL_VERSION", "METRICS_VERSION", "MISMEASURED", "RUN_VERSION", "Backend", "BottleneckPorts",
+__all__ = ["CELL_VERSION", "METRICS_VERSION", "MISMEASURED", "RUN_VERSION", "Backend", "BottleneckPorts",
            "CellConfig", "CellMetrics", "CellRecord", "Checks", "Endpoints", "Flag", "FlagCode", "FlagKind", "Invocation", "RunRecord",
            "ScenarioResults", "VersionError", "read", "write"]

@@ -79,7 +79,7 @@ class FlowMetrics(Contract):
     socket_samples: int
     """The sending socket's samples with a delivery rate."""
     socket_source: str | None = None
-    """Where they come from: 'Flent (cli)', 'srv.ss.log', …."""
+    """Where they come from: Flent (cli), a host's socket sampler's log (srv.ss.log), …"""
     steady_excluded: int = 0
     """Samples in D_SS's window above the link's rate, left out."""
     rtt_spike: RttSpike | None = None

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-SERIES_FILE = "series.npz"
 FloatArray = npt.NDArray[np.float64]
 _FIELDS = ("owd_t", "owd_ms", "goodput_t", "goodput_mbit")
 

@@ -11,12 +11,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from . import cell_folder
 from .cell_metrics import CellMetrics
 from .cell_record import CellRecord
 from .run_record import RunRecord
 
 FILES: tuple[tuple[str, type[BaseModel]], ...] = (
-    ("cell.json", CellRecord), ("metrics.json", CellMetrics), ("run.json", RunRecord))
+    (cell_folder.CELL, CellRecord), (cell_folder.METRICS, CellMetrics), ("run.json", RunRecord))
 HEADER = """# Results files: field reference
 
 Generated from the pydantic models in `flharness/results/` by `python -m flharness.results.doc`

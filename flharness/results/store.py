@@ -12,10 +12,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from . import cell_folder
 from . import files
 from .cell_record import CellRecord, Status
 
-CELL_FILE = "cell.json"
 
 
 class _StatusOnly(BaseModel):
@@ -35,7 +35,7 @@ class ScenarioResults:
         """The cell's record; None when it has none or an unreadable one (it runs again).
         A record of another version is an error (files.VersionError)."""
         try:
-            return files.read(CellRecord, self.cell_dir(name) / CELL_FILE)
+            return files.read(CellRecord, self.cell_dir(name) / cell_folder.CELL)
         except (OSError, files.InvalidFile):
             return None
 
@@ -59,8 +59,8 @@ class ScenarioResults:
 
     def commit(self, partial: Path, record: CellRecord) -> Path:
         """Write cell.json and move the attempt into place (or aside, see module doc)."""
-        record.files = sorted({p.name for p in partial.iterdir() if p.is_file()} | {CELL_FILE})
-        files.write(partial / CELL_FILE, record)
+        record.files = sorted({p.name for p in partial.iterdir() if p.is_file()} | {cell_folder.CELL})
+        files.write(partial / cell_folder.CELL, record)
         target = self.cell_dir(record.cell)
         stamp = time.strftime("%Y%m%dT%H%M%S")
         if record.status != "ok" and self._completed(record.cell):
@@ -86,6 +86,6 @@ class ScenarioResults:
         """Whether the cell in place completed, whatever fl version wrote it (--force over
         an older run's cells must not lose them to a failure)."""
         try:
-            return _StatusOnly.model_validate_json((self.cell_dir(name) / CELL_FILE).read_text()).status == "ok"
+            return _StatusOnly.model_validate_json((self.cell_dir(name) / cell_folder.CELL).read_text()).status == "ok"
         except (OSError, ValidationError):
             return False

@@ -31,6 +31,7 @@ from typing import Any
 from ..analysis.cell_files import CellFiles
 from ..frames import FRAME_BYTES
 from ..hosts import HOSTS
+from ..results import cell_folder
 from ..results.cell_record import Calibration
 from ..results.flags import Flag, calibration_flag
 from ..teardown_format import COMMAND_PREFIX
@@ -61,7 +62,7 @@ def calibration(files: CellFiles) -> Calibration:
     saturated: dict[str, float] = {}
     stolen: dict[str, float] = {}
     for host in ("cli", "srv"):
-        if (log := files.text(f"{host}.ss.log")) is not None:
+        if (log := files.text(cell_folder.ss_log(host))) is not None:
             spans = cpu_intervals(log, *files.test_window)
             saturated.update({f"{host} {core}": share for core, share in saturated_share(spans).items()})
             stolen.update({f"{host} {core}": share for core, share in stolen_share(spans).items()})

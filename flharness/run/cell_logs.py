@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..cells import Cell
 from ..hosts import HOSTS
+from ..results import cell_folder
 from ..teardown_format import host_header
 from ..testbed.ansible import PlaybookResult
 
@@ -24,9 +25,9 @@ def write_cell_logs(cell: Cell, cell_dir: Path, result: PlaybookResult) -> None:
     setup = {h: out["fl_setup_out"][h] for h in HOSTS if h in out.get("fl_setup_out", {})}
     collected = {h: out.get("fl_collect_out", {}).get(h, "(not collected: host failed)") for h in HOSTS}
     if any(setup.values()):
-        (cell_dir / "setup.log").write_text(SETUP.format(**head) + _sections(setup))
+        (cell_dir / cell_folder.SETUP_LOG).write_text(SETUP.format(**head) + _sections(setup))
     if "fl_collect_out" in out:
-        (cell_dir / "teardown.log").write_text(TEARDOWN.format(**head) + _sections(collected))
+        (cell_dir / cell_folder.TEARDOWN_LOG).write_text(TEARDOWN.format(**head) + _sections(collected))
 
 
 def _sections(per_host: dict[str, str]) -> str:

@@ -12,6 +12,7 @@ from ..analysis.flows import MIN_DATA_PACKETS
 from ..analysis.teardown_log import command_output
 from ..cells import Cell
 from ..hosts import ENDPOINTS, SCHEME_PORT
+from ..results import cell_folder
 from ..results.cell_record import BottleneckPorts, CcCheck, Checks, Direction, Endpoints, FlowConfig, Status
 from ..testbed.ansible import PlaybookResult
 from .calibration import calibration
@@ -27,7 +28,7 @@ EARLY_START_S = 2.5
 #: A scheme's program that ends by itself more than this before the test's end fails its
 #: cell (one stopped by fl at the end leaves no exit; one that ends a moment early does not count).
 SCHEME_EARLY_S = 1.0
-REQUIRED_FILES = ("setup.log", "teardown.log", "flent.log", "cli.pcap.xz", "srv.pcap.xz")
+REQUIRED_FILES = (cell_folder.SETUP_LOG, cell_folder.TEARDOWN_LOG, cell_folder.FLENT_LOG, *cell_folder.CAPTURES)
 
 
 @dataclass
@@ -54,10 +55,10 @@ def evaluate(cell: Cell, cell_dir: Path, result: PlaybookResult, ends: Endpoints
     v = Verdict()
     if not result.ok:
         v.fail(result.reason())
-    exit_status = _flent_exit(cell_dir / "flent.log")
+    exit_status = _flent_exit(cell_dir / cell_folder.FLENT_LOG)
     v.checks.flent_exit = exit_status
     if exit_status != 0:
-        v.fail(f"flent exited with status {exit_status}: {_last_line(cell_dir / 'flent.log')}")
+        v.fail(f"flent exited with status {exit_status}: {_last_line(cell_dir / cell_folder.FLENT_LOG)}")
     missing = [f for f in REQUIRED_FILES if not (cell_dir / f).is_file() or (cell_dir / f).stat().st_size == 0]
     if missing:
         v.fail(f"missing or empty: {', '.join(missing)}")
@@ -81,7 +82,7 @@ def _check_schemes(cell: Cell, files: CellFiles, v: Verdict) -> None:
     for n, flow, scheme in config.scheme_flows:
         for side in ("sender", "receiver"):
             events = files.scheme_events(n, side)
-            log = files.dir / f"scheme-{n}.{side}.log"
+            log = files.dir / cell_folder.scheme_log(n, side)
             who = f"flow {n}'s {side} ({scheme.label}, scheme {flow.cc})"
             ended = next((e for e in events if e.get("event") == "exit"), None)
             if not any(e.get("event") == "start" for e in events):
@@ -105,11 +106,11 @@ def _check_captures(files: CellFiles, v: Verdict) -> None:
 
 
 def _check_flent_data(cell: Cell, cell_dir: Path, v: Verdict) -> dict[str, Any] | None:
-    data_files = sorted(p for p in cell_dir.glob("*.flent.gz") if p.name != f"{cell.name}.flent.gz")
+    data_files = sorted(p for p in cell_dir.glob(cell_folder.FLENT_DATA_GLOB) if p.name != cell_folder.flent_data(cell.name))
     if len(data_files) == 1:
-        data_files[0].rename(cell_dir / f"{cell.name}.flent.gz")
-    path = cell_dir / f"{cell.name}.flent.gz"
-    cut_off = _runners_cut_off(cell_dir / "flent.log")
+        data_files[0].rename(cell_dir / cell_folder.flent_data(cell.name))
+    path = cell_dir / cell_folder.flent_data(cell.name)
+    cut_off = _runners_cut_off(cell_dir / cell_folder.FLENT_LOG)
     if not path.is_file():
         v.fail("Flent wrote no data file")
         _cut_off(cut_off, v)
@@ -163,7 +164,7 @@ def _check_ccs(cell: Cell, cell_dir: Path, control_port: int, v: Verdict) -> Non
         want = sorted(f.cc for f in cell.config.kernel_flows if f.direction == direction)
         if not want:
             continue
-        log = cell_dir / f"{host}.ss.log"
+        log = cell_dir / cell_folder.ss_log(host)
         got = sockets.sender_ccs(log, control_port) if log.is_file() else []
         declared += want
         observed += got
@@ -181,7 +182,7 @@ def _check_receiver_ccs(cell: Cell, cell_dir: Path, control_port: int, v: Verdic
         want = sorted(f.receiver_cc for f in cell.config.flows if f.direction == direction and f.receiver_cc)
         if not want:
             continue
-        log = cell_dir / f"{host}.ss.log"
+        log = cell_dir / cell_folder.ss_log(host)
         got = sockets.receiver_ccs(log, control_port) if log.is_file() else []
         if not sockets.check_ccs(want, got):
             v.fail(f"the receivers ran {got or 'nothing'} but the cell declares receiver_cc {want}")

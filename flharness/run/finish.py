@@ -16,7 +16,7 @@ from ..analysis import cache
 from ..analysis.metrics import Settings
 from ..cells import Cell
 from ..phases import Phase
-from ..results import CellRecord, ScenarioResults
+from ..results import CellRecord, ScenarioResults, cell_folder
 from ..results.cell_record import Status
 from ..testbed.ansible import PlaybookResult
 from ..testbed.plan import XZ_LEVEL
@@ -46,7 +46,7 @@ class Attempt:
 def compress_captures(cell_dir: Path) -> None:
     """xz the raw captures a shared-filesystem testbed left (lowest CPU priority: the
     next cell is running)."""
-    for pcap in sorted(cell_dir.glob("*.pcap")):
+    for pcap in sorted(cell_dir.glob(cell_folder.RAW_CAPTURE_GLOB)):
         subprocess.run(["nice", "-n", "19", "xz", "-T1", f"-{XZ_LEVEL}", "-f", str(pcap)],
                        check=False, capture_output=True)
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..analysis.queue import QUEUE_LOG
 from ..cells import Cell
 from ..flent_tests import PING
 from ..hosts import HOSTS, SCHEME_PORT, UDP_PORT, VIDEO_PORT
+from ..results import cell_folder
 from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .cell_scripts import Bottleneck, Capture, HostCell, Tunnel, TunnelEnd, collect_script, setup_script, tunnel_down
@@ -301,7 +301,8 @@ def scheme_sides(cell: Cell, inv: Inventory, host: str, place: HostPlace, scratc
         start: Literal["setup", "lead", "first_ping"] = "setup" if scheme.listens == side else (
             "lead" if side == "sender" else "first_ping")
         out.append(SchemeSide(flow=n, scheme=flow.cc, side=side, scratch=scratch, folder=folder,
-                              log=f"{place.cell_dir}/scheme-{n}.{side}.log", status=f"{place.cell_dir}/scheme-{n}.{side}.json",
+                              log=f"{place.cell_dir}/{cell_folder.scheme_log(n, side)}",
+                              status=f"{place.cell_dir}/{cell_folder.scheme_events(n, side)}",
                               setup=tuple(fill(argv, values) for argv in scheme.setup.get(side, [])),
                               argv=_with_env(scheme.env.get(side, {}), fill(scheme.command(side), values), values),
                               start=start, stop=scheme.stop,
@@ -337,10 +338,10 @@ def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars:
                                 port_cli=p.mid_cli, queue_interval=max(config.step_size, run_vars.queue_interval_min),
                                 queue_up=p.queues["up"], queue_down=p.queues["down"],
                                 queue_filter=outer_filter(config.tunnel) if config.tunnel else PING_FILTER,
-                                queue_log=f"{place.cell_dir}/{QUEUE_LOG}")
+                                queue_log=f"{place.cell_dir}/{cell_folder.QUEUE_LOG}")
     elif host in tunnel.ENDS and place.capture_dev is not None:
-        capture = Capture(dev=place.capture_dev, pcap=f"{place.cell_dir}/{host}.pcap",
-                          ss_log=f"{place.cell_dir}/{host}.ss.log" if host == "srv" and host in samplers(config) else None,
+        capture = Capture(dev=place.capture_dev, pcap=f"{place.cell_dir}/{cell_folder.capture(host, compressed=False)}",
+                          ss_log=f"{place.cell_dir}/{cell_folder.ss_log(host)}" if host == "srv" and host in samplers(config) else None,
                           target=target(cell, inv), xz_level=None if run_vars.shared_fs else run_vars.xz_level)
         if tunnel_of is not None:
             end = tunnel_end(inv, "cli" if host == "cli" else "srv", scratch[host])

@@ -25,6 +25,7 @@ from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
 from flharness.report.index import environment, table_safe
 from flharness.report.tables import fairness_table, stat
+from flharness.results import cell_folder
 from flharness.results.cell_metrics import Capacity, CellMetrics, FlowMetrics, QueueSummary, Spread
 from flharness.results.cell_record import BottleneckPorts, CellConfig, CellRecord, Endpoints
 from flharness.results.flags import Flag
@@ -497,7 +498,7 @@ def test_a_cells_bottleneck_ports_are_its_records_and_an_older_cells_its_samples
     def cell(name: str, header: str, ports: BottleneckPorts | None) -> CellFiles:
         d = tmp_path / name
         d.mkdir()
-        _qdisc_log(d / queue.QUEUE_LOG, samples, header)
+        _qdisc_log(d / cell_folder.QUEUE_LOG, samples, header)
         (d / "teardown.log").write_text(TEARDOWN)
         return CellFiles("cell", _config(), d, SRV, ports=ports)
 

@@ -19,10 +19,10 @@ from flharness.analysis import cache
 from flharness.analysis.metrics import Settings
 from flharness.report import boxes, owd_plot, plots
 from flharness.report.collect import CellResult
-from flharness.results import files
+from flharness.results import cell_folder, files
 from flharness.results.cell_metrics import CellMetrics
 from flharness.results.cell_record import CellRecord
-from flharness.results.cell_series import SERIES_FILE, read_series
+from flharness.results.cell_series import read_series
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def expected(cell, flent) -> dict[int, list[tuple[float, float]]]:
 
 
 def test_series_hold_every_matched_packet_and_the_goodput_per_interval(cell, result, flent, expected):
-    series = read_series(cell / SERIES_FILE)
+    series = read_series(cell / cell_folder.SERIES)
     assert sorted(series.flows) == [1, 2]
     rec = json.loads((cell / "cell.json").read_text())
     assert series.interval_s == pytest.approx(max(0.1, 20 * 1514 * 8 / rec["config"]["bottleneck"]["up"]["rate_bps"]))
@@ -78,7 +78,7 @@ def test_series_hold_every_matched_packet_and_the_goodput_per_interval(cell, res
 
 
 def test_the_cdf_is_monotone_and_covers_every_matched_packet(cell, expected):
-    series = read_series(cell / SERIES_FILE)
+    series = read_series(cell / cell_folder.SERIES)
     for i, s in series.flows.items():
         x, y = owd_plot.cdf(s.owd_ms)
         assert len(x) == len(expected[i]) and np.all(np.diff(x) >= 0) and np.all(np.diff(y) > 0)
@@ -87,7 +87,7 @@ def test_the_cdf_is_monotone_and_covers_every_matched_packet(cell, expected):
 
 
 def test_the_owd_figure_draws_every_packet_per_flow(cell, result):
-    series = read_series(cell / SERIES_FILE)
+    series = read_series(cell / cell_folder.SERIES)
     labels = {f.index: f"{f.index}: {f.label}" for f in result.metrics.flows}
     fig = owd_plot.figure(series.flows, labels, 15.0, "golden")
     cdf_ax, time_ax = fig.axes
@@ -102,7 +102,7 @@ def test_the_box_plot_has_a_box_per_flow_from_its_goodput(cell, result, tmp_path
     data, interval = boxes.samples([result])
     (scheme, flows), = data.items()
     assert scheme == "cubic-vs-reno, pfifo_20"
-    series = read_series(cell / SERIES_FILE)
+    series = read_series(cell / cell_folder.SERIES)
     assert [label for label, _ in flows] == [f.label for f in result.metrics.flows]
     assert all(np.array_equal(v, series.flows[i].goodput_mbit) for i, (_, v) in enumerate(flows, 1))
     capacity = 4 * 1448 / 1514

@@ -23,6 +23,7 @@ from resultlib import LEAD_IN, SYN, Pkt, arrivals, payload_received_mbit, read_p
 
 from flharness.analysis import cache
 from flharness.analysis.metrics import Settings
+from flharness.results import cell_folder
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
 CLI, SRV = "10.71.1.1", "10.71.2.1"
@@ -52,7 +53,7 @@ def flent(cell, rec) -> dict:
 @pytest.fixture(scope="module")
 def metrics(cell) -> dict:
     cache.compute(cell, Settings())
-    return json.loads((cell / cache.METRICS_FILE).read_text())
+    return json.loads((cell / cell_folder.METRICS).read_text())
 
 
 def t0(flent: dict) -> float:

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flharness.analysis.probe import PROBE_FILE, load, probe_flow
+from flharness.analysis.probe import load, probe_flow
+from flharness.results import cell_folder
 from flharness.results.cell_record import ProbeConfig
 from flharness.scenario.features import parse_probe
 
@@ -28,14 +29,14 @@ def _write(cell: Path, up_ms: list[float], lost: set[int]) -> None:
         sent = {"client": {"send": {"wall": int((1e9 + i * 0.01) * 1e9)}}}
         trips.append({"seqno": i, "lost": "false", "delay": delay, "timestamps": sent})
     data = {"config": {"remote_address": "10.71.2.1:2112"}, "round_trips": trips}
-    with gzip.open(cell / PROBE_FILE, "wt") as f:
+    with gzip.open(cell / cell_folder.PROBE, "wt") as f:
         json.dump(data, f)
 
 
 def test_queueing_delay_is_above_the_cells_minimum_with_its_tail(tmp_path):
     queued = np.concatenate([np.zeros(10), np.linspace(0, 20, 980), [50.0] * 10])  # ms above the path's
     _write(tmp_path, list(BASE_UP_MS + queued), lost={3, 500})
-    p = probe_flow(load(tmp_path / PROBE_FILE), CONFIG, shared_clock=True)
+    p = probe_flow(load(tmp_path / cell_folder.PROBE), CONFIG, shared_clock=True)
     assert not isinstance(p, str), p
     kept = np.delete(queued, [3, 500])
     assert p.sent == 1000 and p.lost_pct == pytest.approx(0.2) and p.queueing_from == "one-way"
@@ -45,22 +46,22 @@ def test_queueing_delay_is_above_the_cells_minimum_with_its_tail(tmp_path):
     assert p.queueing_ms.p999 == pytest.approx(np.percentile(kept, 99.9), abs=1e-3)
     assert p.owd_up_ms.median == pytest.approx(BASE_UP_MS + np.median(kept), abs=1e-3)
     assert p.rtt_ms.median == pytest.approx(BASE_UP_MS + BASE_DOWN_MS + np.median(kept), abs=1e-3)
-    samples = load(tmp_path / PROBE_FILE)
+    samples = load(tmp_path / cell_folder.PROBE)
     assert not isinstance(samples, str) and samples.port == 2112
     assert len(samples.t) == 998 and samples.t[1] - samples.t[0] == pytest.approx(0.01, abs=1e-6)
 
 
 def test_without_a_shared_clock_the_round_trip_is_used(tmp_path):
     _write(tmp_path, [BASE_UP_MS + x for x in (0, 1, 2, 3)], lost=set())
-    p = probe_flow(load(tmp_path / PROBE_FILE), CONFIG, shared_clock=False)
+    p = probe_flow(load(tmp_path / cell_folder.PROBE), CONFIG, shared_clock=False)
     assert not isinstance(p, str) and p.owd_up_ms is None and p.queueing_from == "round trip"
     assert p.queueing_ms is not None and p.queueing_ms.max == pytest.approx(3, abs=1e-6)
 
 
 def test_a_missing_or_broken_file_is_said(tmp_path):
-    assert "no readable probe.json.gz" in str(probe_flow(load(tmp_path / PROBE_FILE), CONFIG, True))
-    (tmp_path / PROBE_FILE).write_bytes(b"not gzip")
-    assert "no readable" in str(probe_flow(load(tmp_path / PROBE_FILE), CONFIG, True))
+    assert "no readable probe.json.gz" in str(probe_flow(load(tmp_path / cell_folder.PROBE), CONFIG, True))
+    (tmp_path / cell_folder.PROBE).write_bytes(b"not gzip")
+    assert "no readable" in str(probe_flow(load(tmp_path / cell_folder.PROBE), CONFIG, True))
 
 
 def test_the_scenario_key():

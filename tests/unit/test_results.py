@@ -16,10 +16,10 @@ from pydantic import TypeAdapter, ValidationError
 from flharness.analysis import cache
 from flharness.analysis.metrics import Settings
 from flharness.cells import expand
-from flharness.results import files
+from flharness.results import cell_folder, files
 from flharness.results.cell_metrics import METRICS_VERSION, CellMetrics
 from flharness.results.cell_record import CELL_VERSION, Backend, BottleneckPorts, CellRecord, Coordinate, Endpoints
-from flharness.results.cell_series import SERIES_FILE, CellSeries
+from flharness.results.cell_series import CellSeries
 from flharness.results.run_record import Invocation, Outcome, RunRecord
 from flharness.results.store import ScenarioResults
 from flharness.scenario import load_scenario
@@ -213,7 +213,7 @@ def test_an_old_metrics_file_is_recomputed(tmp_path):
     current = CellMetrics(cell="c1", key=key)
     files.write(tmp_path / "metrics.json", current)
     assert cache.cached(tmp_path, Settings()) is None  # no series.npz
-    CellSeries().write(tmp_path / SERIES_FILE)
+    CellSeries().write(tmp_path / cell_folder.SERIES)
     assert cache.cached(tmp_path, Settings()) == current
     assert cache.cached(tmp_path, Settings(steady_window=20)) is None
     _old(tmp_path / "metrics.json", {**current.model_dump(mode="json"), "version": METRICS_VERSION - 1})

@@ -42,6 +42,7 @@ from flharness.analysis import queue
 from flharness.analysis.flent_data import t0 as flent_t0
 from flharness.frames import FRAME_BYTES
 from flharness.hosts import SCHEME_PORT
+from flharness.results import cell_folder
 
 pytestmark = [pytest.mark.vm, needs_vm()]
 CUBIC_BETA = 0.7  # Cubic's multiplicative decrease (RFC 9438)
@@ -259,7 +260,7 @@ def test_the_sampled_queue_against_the_captures_and_the_physics(run):
     p95 exceeds what 30 packets could wait at 10 Mbit/s (36 ms), and no sample exceeds
     what they wait at 2 Mbit/s (182 ms)."""
     _, _, d = find(run, "vm-features", ecn="bleach-none")
-    q = queue.load(d / queue.QUEUE_LOG)["up"]
+    q = queue.load(d / cell_folder.QUEUE_LOG)["up"]
     ce = packets(d / "srv.pcap.xz", f"dst host {SRV} and ip[1] & 3 == 3")
     assert q.kind == "fq_codel" and ce > 10 and abs(q.marks[-1] - q.marks[0] - ce) <= max(2, 0.01 * ce), (q.marks, ce)
     _, _, d = find(run, "vm-features", rate_schedule="2mbit@10s")

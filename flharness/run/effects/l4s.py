@@ -10,6 +10,7 @@ from ...analysis.capture import Packets
 from ...analysis.cell_files import CellFiles
 from ...analysis.sockets import sockets
 from ...ecn import ACCECN_SYNACKS, ACK, CODEPOINTS, CWR, ECE, ECT1, NOT_ECT, SYN
+from ...results import cell_folder
 from ...results.cell_record import Effect
 
 #: Congestion controls that identify their packets as L4S (ECT(1)) once AccECN is negotiated.
@@ -28,7 +29,7 @@ def check(files: CellFiles) -> list[Effect]:
 
 def _connections(files: CellFiles, cc: str, host: str) -> Effect:
     feature = f"{cc}: AccECN and ECT(1)"
-    log, sent, srv = files.dir / f"{host}.ss.log", files.capture(host), files.capture("srv")
+    log, sent, srv = files.dir / cell_folder.ss_log(host), files.capture(host), files.capture("srv")
     ports = sorted({int(local.rsplit(":", 1)[1]) for (local, _), (ran, _) in
                     (sockets(log, 0).items() if log.is_file() else []) if ran == cc})
     if sent is None or srv is None or not ports:

@@ -12,6 +12,7 @@ from ...analysis.qdisc_stats import qdiscs
 from ...analysis.teardown_log import command_output, device_blocks, sysctl_values
 from ...analysis.udp_flow import udp_flow
 from ...layout import TUNNEL_DEV
+from ...results import cell_folder
 from ...results.cell_record import Effect
 from ...teardown_format import MODULE_PARAMS
 from ...testbed.commands import PARAM_HOSTS, module_param_path
@@ -118,7 +119,7 @@ def _client_qdisc(kind: str, cli: str) -> Effect:
 def _udp(files: CellFiles, declared_bps: float) -> Effect:
     """The competing UDP flow ran at its rate: iperf's client sent the declared rate
     (±5 %) and its server received datagrams (its report)."""
-    flow = udp_flow(files.text("udp.log"), declared_bps)
+    flow = udp_flow(files.text(cell_folder.UDP_LOG), declared_bps)
     if isinstance(flow, str):
         return Effect(feature="udp flow", evidence=flow, ok=False)
     sent = flow.sent_mbit or 0.0

@@ -1,0 +1,51 @@
+"""A cell's folder, named once: every file the hosts and fl write into it, as the writers
+(the scripts rendered for the hosts, the fetch, cell_logs) and the readers (CellFiles, the
+cache, the checks) name it. docs/results.md describes each."""
+from __future__ import annotations
+
+from ..hosts import ENDPOINTS
+
+CELL = "cell.json"  # the cell's record (cell_record.py)
+METRICS = "metrics.json"  # what the analysis found (cell_metrics.py)
+SERIES = "series.npz"  # its time series (cell_series.py)
+SETUP_LOG = "setup.log"  # each host's setup, as it ran
+TEARDOWN_LOG = "teardown.log"  # each host's state after the test (teardown_format.py)
+FLENT_LOG = "flent.log"  # Flent's output and its exit status
+QUEUE_LOG = "mid.qdisc.log"  # the middlebox's queue samples
+UDP_LOG = "udp.log"  # the competing UDP flow's server report
+PROBE = "probe.json.gz"  # the latency probe's samples (irtt)
+COMPRESSED = ".xz"  # a capture once its cell is done
+
+
+FLENT_DATA = ".flent.gz"
+
+
+def flent_data(cell: str) -> str:
+    """Flent's data file of the cell named CELL."""
+    return cell + FLENT_DATA
+
+
+def capture(host: str, compressed: bool = True) -> str:
+    """HOST's capture: compressed once the cell is done, plain while it runs."""
+    return f"{host}.pcap" + (COMPRESSED if compressed else "")
+
+
+def ss_log(host: str) -> str:
+    """HOST's socket sampler's log."""
+    return f"{host}.ss.log"
+
+
+def scheme_log(flow: int, side: str) -> str:
+    """What a scheme flow's SIDE (sender, receiver) printed."""
+    return f"scheme-{int(flow)}.{side}.log"
+
+
+def scheme_events(flow: int, side: str) -> str:
+    """A scheme flow's SIDE: its start, CPU time and exit, as JSON lines."""
+    return f"scheme-{int(flow)}.{side}.json"
+
+
+CAPTURES = tuple(capture(h) for h in ENDPOINTS)
+FLENT_DATA_GLOB = flent_data("*")
+RAW_CAPTURE_GLOB = capture("*", compressed=False)
+SS_LOGS = tuple(ss_log(h) for h in ENDPOINTS)
