@@ -71,7 +71,7 @@ def test_a_prague_cell_through_dualpi2_ran_with_the_kits_prague(kit_lab):
     upload = (d / "teardown.log").read_text().split("$ tc -s -d qdisc show dev mid.r;", 1)[1].split("\n$ ", 1)[0]
     pkts_in_l = int(re.search(r"pkts_in_l (\d+)", upload.split("qdisc dualpi2", 1)[1]).group(1))
     assert pkts_in_l >= 0.99 * len(data), (pkts_in_l, len(data))
-    assert json.loads((d / "cell.json").read_text())["cc_modules"]["prague"]["version"] == "2"
+    assert json.loads((d / "cell.json").read_text())["cc_modules"]["prague"]["version"] == "3"
 
 
 def test_the_guests_kernel_log_is_clean_after_loading_the_kit(kit_lab):

@@ -87,7 +87,7 @@ def test_cell_json_records_which_prague_ran(lab):
     module = rec["cc_modules"]["prague"]
     built = next(m for m in lab["image"].manifest.modules if m.name == "tcp_prague")
     assert module["module"] == "tcp_prague" and module["sha256"] == built.sha256
-    assert module["file"].endswith("/updates/fl/tcp_prague.ko") and module["version"] == "2"
+    assert module["file"].endswith("/updates/fl/tcp_prague.ko") and module["version"] == "3"
     params = module["parameters"]
     assert params["implementation"].startswith("fl tcp_prague 3 (draft-briscoe-iccrg-prague-congestion-control-01)")
     assert (params["alpha_shift"], params["rtt_indep"], params["rtt_virt_us"], params["burst_us"]) == ("4", "0", "25000", "250")
