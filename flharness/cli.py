@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     chk.set_defaults(func=cmd_check)
 
     cln = sub.add_parser("clean", help="remove what a killed run left (only what fl created)")
+    cln.add_argument("--forget", metavar="ID", action="append", default=[],
+                     help="drop testbed ID's state without reaching its hosts (hosts gone for good: what fl "
+                     "changed on them stays there); repeatable")
     cln.set_defaults(func=cmd_clean)
 
     plot = sub.add_parser("plot", help="metrics, plots, tables, dataset and the results index of a run")
@@ -224,8 +227,8 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    from .clean import clean
-    return clean()
+    from .clean import clean, forget
+    return forget(args.forget) if args.forget else clean()
 
 
 def cmd_image_build(args: argparse.Namespace) -> int:

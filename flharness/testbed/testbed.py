@@ -230,7 +230,8 @@ class Testbed:
 
     def _save_state(self) -> None:
         state = {"id": self.id, "kind": self.kind, "label": self.label, "inventory": str(self.inventory),
-                 "source": str(self.inv.path), "testbed": self.inv.name, "backend": self.inv.backend, "pid": os.getpid(),
+                 "source": str(self.inv.path), "testbed": self.inv.name, "backend": self.inv.backend,
+                 "pid": 0 if self.kept else os.getpid(),  # a kept testbed is no fl's: the next one removes it
                  "started": self.started, "run_vars": self.run_vars.to_ansible() if self.run_vars else {},
                  "playbook_pid": self.session.pid if self.session else None,
                  "vm_pid": self.vm.pid if self.vm else None, "unreached": self.unreached}

@@ -93,3 +93,37 @@ def test_removals_of_a_testbed_never_overlap_when_one_leaves_it_behind(tmp_path,
     with ThreadPoolExecutor(max_workers=4) as pool:
         counts = list(pool.map(later, range(4)))
     assert counts == [1, 1, 1, 1] and most[0] == 1, (counts, most)
+
+
+def test_a_kept_testbed_is_no_fls_and_forget_drops_only_one_no_fl_runs(tmp_path, monkeypatch, caplog):
+    """A testbed kept for hosts that could not be reached is written as no fl's (the next
+    fl, or fl clean, retries it); `fl clean --forget ID` drops such a state and its folder
+    without reaching anything, and refuses a testbed whose fl still runs or that is unknown."""
+    import json
+    import logging
+    import os
+
+    from flharness import clean
+    from flharness.testbed import testbed
+    from flharness.testbed.inventory import load_testbeds
+    for mod in (clean, testbed):
+        monkeypatch.setattr(mod, "STATE_DIR", tmp_path / "testbeds")
+        monkeypatch.setattr(mod, "STATE_ROOT", tmp_path)
+    (tmp_path / "testbeds").mkdir()
+    tb = testbed.Testbed(load_testbeds(EXAMPLE)[0], None, tmp_path / "log", testbed_id="fl-aaaaaa")
+    tb.folder.mkdir(parents=True)
+    tb.unreached = ["srv"]
+    tb._forget()
+    state = json.loads(tb.state_file.read_text())
+    assert state["pid"] == 0 and state["unreached"] == ["srv"], state
+    (tmp_path / "testbeds" / "fl-bbbbbb.json").write_text(json.dumps({"id": "fl-bbbbbb", "pid": os.getpid()}))
+    with pytest.raises(FlError, match="fl-bbbbbb: its fl process is still running"):
+        clean.forget(["fl-bbbbbb"])
+    with pytest.raises(FlError, match="fl-cccccc: no such testbed"):
+        clean.forget(["fl-aaaaaa", "fl-cccccc"])
+    assert tb.state_file.exists()  # nothing dropped before every ID was checked
+    with caplog.at_level(logging.INFO):
+        assert clean.forget(["fl-aaaaaa"]) == 0
+    assert "forgetting testbed fl-aaaaaa: what fl changed on srv stays there" in caplog.text
+    assert not tb.state_file.exists() and not tb.folder.exists()
+    assert (tmp_path / "testbeds" / "fl-bbbbbb.json").exists()
