@@ -324,11 +324,6 @@ class CellConfig(Sparse):
         return FLENT_TESTS[self.test]
 
     @property
-    def tunnel_kind(self) -> str:
-        """The cli-srv tunnel, "none" for none."""
-        return self.tunnel or "none"
-
-    @property
     def split(self) -> str:
         """Where the path delay goes: even, up or down."""
         return self.rtt_split or "even"

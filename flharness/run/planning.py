@@ -17,7 +17,7 @@ DONE = "completed earlier with the same configuration"
 
 
 @dataclass(frozen=True)
-class Planned:
+class PlannedCell:
     cell: Cell
     action: str  # 'run', 'skip' (kernel cannot), 'done' (completed earlier, same config)
     reason: str = ""
@@ -28,7 +28,7 @@ class ScenarioPlan:
     path: Path
     name: str
     store: ScenarioResults
-    planned: list[Planned]
+    planned: list[PlannedCell]
 
     def cells(self, action: str) -> list[Cell]:
         return [p.cell for p in self.planned if p.action == action]
@@ -74,7 +74,7 @@ def scenario_name(scenario: Scenario) -> str:
 
 
 @dataclass(frozen=True)
-class Kernel:
+class KnownKernel:
     """What a testbed runs cells with, as far as it is known: its kernel release and the
     sha256 of its congestion-control modules (module name → sha256)."""
 
@@ -82,7 +82,7 @@ class Kernel:
     modules: dict[str, str]
 
     @classmethod
-    def of(cls, caps: Capabilities) -> Kernel:
+    def of(cls, caps: Capabilities) -> KnownKernel:
         return cls(caps.kernel, {m.module: m.sha256 for m in caps.reply.cc_modules.values() if m.sha256})
 
     def change(self, rec: CellRecord) -> str | None:
@@ -97,26 +97,26 @@ class Kernel:
         return None
 
 
-def plan(cells: list[Cell], caps: Capabilities, store: ScenarioResults, force: bool) -> list[Planned]:
+def plan(cells: list[Cell], caps: Capabilities, store: ScenarioResults, force: bool) -> list[PlannedCell]:
     """Each cell's action; a cell completed with the same configuration but another
     kernel or congestion-control module is an error (one line naming both), never kept."""
-    out, kernel = [], Kernel.of(caps)
+    out, kernel = [], KnownKernel.of(caps)
     for cell in cells:
         if not force and store.is_done(cell.name, cell.config_hash):
             rec = store.record(cell.name)
             if rec is not None and (changed := kernel.change(rec)) is not None:
                 raise FlError(f"{store.root / cell.name}: completed with the same configuration, but {changed}: "
                               "run into another label (--run NAME) to keep both, or --force to run it again here")
-            out.append(Planned(cell, "done", DONE))
+            out.append(PlannedCell(cell, "done", DONE))
         elif (why := caps.unsupported(cell)) is not None:
-            out.append(Planned(cell, "skip", why))
+            out.append(PlannedCell(cell, "skip", why))
         else:
-            out.append(Planned(cell, "run"))
+            out.append(PlannedCell(cell, "run"))
     return out
 
 
 def all_done(selected: list[tuple[Scenario, list[Cell]]], paths: list[Path], root: Path,
-             kernel: Kernel) -> list[ScenarioPlan] | None:
+             kernel: KnownKernel) -> list[ScenarioPlan] | None:
     """The plans of a run whose every selected cell completed earlier with the same
     configuration on the same KERNEL (nothing to run: no testbed needed), else None;
     None too where the testbed's kernel is not known without probing it."""
@@ -129,5 +129,5 @@ def all_done(selected: list[tuple[Scenario, list[Cell]]], paths: list[Path], roo
             rec = sp.store.record(c.name) if sp.store.is_done(c.name, c.config_hash) else None
             if rec is None or kernel.change(rec) is not None:
                 return None
-        sp.planned = [Planned(c, "done", DONE) for c in cells]
+        sp.planned = [PlannedCell(c, "done", DONE) for c in cells]
     return plans if any(sp.planned for sp in plans) else None

@@ -39,7 +39,7 @@ from .context import Run, RunOptions
 from .dispatch import Dispatch, Slot, wall_stopwatch
 from .finish import Attempt
 from .kit_loading import load_modules, this_machine
-from .planning import Kernel, Planned, ScenarioPlan, all_done, check_run_name, load_selected, plan, require_some, scenario_name
+from .planning import KnownKernel, PlannedCell, ScenarioPlan, all_done, check_run_name, load_selected, plan, require_some, scenario_name
 from .progress import Progress
 from .provenance_log import append_invocation, backend_record, on_testbed
 from .recovery import recover_stale
@@ -93,15 +93,15 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
         return _execute(run, plans, testbeds, debug)
 
 
-def _known_kernel(opts: RunOptions, inventories: list[Inventory]) -> Kernel:
+def _known_kernel(opts: RunOptions, inventories: list[Inventory]) -> KnownKernel:
     """The testbed's kernel as known before it is built: a VM's release (and an image's
     modules), this machine's for namespaces; unknown for ssh hosts (probed later)."""
     if opts.vm is not None:
         image = load_image(opts.vm.image) if opts.vm.image and not opts.load_modules else None
-        return Kernel(opts.vm.release, {m.name: m.sha256 for m in image.manifest.modules} if image else {})
+        return KnownKernel(opts.vm.release, {m.name: m.sha256 for m in image.manifest.modules} if image else {})
     if inventories[0].backend == "ssh":
-        return Kernel(None, {})
-    return Kernel(platform.release(), {})
+        return KnownKernel(None, {})
+    return KnownKernel(platform.release(), {})
 
 
 def _releases(tb: Testbed, cells: list[Cell], opts: RunOptions) -> set[str]:
@@ -324,7 +324,7 @@ def cell_cc_modules(run: Run, cell: Cell) -> dict[str, CcModule]:
             for f in cell.config.kernel_flows for cc in f.ccs if (m := run.caps.cc_module(cc))}
 
 
-def _record_skip(run: Run, sp: ScenarioPlan, p: Planned) -> CellRecord:
+def _record_skip(run: Run, sp: ScenarioPlan, p: PlannedCell) -> CellRecord:
     rec = _record(run, p.cell, "skipped", p.reason)
     rec.started = rec.ended = time.time()
     sp.store.commit(sp.store.new_partial(p.cell.name), rec)

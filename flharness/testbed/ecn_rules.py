@@ -56,9 +56,6 @@ class EcnCommands:
     nft: list[str]
     tc: list[str]
 
-    def as_vars(self) -> dict[str, list[str]]:
-        return {"nft": self.nft, "tc": self.tc}
-
 
 def commands(rules: list[FlowRule], dev: str, at: Literal["mid", "cli"], tcp_rewrite: TcpRewrite | None,
              ingress_exists: bool = False) -> EcnCommands:
@@ -113,6 +110,3 @@ def cell_rules(flows: list[FlowConfig]) -> list[FlowRule]:
     """The rules of a cell's flows (numbered from 1, as Flent numbers them)."""
     return flow_rules([(i, f.dscp, f.ecn_actions) for i, f in enumerate(flows, 1)])
 
-
-def needs_tcp_rewrite(rules: list[FlowRule]) -> bool:
-    return any(ACTIONS[a].header == "tcp" for r in rules for a in r.actions)

@@ -33,7 +33,7 @@ FLENT_FILE = "flent.sh"  # its name among the client's command files
 
 
 @dataclass(frozen=True)
-class UdpFlow:
+class UdpClient:
     """The competing UDP flow's iperf client."""
 
     port: int  # the server's iperf UDP server for it (hosts.UDP_PORT)
@@ -41,7 +41,7 @@ class UdpFlow:
 
 
 @dataclass(frozen=True)
-class VideoFlow:
+class VideoClient:
     """The video flow's iperf client (isochronous mode)."""
 
     port: int  # the server's iperf UDP server for it (hosts.VIDEO_PORT)
@@ -50,7 +50,7 @@ class VideoFlow:
 
 
 @dataclass(frozen=True)
-class ProbeFlow:
+class IrttClient:
     """The latency probe's irtt client."""
 
     port: int  # the server's irtt (the inventory's fl_irtt_port)
@@ -70,9 +70,9 @@ class FlentRun:
     sample_sockets: bool  # the client's sockets are sampled (plan.samplers)
     lead_s: int  # seconds Flent's ping runs alone before the flows start
     length: int  # the test's seconds: the side flows last as long
-    udp: UdpFlow | None = None
-    video: VideoFlow | None = None
-    probe: ProbeFlow | None = None
+    udp: UdpClient | None = None
+    video: VideoClient | None = None
+    probe: IrttClient | None = None
     schemes: tuple[SchemeSide, ...] = ()  # its sides of the cell's scheme flows: the senders
 
 

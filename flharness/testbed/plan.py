@@ -17,7 +17,7 @@ from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .cell_scripts import Bottleneck, Capture, HostCell, Tunnel, TunnelEnd, collect_script, setup_script, tunnel_down
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
-from .flent_script import FLENT_FILE, FlentRun, ProbeFlow, UdpFlow, VideoFlow, flent_script
+from .flent_script import FLENT_FILE, FlentRun, IrttClient, UdpClient, VideoClient, flent_script
 from .inventory import Inventory
 from .playbook_vars import CellHostVars, CellVars, RunVars
 from .scheme_scripts import SchemeSide
@@ -273,9 +273,9 @@ def flent_run(cell: Cell, inv: Inventory, cli: HostPlace, scratch: str, time_lim
     return FlentRun(cell_dir=cli.cell_dir, scratch=scratch, flent=tuple(flent_argv(cell, inv, ".", time_limit)),
                     target=target(cell, inv), capture_dev=cli.capture_dev, sample_sockets="cli" in samplers(config),
                     lead_s=config.lead_s, length=config.length,
-                    udp=UdpFlow(port=UDP_PORT, bps=int(udp.bps)) if udp else None,
-                    video=VideoFlow(port=VIDEO_PORT, isochronous=video.isochronous, tos=video.tos) if video else None,
-                    probe=ProbeFlow(port=int(inv.hostvars["srv"]["fl_irtt_port"]), interval=probe.interval,
+                    udp=UdpClient(port=UDP_PORT, bps=int(udp.bps)) if udp else None,
+                    video=VideoClient(port=VIDEO_PORT, isochronous=video.isochronous, tos=video.tos) if video else None,
+                    probe=IrttClient(port=int(inv.hostvars["srv"]["fl_irtt_port"]), interval=probe.interval,
                                     tos=probe.tos) if probe else None,
                     schemes=scheme_sides(cell, inv, "cli", cli, scratch))
 

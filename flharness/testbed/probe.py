@@ -100,7 +100,7 @@ class Request(TypedDict):
     programs: list[str]  # the schemes' programs the cells run (scenario/schemes.py's needs)
 
 
-class Verdict(TypedDict, total=False):
+class QdiscVerdict(TypedDict, total=False):
     verdict: str  # ok, unsupported, invalid
     message: str  # tc's complaint, with unsupported and invalid
 
@@ -113,7 +113,7 @@ class Reply(TypedDict):
     error: str | None
     features: dict[str, bool]
     kinds: dict[str, str]
-    qdiscs: dict[str, Verdict]
+    qdiscs: dict[str, QdiscVerdict]
     ccs: dict[str, bool]
     cc_modules: dict[str, dict[str, Any]]
     sysctls: dict[str, bool]
@@ -239,10 +239,10 @@ class Probe:
     def tc(self, *args: str) -> tuple[int, str]:
         return sh("tc", "-n", self.ns, *args)
 
-    def qdisc(self, tokens: list[str], self_shaping: bool) -> Verdict:
+    def qdisc(self, tokens: list[str], self_shaping: bool) -> QdiscVerdict:
         return self.qdiscs([(tokens, self_shaping)])[0]
 
-    def qdiscs(self, specs: list[tuple[list[str], bool]]) -> list[Verdict]:
+    def qdiscs(self, specs: list[tuple[list[str], bool]]) -> list[QdiscVerdict]:
         """Try each qdisc where fl would put it, all in one `tc -batch` (every program
         started costs, most in an emulated VM guest); verdict ok / unsupported / invalid."""
         lines: list[str] = []
@@ -252,7 +252,7 @@ class Probe:
             lines += self._placed(tokens, self_shaping)
             tried.append(len(lines))
         errors = batch_errors(sh("tc", "-n", self.ns, "-force", "-batch", "-", stdin="\n".join(lines) + "\n")[1])
-        out: list[Verdict] = []
+        out: list[QdiscVerdict] = []
         for line in tried:
             msg = errors.get(line)
             if msg is None:

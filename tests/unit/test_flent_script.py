@@ -14,16 +14,16 @@ import pytest
 from flharness.cells import expand
 from flharness.hosts import UDP_PORT, VIDEO_PORT
 from flharness.scenario import load_scenario
-from flharness.testbed.flent_script import FLENT_FILE, FlentRun, ProbeFlow, UdpFlow, VideoFlow, flent_script
+from flharness.testbed.flent_script import FLENT_FILE, FlentRun, IrttClient, UdpClient, VideoClient, flent_script
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import DRY_RUN_ID, DRY_RUN_ROOT, cell_vars, host_dirs, run_vars
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = FlentRun(cell_dir="/results/c", scratch="/run/fl/t/cli", flent=("timeout", "-k", "15", "140", "fl-flent", "tcp_1up"),
                 target="10.71.2.1", capture_dev="cli.r", sample_sockets=True, lead_s=5, length=10)
-UDP = UdpFlow(port=5001, bps=5_000_000)
-VIDEO = VideoFlow(port=5002, isochronous="30:2000000,200000", tos=33)
-PROBE = ProbeFlow(port=2112, interval="5ms", tos=1)
+UDP = UdpClient(port=5001, bps=5_000_000)
+VIDEO = VideoClient(port=5002, isochronous="30:2000000,200000", tos=33)
+PROBE = IrttClient(port=2112, interval="5ms", tos=1)
 
 
 def lines(run: FlentRun) -> list[str]:

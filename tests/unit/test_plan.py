@@ -550,7 +550,7 @@ def test_a_cell_done_on_another_kernel_is_never_kept(tmp_path):
     from flharness.errors import FlError
     from flharness.results import ScenarioResults
     from flharness.results.cell_record import CcModule
-    from flharness.run.planning import Kernel, all_done, plan
+    from flharness.run.planning import KnownKernel, all_done, plan
     path = REPO / "tests" / "fixtures" / "golden.yml"
     scenario = load_scenario(path)
     (cell,) = expand(scenario, path)
@@ -566,13 +566,13 @@ def test_a_cell_done_on_another_kernel_is_never_kept(tmp_path):
     module = CcModule(module="tcp_prague", file=None, sha256="a" * 64, version="1", srcversion=None, parameters={})
     (store.root / cell.name / "cell.json").write_text(record.model_copy(update={"cc_modules": {"prague": module}})
                                                       .model_dump_json())
-    rebuilt = Kernel("6.18.44-fc-v669", {"tcp_prague": "b" * 64})
+    rebuilt = KnownKernel("6.18.44-fc-v669", {"tcp_prague": "b" * 64})
     assert rebuilt.change(store.record(cell.name)) == ("it ran with tcp_prague sha256 aaaaaaaaaaaa…, "
                                                        "this testbed has bbbbbbbbbbbb…")
     selected = [(scenario, [cell])]
-    assert all_done(selected, [path], tmp_path, Kernel("6.18.44-fc-v669", {"tcp_prague": "a" * 64})) is not None
+    assert all_done(selected, [path], tmp_path, KnownKernel("6.18.44-fc-v669", {"tcp_prague": "a" * 64})) is not None
     assert all_done(selected, [path], tmp_path, rebuilt) is None
-    assert all_done(selected, [path], tmp_path, Kernel(None, {})) is None  # ssh hosts: probed first
+    assert all_done(selected, [path], tmp_path, KnownKernel(None, {})) is None  # ssh hosts: probed first
 
 
 def test_video_and_probe_capabilities(scenario_file):

@@ -26,8 +26,8 @@ SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as r
 SHELLCHECK = shutil.which("shellcheck")
 HELPERS = sorted((REPO / "roles" / "testbed" / "files").iterdir())
 SCRIPTS = [*(p for p in HELPERS if "python" not in p.read_text().partition("\n")[0]), REPO / "flharness" / "testbed" / "vm_guest.sh",
-           REPO / "roles" / "modules" / "files" / "fl-load-modules", REPO / "tests" / "vm" / "prague_probe.sh",
-           REPO / "install.sh", *sorted((REPO / ".ci").iterdir())]
+           REPO / "roles" / "modules" / "files" / "fl-load-modules", *sorted((REPO / "tests" / "vm").glob("*.sh")),
+           *sorted((REPO / "schemes").glob("*.sh")), REPO / "install.sh", *sorted((REPO / ".ci").iterdir())]
 INVENTORIES = ["inventory.ini", "inventory-vm.example.ini", "inventory-ssh.example.ini"]  # namespaces, a VM, ssh hosts
 
 pytestmark = pytest.mark.skipif(SHELLCHECK is None and not __import__("os").environ.get("CI"),
