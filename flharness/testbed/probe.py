@@ -440,8 +440,9 @@ def cc_refused(name: str) -> str | None:
     (tcp_NAME.ko is there, modprobe fails: a parameter out of its range, from
     --vm-append or modprobe.d): modprobe's complaint and the kernel's own lines about it."""
     module = f"tcp_{name}"
-    if sh("modinfo", "-F", "filename", module)[0] != 0:
-        return None  # no such module: the kernel lacks it
+    code, filename = sh("modinfo", "-F", "filename", module)
+    if code != 0 or not Path(filename.strip()).is_file():
+        return None  # no such module, or modules.dep names a file no longer there: the kernel lacks it
     code, out = sh("modprobe", module)
     if code == 0:
         return None

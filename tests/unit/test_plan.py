@@ -734,14 +734,17 @@ def test_wireguard_keys_are_made_per_cell_and_each_end_knows_its_peers(scenario_
     assert not re.search(key, shown.hosts["cli"].setup) and f"printf '%s\\n' {KEY_SHOWN} > " in shown.hosts["cli"].setup
 
 
-def test_a_module_the_kernel_refused_is_named_as_such(scenario_file, monkeypatch):
+def test_a_module_the_kernel_refused_is_named_as_such(scenario_file, monkeypatch, tmp_path):
     """A kernel that has tcp_prague but refused to load it (a parameter out of its range,
     --vm-append tcp_prague.pacing_ca_pct=0) is not said to lack it: the probe asks modprobe
-    and the kernel log why, and the skip reason and fl check's hint give their words."""
+    and the kernel log why, and the skip reason and fl check's hint give their words. A
+    module modules.dep names whose file is gone (hidden, removed without depmod) is lacking."""
     from flharness import check
     from flharness.capabilities import Capabilities
     from flharness.testbed import probe
-    said = {("modinfo", "-F", "filename", "tcp_prague"): (0, "/lib/modules/7.3/extra/tcp_prague.ko\n"),
+    (tmp_path / "tcp_prague.ko").write_bytes(b"")
+    said = {("modinfo", "-F", "filename", "tcp_prague"): (0, f"{tmp_path}/tcp_prague.ko\n"),
+            ("modinfo", "-F", "filename", "tcp_bbr3"): (0, f"{tmp_path}/updates/tcp_bbr3.ko\n"),
             ("modprobe", "tcp_prague"): (1, "modprobe: ERROR: could not insert 'tcp_prague': Invalid argument\n"),
             ("dmesg",): (0, "[    1.0] tcp_prague: pacing_ca_pct=0 refused: a whole number from 100 to 1000\n"
                              "[    2.0] eth0: up\n[    3.0] tcp_prague: pacing_ca_pct=0 refused: a whole number from 100 to 1000\n"),
@@ -751,6 +754,7 @@ def test_a_module_the_kernel_refused_is_named_as_such(scenario_file, monkeypatch
     assert why == ("modprobe: ERROR: could not insert 'tcp_prague': Invalid argument; "
                    "kernel: tcp_prague: pacing_ca_pct=0 refused: a whole number from 100 to 1000")
     assert probe.cc_refused("vegas") is None  # no module at all: the kernel lacks it
+    assert probe.cc_refused("bbr3") is None  # named by modules.dep, its file gone: lacking too
     (cell,) = one_cell(scenario_file, "test: tcp_1up\nrate: 10mbit\nqdisc: pfifo\ncc: prague\n")
     caps = Capabilities(reply(cell, ccs={"prague": False}, cc_errors={"prague": why}))
     assert caps.unsupported(cell) == f"the kernel refused to load tcp_prague (congestion control prague): {why}"

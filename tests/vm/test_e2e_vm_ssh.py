@@ -1,0 +1,111 @@
+"""An ssh testbed whose hosts run Linux 7.3, end to end: one guest of the l4s image, booted
+with its own modules hidden (fl.extra_modules=off: no tcp_prague, no sch_dualpi2), holds
+three namespaces, each with an sshd (tests/vm/ssh_hosts.sh); fl drives them as an ssh
+inventory, reaching each through the guest's own sshd (ssh's ProxyCommand). `fl check
+--inventory` reports each host's 7.3 kernel and what it lacks; `fl run --inventory …
+--load-modules` finds the kit built for that kernel (or builds it), copies it over ssh and
+loads it: the first host loads each module, the other two find it loaded from the same
+build (they share the kernel); a Prague cell through dualpi2 runs, its data ECT(1) in the
+server's capture, cell.json naming the kit's file and its sha256; and every host reads
+back after the run as before it (addresses, routes, links, qdiscs, nftables, sysctls).
+Selected with `pytest -m vm`.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from flrun import REPO, needs_vm, run_fl
+from guest import booted
+from resultlib import CLI, ECT1, find, read_pcap
+from sshbed import HOSTS, host_line
+
+from flharness.image.kit import load_kit
+from flharness.image.store import load_image
+from flharness.testbed.probe import KIT_DIR
+from flharness.testbed.vm import GUEST_RESULTS
+
+pytestmark = [pytest.mark.vm, needs_vm()]
+SCENARIO = REPO / "tests" / "scenarios" / "vm-kit.yml"
+MGMT = {h: f"10.76.0.{4 * n + 2}" for n, h in enumerate(HOSTS, 1)}  # ssh_hosts.sh's
+#: Each host as fl may change it, read in the guest (the noqueue a veth gets once up left out).
+STATE = "; ".join(f"echo '== {h}'; ip -n fl7-{h} -o -4 addr; ip -n fl7-{h} route; ip -n fl7-{h} -br link; "
+                  f"tc -n fl7-{h} qdisc show | grep -v noqueue; ip netns exec fl7-{h} nft list tables; "
+                  f"ip netns exec fl7-{h} sysctl -n net.ipv4.tcp_ecn net.ipv4.ip_forward" for h in HOSTS)
+
+
+def inventory(path, vm) -> None:
+    """The three hosts as an ssh inventory, each reached through the guest's sshd."""
+    s = vm.ssh_settings()
+    jump = (f"ssh -p {s['ansible_port']} -i {s['ansible_ssh_private_key_file']} {s['ansible_ssh_common_args']} "
+            "-o BatchMode=yes -W %h:%p root@127.0.0.1")
+    path.write_text("[testbed]\n" + "\n".join(host_line(h, h, MGMT[h], 0) for h in HOSTS) + "\n\n[testbed:vars]\n"
+                    f"fl_backend=ssh\nansible_user=root\nansible_ssh_private_key_file={s['ansible_ssh_private_key_file']}\n"
+                    "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+                    f"-o ProxyCommand=\"{jump}\"'\n"
+                    "ansible_python_interpreter=/usr/bin/python3\nansible_ssh_timeout=120\nansible_ssh_retries=3\n"
+                    "fl_netperf_port=12865\nfl_irtt_port=2112\n")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    image = run_fl("image", "build", "l4s", timeout=1200)  # the L4S lab's (conftest.py), or cached
+    assert image.returncode == 0, image.stdout + image.stderr
+    built = load_image("l4s")
+    assert built is not None
+    tmp = tmp_path_factory.mktemp("vm-ssh")
+    with booted("l4s", append="fl.extra_modules=off") as guest:
+        (guest.results / "authorized_keys").write_text((guest.vm.folder / "id_ed25519.pub").read_text())
+        made = guest.run_script(REPO / "tests" / "vm" / "ssh_hosts.sh", str(GUEST_RESULTS / "authorized_keys"))
+        assert made.returncode == 0 and "ready" in made.stdout, made.stdout + made.stderr
+        inv = tmp / "inventory.ini"
+        inventory(inv, guest.vm)
+        before = guest.sh(STATE).stdout
+        modules_before = guest.sh("lsmod | grep -E '^(tcp_prague|sch_dualpi2) ' || true").stdout
+        check = run_fl("check", "--inventory", str(inv), timeout=1200)
+        run = run_fl("run", str(SCENARIO), "--inventory", str(inv), "--load-modules", "--results", str(tmp / "results"),
+                     timeout=3000)
+        after = guest.sh(STATE).stdout
+        kernel_log = guest.kernel_log()
+    return {"release": built.manifest.kernel.release, "check": check, "run": run, "root": tmp / "results" / "default",
+            "before": before, "after": after, "modules_before": modules_before, "kernel_log": kernel_log}
+
+
+def test_fl_check_reports_each_hosts_73_kernel_and_what_it_lacks(lab):
+    p = lab["check"]
+    assert p.returncode == 0, p.stdout + p.stderr
+    for h in HOSTS:
+        assert re.search(rf"^{h}: kernel {re.escape(lab['release'])}; lacks: nothing fl needs", p.stdout, re.M), p.stdout
+    assert "dualpi2 missing" in p.stdout and "prague missing" in p.stdout, p.stdout  # before --load-modules
+    assert lab["modules_before"] == "", lab["modules_before"]  # neither module loaded at first
+
+
+def test_the_kit_is_copied_over_ssh_and_loaded_once_per_kernel(lab):
+    """fl-load-modules on each host: the first inserts the kit's files, the hosts sharing
+    its kernel find each module loaded from the same build, which is no error."""
+    run = lab["run"]
+    assert run.returncode == 0, run.stdout + run.stderr
+    said = run.stdout + run.stderr
+    for name in ("sch_dualpi2", "tcp_prague"):
+        lines = re.findall(rf"module {name} on (\S+): (\w+)(.*)", said)
+        assert sorted(h for h, _, _ in lines) == sorted(HOSTS), said
+        statuses = sorted(s for _, s, _ in lines)
+        assert statuses == ["already", "already", "loaded"], (name, lines)
+        assert any(f"{KIT_DIR}/{name}.ko" in detail for _, s, detail in lines if s == "loaded"), lines
+
+
+def test_a_prague_cell_through_dualpi2_on_the_ssh_hosts(lab):
+    rec, _, d = find(lab["root"], "vm-kit")
+    assert rec["status"] == "ok", rec["reason"]
+    assert rec["backend"]["testbed"] == "ssh" and rec["kernel"] == lab["release"]
+    prague = next(m for m in load_kit(lab["release"]).modules if m.name == "tcp_prague")
+    module = rec["cc_modules"]["prague"]
+    assert module["file"] == f"{KIT_DIR}/tcp_prague.ko" and module["sha256"] == prague.sha256, module
+    data = [p for p in read_pcap(d / "srv.pcap.xz") if p.proto == 6 and p.payload > 0 and p.src == CLI
+            and 12865 not in (p.sport, p.dport)]
+    assert sum(p.ecn == ECT1 for p in data) >= 0.99 * len(data) > 1000, len(data)
+
+
+def test_the_hosts_read_back_as_before_and_the_kernel_log_is_clean(lab):
+    assert lab["after"] == lab["before"], (lab["before"], lab["after"])
+    assert not re.search(r"WARNING:|BUG:|Call Trace|Oops", lab["kernel_log"]), lab["kernel_log"][-3000:]
