@@ -201,6 +201,19 @@ def flent_version() -> str | None:
     return None
 
 
+#: Modules that give every network namespace a fallback device once loaded (ipip: tunl0,
+#: sit: sit0, ip_gre: gre0 …), which the tunnel trials load: those the probe loaded are
+#: unloaded after it (in this order: users first), so a host reads back as it was.
+DEVICE_MODULES = ("fou6", "fou", "ipip", "sit", "ip6_tunnel", "ip_gre", "ip6_gre", "ip_vti", "ip6_vti")
+
+
+def loaded_modules() -> set[str]:
+    try:
+        return {line.split()[0] for line in Path("/proc/modules").read_text().splitlines() if line.strip()}
+    except OSError:
+        return set()
+
+
 class Probe:
     def __init__(self, layout: Layout) -> None:
         """LAYOUT: where fl puts a qdisc (layout.py, in the request): the htb shaper's
@@ -209,6 +222,7 @@ class Probe:
         self.dev = "fl0"
         self.layout = layout
         self.errors: dict[str, str] = {}  # a feature found missing → what failed
+        self.modules_before: set[str] = set()
 
     def _placed(self, tokens: list[str], self_shaping: bool) -> list[str]:
         """The batch lines that put TOKENS where fl would: at the root, or under the shaper."""
@@ -219,6 +233,7 @@ class Probe:
         return lines
 
     def __enter__(self) -> Probe:
+        self.modules_before = loaded_modules()
         rc, msg = sh("ip", "netns", "add", self.ns)
         if rc != 0:
             raise RuntimeError(f"cannot create a network namespace: {msg}")
@@ -235,6 +250,9 @@ class Probe:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), 9)
         sh("ip", "netns", "del", self.ns)
+        loaded = loaded_modules() - self.modules_before
+        for module in (m for m in DEVICE_MODULES if m in loaded):
+            sh("modprobe", "-r", "-q", module)  # with what it pulled in, where nothing else uses them
 
     def tc(self, *args: str) -> tuple[int, str]:
         return sh("tc", "-n", self.ns, *args)

@@ -109,3 +109,21 @@ def test_fl_check_points_a_73_kernel_to_the_kit_and_older_ones_not():
     assert "./fl modules build --release 7.3.4+deb13-amd64" in kit_hint("7.3.4+deb13-amd64")
     assert "--load-modules" in kit_hint("7.10.1-amd64")
     assert kit_hint("6.18.44-fc-v669") == kit_hint(None) == ""
+
+
+def test_a_module_another_host_of_the_same_kernel_loaded_meanwhile_is_no_failure(tmp_path):
+    """Hosts sharing one kernel (namespaces of one machine as an ssh testbed) load at once:
+    an insert that fails because the other host's just loaded the same build (File exists)
+    is `already`; a different build loaded meanwhile is refused."""
+    for version, status, rc_wanted in (("ABC", "already", 0), ("OTHER", "refused", 1)):
+        tmp = tmp_path / version
+        env = stand_ins(tmp, "ABC", 1, 1)
+        sys_module = tmp / "sys-module"
+        (tmp / "bin" / "insmod").write_text(  # the other host's insert lands first
+            f"#!/bin/sh\nmkdir -p {sys_module}/tcp_prague; echo {version} > {sys_module}/tcp_prague/srcversion\n"
+            "echo 'insmod: ERROR: could not insert module: File exists' >&2; exit 1\n")
+        env["FL_SYS_MODULE"] = str(sys_module)
+        p = subprocess.run([str(LOADER), str(tmp / "kit"), "tcp_prague"], capture_output=True, text=True, env=env)
+        (said,) = [json.loads(line) for line in p.stdout.splitlines()]
+        assert p.returncode == rc_wanted and said["status"] == status, said
+        assert status != "already" or "loaded meanwhile" in said["detail"], said

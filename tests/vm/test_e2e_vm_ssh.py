@@ -4,10 +4,12 @@ three namespaces, each with an sshd (tests/vm/ssh_hosts.sh); fl drives them as a
 inventory, reaching each through the guest's own sshd (ssh's ProxyCommand). `fl check
 --inventory` reports each host's 7.3 kernel and what it lacks; `fl run --inventory …
 --load-modules` finds the kit built for that kernel (or builds it), copies it over ssh and
-loads it: the first host loads each module, the other two find it loaded from the same
-build (they share the kernel); a Prague cell through dualpi2 runs, its data ECT(1) in the
+loads it on each host (hosts sharing the guest's kernel may find it loaded from the same
+build); a Prague cell through dualpi2 runs, its data ECT(1) in the
 server's capture, cell.json naming the kit's file and its sha256; and every host reads
-back after the run as before it (addresses, routes, links, qdiscs, nftables, sysctls).
+back after the run as before it, `fl check` included (addresses, routes, links, qdiscs,
+nftables, sysctls; the probe's tunnel trials load ipip, whose tunl0 would appear in every
+namespace: the probe unloads what it loaded).
 Selected with `pytest -m vm`.
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 import pytest
 from flrun import REPO, needs_vm, run_fl
 from guest import booted
-from resultlib import CLI, ECT1, find, read_pcap
+from resultlib import ECT1, find, read_pcap
 from sshbed import HOSTS, host_line
 
 from flharness.image.kit import load_kit
@@ -28,6 +30,7 @@ from flharness.testbed.vm import GUEST_RESULTS
 pytestmark = [pytest.mark.vm, needs_vm()]
 SCENARIO = REPO / "tests" / "scenarios" / "vm-kit.yml"
 MGMT = {h: f"10.76.0.{4 * n + 2}" for n, h in enumerate(HOSTS, 1)}  # ssh_hosts.sh's
+CLI = "10.74.1.1"  # the client's data address (sshbed.host_line, testbed 0)
 #: Each host as fl may change it, read in the guest (the noqueue a veth gets once up left out).
 STATE = "; ".join(f"echo '== {h}'; ip -n fl7-{h} -o -4 addr; ip -n fl7-{h} route; ip -n fl7-{h} -br link; "
                   f"tc -n fl7-{h} qdisc show | grep -v noqueue; ip netns exec fl7-{h} nft list tables; "
@@ -80,17 +83,17 @@ def test_fl_check_reports_each_hosts_73_kernel_and_what_it_lacks(lab):
     assert lab["modules_before"] == "", lab["modules_before"]  # neither module loaded at first
 
 
-def test_the_kit_is_copied_over_ssh_and_loaded_once_per_kernel(lab):
-    """fl-load-modules on each host: the first inserts the kit's files, the hosts sharing
-    its kernel find each module loaded from the same build, which is no error."""
+def test_the_kit_is_copied_over_ssh_and_loaded_on_every_host(lab):
+    """fl-load-modules on each host, the three at once (Ansible's forks): a host inserts
+    the kit's file, or finds the module loaded from the same build by a host sharing its
+    kernel, which is no error; a module is loaded from the kit at least once."""
     run = lab["run"]
     assert run.returncode == 0, run.stdout + run.stderr
     said = run.stdout + run.stderr
     for name in ("sch_dualpi2", "tcp_prague"):
         lines = re.findall(rf"module {name} on (\S+): (\w+)(.*)", said)
         assert sorted(h for h, _, _ in lines) == sorted(HOSTS), said
-        statuses = sorted(s for _, s, _ in lines)
-        assert statuses == ["already", "already", "loaded"], (name, lines)
+        assert {s for _, s, _ in lines} <= {"loaded", "already"}, (name, lines)
         assert any(f"{KIT_DIR}/{name}.ko" in detail for _, s, detail in lines if s == "loaded"), lines
 
 
