@@ -69,8 +69,8 @@ def _match(group: list[FlowInfo], cands: dict[Key, Conn], ss_log: Path | None, c
         return {f.index: by_dscp[f.tos >> 2] for f in group if f.tos is not None and f.tos >> 2 in by_dscp}
     ccs = [f.cc for f in group]
     if ss_log is not None and ss_log.is_file() and len(set(ccs)) == len(ccs):
-        cc_of = {local: cc for (local, _), (cc, _) in sockets(ss_log, control_port).items()}
-        by_cc = {cc_of.get(f"{k[0]}:{k[1]}"): k for k in cands}
+        cc_of = {(sock[0], sock[1]): cc for sock, (cc, _) in sockets(ss_log, control_port).items()}
+        by_cc = {cc_of.get((k[0], k[1])): k for k in cands}
         if all(f.cc in by_cc for f in group):
             return {f.index: by_cc[f.cc] for f in group}
     ordered = sorted(cands, key=lambda k: cands[k].first)

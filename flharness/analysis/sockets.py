@@ -5,7 +5,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-_STATE_RE = re.compile(r"^\S+\s+\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)")
+from .ss_samples import SocketKey, socket_lines
+
 _ACKED_RE = re.compile(r"\bbytes_acked:(\d+)")
 _RECEIVED_RE = re.compile(r"\bbytes_received:(\d+)")
 _WORD_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -28,22 +29,13 @@ def receiver_ccs(ss_log: Path, control_port: int) -> list[str]:
     return sorted(cc for cc, got in sockets(ss_log, control_port, _RECEIVED_RE).values() if got >= DATA_FLOW_BYTES)
 
 
-def sockets(ss_log: Path, control_port: int, count: re.Pattern[str] = _ACKED_RE) -> dict[tuple[str, str], tuple[str, int]]:
-    """(local, peer) 'addr:port' → (congestion control, the most bytes COUNT saw: acked, or
-    received), for every socket of an `ss -tin` sample log except the netperf control
-    connections."""
-    found: dict[tuple[str, str], tuple[str, int]] = {}
-    key: tuple[str, str] | None = None
-    for line in ss_log.read_text(errors="replace").splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        if not line[0].isspace():
-            m = _STATE_RE.match(line)
-            key = None
-            if m and control_port not in (int(m.group(2)), int(m.group(4))):
-                key = (f"{m.group(1)}:{m.group(2)}", f"{m.group(3)}:{m.group(4)}")
-            continue
-        if key is None:
+def sockets(ss_log: Path, control_port: int, count: re.Pattern[str] = _ACKED_RE) -> dict[SocketKey, tuple[str, int]]:
+    """(local address, port, peer address, port) → (congestion control, the most bytes
+    COUNT saw: acked, or received), for every socket of an `ss -tin` sample log except the
+    netperf control connections."""
+    found: dict[SocketKey, tuple[str, int]] = {}
+    for _, key, line in socket_lines(ss_log):
+        if control_port in (key[1], key[3]):
             continue
         acked = int(m.group(1)) if (m := count.search(line)) else 0
         cc = next((w for w in line.split() if _WORD_RE.match(w) and w not in _FLAGS), "?")

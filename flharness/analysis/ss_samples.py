@@ -7,6 +7,7 @@ download flow's delivery rate and RTT are its sender's, the server's samples."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 #: A socket's state line: state, Recv-Q, Send-Q, local address:port, peer address:port.
@@ -16,7 +17,7 @@ _RTT_RE = re.compile(r"\brtt:(\d+(?:\.\d+)?)/")
 
 Sample = tuple[float, float | None, float | None]  # epoch s, delivery rate Mbit/s, RTT ms
 #: A host's samples per connection: (local address, port, peer address, port) → its samples.
-SocketSamples = dict[tuple[str, int, str, int], list[Sample]]
+SocketSamples = dict["SocketKey", list[Sample]]
 
 
 def _addr(text: str) -> str:
@@ -24,11 +25,12 @@ def _addr(text: str) -> str:
     return text.strip("[]").removeprefix("::ffff:")
 
 
-def samples(ss_log: Path) -> SocketSamples:
-    """(local address, port, peer address, port) → the socket's samples in time order:
-    (the sample's epoch time, delivery_rate in Mbit/s, rtt in ms; None where ss printed
-    none, as for a socket that only received)."""
-    out: SocketSamples = {}
+SocketKey = tuple[str, int, str, int]  # local address, port, peer address, port
+
+
+def socket_lines(ss_log: Path) -> Iterator[tuple[float | None, SocketKey, str]]:
+    """Each socket's info line of an `ss -tin` sample log, with its sample's epoch time
+    (None before the first "# EPOCH" line) and its socket: the one parser of fl's ss logs."""
     stamp, key = None, None
     for line in ss_log.read_text(errors="replace").splitlines():
         if line.startswith("# "):
@@ -42,9 +44,20 @@ def samples(ss_log: Path) -> SocketSamples:
         elif not line[0].isspace():
             m = _STATE_RE.match(line)
             key = (_addr(m.group(1)), int(m.group(2)), _addr(m.group(3)), int(m.group(4))) if m else None
-        elif key is not None and stamp is not None:
-            rate, rtt = _RATE_RE.search(line), _RTT_RE.search(line)
-            out.setdefault(key, []).append((stamp, float(rate.group(1)) / 1e6 if rate else None,
-                                            float(rtt.group(1)) if rtt else None))
+        elif key is not None:
+            yield stamp, key, line
             key = None
+
+
+def samples(ss_log: Path) -> SocketSamples:
+    """(local address, port, peer address, port) → the socket's samples in time order:
+    (the sample's epoch time, delivery_rate in Mbit/s, rtt in ms; None where ss printed
+    none, as for a socket that only received)."""
+    out: SocketSamples = {}
+    for stamp, key, line in socket_lines(ss_log):
+        if stamp is None:
+            continue
+        rate, rtt = _RATE_RE.search(line), _RTT_RE.search(line)
+        out.setdefault(key, []).append((stamp, float(rate.group(1)) / 1e6 if rate else None,
+                                        float(rtt.group(1)) if rtt else None))
     return out

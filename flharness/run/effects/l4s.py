@@ -30,8 +30,7 @@ def check(files: CellFiles) -> list[Effect]:
 def _connections(files: CellFiles, cc: str, host: str) -> Effect:
     feature = f"{cc}: AccECN and ECT(1)"
     log, sent, srv = files.dir / cell_folder.ss_log(host), files.capture(host), files.capture("srv")
-    ports = sorted({int(local.rsplit(":", 1)[1]) for (local, _), (ran, _) in
-                    (sockets(log, 0).items() if log.is_file() else []) if ran == cc})
+    ports = sorted({sock[1] for sock, (ran, _) in (sockets(log, 0).items() if log.is_file() else []) if ran == cc})
     if sent is None or srv is None or not ports:
         return Effect(feature=feature, ok=False, evidence=f"no {cc} socket in {host}'s samples, or a capture missing")
     seen = [_connection(sent, srv, port, files.server_addr, host == "srv") for port in ports]
