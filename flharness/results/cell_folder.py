@@ -11,6 +11,9 @@ SERIES = "series.npz"  # its time series (cell_series.py)
 SETUP_LOG = "setup.log"  # each host's setup, as it ran
 TEARDOWN_LOG = "teardown.log"  # each host's state after the test (teardown_format.py)
 FLENT_LOG = "flent.log"  # Flent's output and its exit status
+#: flent.log's first line: FLENT_EXIT then Flent's exit status (testbed/flent_script.py
+#: writes it, flent_exit reads it), then "# command: …", then what Flent printed.
+FLENT_EXIT = "# exit status: "
 QUEUE_LOG = "mid.qdisc.log"  # the middlebox's queue samples
 UDP_LOG = "udp.log"  # the competing UDP flow's server report
 PROBE = "probe.json.gz"  # the latency probe's samples (irtt)
@@ -49,3 +52,9 @@ CAPTURES = tuple(capture(h) for h in ENDPOINTS)
 FLENT_DATA_GLOB = flent_data("*")
 RAW_CAPTURE_GLOB = capture("*", compressed=False)
 SS_LOGS = tuple(ss_log(h) for h in ENDPOINTS)
+
+
+def flent_exit(first_line: str) -> int | None:
+    """Flent's exit status from flent.log's first line, None if the line is not one."""
+    status = first_line.removeprefix(FLENT_EXIT)
+    return int(status) if status != first_line and status.isdigit() else None

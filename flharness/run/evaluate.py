@@ -193,8 +193,7 @@ def _flent_exit(log: Path) -> int | None:
         first = log.read_text(errors="replace").splitlines()[0]
     except (OSError, IndexError):
         return None
-    m = re.match(r"# exit status: (\d+)", first)
-    return int(m.group(1)) if m else None
+    return cell_folder.flent_exit(first)
 
 
 def _cut_off(runners: list[str], v: Verdict) -> None:

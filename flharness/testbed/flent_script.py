@@ -26,6 +26,7 @@ import shlex
 from dataclasses import dataclass
 
 from ..frames import UDP_HEADERS
+from ..results import cell_folder
 from . import scheme_scripts
 from .scheme_scripts import SchemeSide
 
@@ -143,7 +144,7 @@ def flent_script(r: FlentRun) -> str:
                 "i=0",
                 "while kill -0 $probe 2>/dev/null && [ $i -lt 10 ]; do i=$((i + 1)); sleep 1; done",
                 "kill $probe 2>/dev/null; wait $probe 2>/dev/null"]
-    out += ['{ echo "# exit status: $rc"',
+    out += [f'{{ echo "{cell_folder.FLENT_EXIT}$rc"',
             f"  echo {q(f'# command: {command}')}",
             '  cat "$dir/flent.out"; } > "$dir/flent.log"',
             'rm -f "$dir/flent.out"',

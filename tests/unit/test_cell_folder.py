@@ -22,3 +22,13 @@ def test_no_module_spells_a_cell_folders_file_name():
         found += [f"{path.relative_to(PACKAGE)}: {n}" for n in NAMES if f'"{n}"' in text or f"'{n}'" in text]
         found += [f"{path.relative_to(PACKAGE)}: {m.group(0)}" for p in PATTERNS for m in re.finditer(p, text)]
     assert found == []
+
+
+def test_flents_exit_status_is_read_from_the_line_the_script_writes():
+    """The client's script writes flent.log's first line from the contract's prefix; the
+    reader takes only such a line."""
+    import subprocess
+    line = subprocess.run(["sh", "-c", f'rc=3; echo "{cell_folder.FLENT_EXIT}$rc"'], capture_output=True,
+                          text=True, check=True).stdout.splitlines()[0]
+    assert cell_folder.flent_exit(line) == 3
+    assert cell_folder.flent_exit("# command: flent …") is None and cell_folder.flent_exit(cell_folder.FLENT_EXIT) is None
