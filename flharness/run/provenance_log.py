@@ -28,7 +28,7 @@ def on_testbed(record: CellRecord, cell: Cell, tb: Testbed) -> None:
     server's address, netperf's control port and the middlebox's bottleneck ports, as
     the cell's commands name them (they differ between testbeds)."""
     record.backend = record.backend.on_testbed(tb.id, tb.label)
-    record.endpoints = Endpoints(server=target(cell, tb.inv), netperf_port=int(tb.inv.hostvars["cli"]["fl_netperf_port"]))
+    record.endpoints = Endpoints(server=target(cell, tb.inv), netperf_port=tb.inv.netperf_port)
     record.ports = BottleneckPorts.model_validate(ports(tb.inv).queues)
 
 

@@ -71,10 +71,9 @@ class Ports:
 
 
 def ports(inv: Inventory) -> Ports:
-    hv = inv.hostvars
-    ends = [TunnelEnd(h, hv[h]["fl_if"], hv[h]["fl_addr"].split("/")[0], hv[h]["fl_tunnel_addr"])
-            for h in ENDS if "fl_tunnel_addr" in hv[h]]
-    return Ports(mid_cli=hv["mid"]["fl_if_cli"], mid_srv=hv["mid"]["fl_if_srv"], cli=hv["cli"]["fl_if"],
+    e = {h: inv.endpoint(h) for h in ENDS}
+    ends = [TunnelEnd(h, e[h].dev, e[h].ip, inner) for h in ENDS if (inner := e[h].tunnel_addr) is not None]
+    return Ports(mid_cli=inv.middlebox.cli_dev, mid_srv=inv.middlebox.srv_dev, cli=e["cli"].dev,
                  tunnel=TUNNEL_DEV, ends=(ends[0], ends[1]) if len(ends) == 2 else None)
 
 

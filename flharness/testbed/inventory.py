@@ -9,15 +9,16 @@ written for them in the inventory file, and fl's per-testbed settings on top.
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..errors import FlError
 from ..hosts import HOSTS
+from .host_vars import Endpoint, HostVars, Middlebox
 
-IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,11}\Z")  # 15 minus the 'ifb4' prefix of its IFB
 BACKENDS = ("netns", "ssh")
 #: Inventory keys holding addresses, moved to a subnet of their own per parallel testbed.
 ADDRESS_KEYS = ("fl_addr", "fl_addr_cli", "fl_addr_srv", "fl_gateway", "fl_route_to", "fl_tunnel_addr")
@@ -33,17 +34,35 @@ class Inventory:
     hostvars: dict[str, dict[str, str]]  # cli/mid/srv: fl_* and ansible_* values, as text
     name: str = "testbed"  # its group
     written: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)  # variables as written
+    hosts: dict[str, HostVars] = field(default_factory=dict, compare=False)  # cli/mid/srv: the fl_* ones, typed
 
     @property
     def shared_fs(self) -> bool:
         return self.backend == "netns"
 
+    def endpoint(self, host: str) -> Endpoint:
+        """cli's or srv's link and route (checked when the inventory was read)."""
+        return self.hosts[host].endpoint()
+
+    @property
+    def middlebox(self) -> Middlebox:
+        return self.hosts["mid"].middlebox()
+
+    @property
+    def netperf_port(self) -> int:
+        """netserver's control port (the client's value: Flent's --netperf-control-port)."""
+        return self.hosts["cli"].netperf_port
+
+    @property
+    def irtt_port(self) -> int:
+        return self.hosts["srv"].irtt_port
+
     def tunnel_ip(self, host: str) -> str:
         """HOST's address inside the cli-srv tunnel (inventory key fl_tunnel_addr)."""
-        if "fl_tunnel_addr" not in self.hostvars[host]:
+        if (ip := self.endpoint(host).tunnel_ip) is None:
             raise FlError(f"{self.path}: {host}: fl_tunnel_addr is missing (the inner address "
                           "of the tunnel between cli and srv, e.g. 10.71.9.1/24 on cli)")
-        return self.hostvars[host]["fl_tunnel_addr"].split("/")[0]
+        return ip
 
 
 def vm_settings(path: Path) -> dict[str, str]:
@@ -100,10 +119,25 @@ def _testbed(path: Path, inv: Any, name: str, hosts: list[Any]) -> Inventory:
     for role in HOSTS:
         if role not in by_role:
             raise FlError(f"{path}: {name}: host {role!r} is missing (fl needs cli, mid and srv)")
-    hostvars = {r: {k: str(v) for k, v in hv.items() if k.startswith(("fl_", "ansible_"))}
-                for r, hv in by_role.items()}
+    return _inventory(path, name, by_role)
+
+
+def _inventory(path: Path, name: str, written: dict[str, dict[str, Any]]) -> Inventory:
+    """A testbed of WRITTEN, each host's variables as written: fl's and Ansible's as text,
+    fl's also typed (a key fl does not know, or a value of the wrong kind, is an error)."""
+    hostvars = {h: {k: str(v) for k, v in hv.items() if k.startswith(("fl_", "ansible_"))} for h, hv in written.items()}
+    hosts = {}
+    for h, hv in hostvars.items():
+        try:
+            hosts[h] = HostVars.model_validate({k: v for k, v in hv.items() if k.startswith("fl_")})
+        except ValidationError as e:
+            err = e.errors()[0]
+            key, value = ".".join(str(x) for x in err["loc"]), hv.get(str(err["loc"][0]))
+            said = " is not a variable fl knows (a typo?)" if err["type"] == "extra_forbidden" else \
+                f"={value!r}: {err['msg'].removeprefix('Value error, ')}"
+            raise FlError(f"{path}: " + (f"{name}: " if name != "testbed" else "") + f"{h}: {key}{said}") from None
     srv_ip = hostvars["srv"].get("fl_addr", "").split("/")[0]
-    return Inventory(path, hostvars["mid"].get("fl_backend", ""), srv_ip, hostvars, name, by_role)
+    return Inventory(path, hostvars["mid"].get("fl_backend", ""), srv_ip, hostvars, name, written, hosts)
 
 
 def _plain(value: Any) -> Any:
@@ -119,43 +153,20 @@ def _plain(value: Any) -> Any:
 
 
 def _check(tb: Inventory) -> None:
-    path, hv = f"{tb.path}" + (f": {tb.name}" if tb.name != "testbed" else ""), tb.hostvars
+    """Each host has what its part needs (the values' kinds: HostVars), all on one backend."""
+    path = f"{tb.path}" + (f": {tb.name}" if tb.name != "testbed" else "")
 
-    def need(host: str, key: str) -> str:
-        if key not in hv[host]:
-            raise FlError(f"{path}: {host}: {key} is missing")
-        return hv[host][key]
-
-    def iface(host: str, key: str) -> None:
-        if not IFNAME_RE.match(need(host, key)):
-            raise FlError(f"{path}: {host}: {key}={hv[host][key]!r} is not an interface name "
-                          "(1-11 characters: letters, digits, _ . : -)")
-
-    def address(host: str, key: str, network: bool = False) -> None:
-        try:
-            (ipaddress.ip_network if network else ipaddress.ip_interface)(need(host, key))
-        except ValueError:
-            raise FlError(f"{path}: {host}: {key}={hv[host][key]!r} is not an IPv4/IPv6 "
-                          f"{'network' if network else 'address/prefix'}") from None
+    def need(host: str, *keys: str) -> None:
+        for key in keys:
+            if getattr(tb.hosts[host], key) is None:
+                raise FlError(f"{path}: {host}: {key} is missing")
 
     for host in HOSTS:
-        backend = need(host, "fl_backend")
-        if backend not in BACKENDS:
-            raise FlError(f"{path}: {host}: fl_backend={backend!r} must be one of {', '.join(BACKENDS)}")
-        for key in ("fl_netperf_port", "fl_irtt_port"):
-            if not need(host, key).isdigit() or not 0 < int(hv[host][key]) < 65536:
-                raise FlError(f"{path}: {host}: {key} must be a port number")
+        need(host, "fl_backend", "fl_netperf_port", "fl_irtt_port")
     for host in ("cli", "srv"):
-        iface(host, "fl_if")
-        address(host, "fl_addr")
-        address(host, "fl_gateway")
-        address(host, "fl_route_to", network=True)
-        if "fl_tunnel_addr" in hv[host]:
-            address(host, "fl_tunnel_addr")
-    for side in ("cli", "srv"):
-        iface("mid", f"fl_if_{side}")
-        address("mid", f"fl_addr_{side}")
-    if len({hv[h]["fl_backend"] for h in HOSTS}) != 1:
+        need(host, "fl_if", "fl_addr", "fl_gateway", "fl_route_to")
+    need("mid", "fl_if_cli", "fl_addr_cli", "fl_if_srv", "fl_addr_srv")
+    if len({tb.hosts[h].fl_backend for h in HOSTS}) != 1:
         raise FlError(f"{path}: cli, mid and srv must use the same fl_backend")
 
 
@@ -166,10 +177,7 @@ def moved(tb: Inventory, index: int) -> Inventory:
         return tb
     written = {h: {k: _shift(v, index) if k in ADDRESS_KEYS else v for k, v in hv.items()}
                for h, hv in tb.written.items()}
-    hostvars = {h: {k: str(v) for k, v in hv.items() if k.startswith(("fl_", "ansible_"))}
-                for h, hv in written.items()}
-    return Inventory(tb.path, tb.backend, hostvars["srv"]["fl_addr"].split("/")[0], hostvars,
-                     f"{tb.name}-{index + 1}", written)
+    return _inventory(tb.path, f"{tb.name}-{index + 1}", written)
 
 
 def _shift(text: Any, index: int) -> str:

@@ -59,8 +59,8 @@ def servers_argv(inv: Inventory, run_vars: RunVars, srv_dir: str) -> list[str]:
     servers start); netperf's and irtt's ports (the inventory's, on srv); iperf's UDP and
     video ports where some cell has such a flow, else '-'; and netserver's wait in tenths
     of a second."""
-    srv = inv.hostvars["srv"]
-    return [srv_dir, "0.0.0.0" if run_vars.tunnels else inv.srv_ip, srv["fl_netperf_port"], srv["fl_irtt_port"],
+    srv = inv.hosts["srv"]
+    return [srv_dir, "0.0.0.0" if run_vars.tunnels else inv.srv_ip, str(srv.netperf_port), str(srv.irtt_port),
             str(UDP_PORT) if run_vars.udp else "-", str(VIDEO_PORT) if run_vars.video else "-",
             str(run_vars.wait_timeout * 10)]
 
@@ -68,9 +68,8 @@ def servers_argv(inv: Inventory, run_vars: RunVars, srv_dir: str) -> list[str]:
 def tunnel_ends(inv: Inventory) -> dict[str, EndAddresses]:
     """The cli-srv tunnel's ends as each names itself and its peer (cell_scripts: the
     tunnel's removal, WireGuard's peer): their testbed addresses and the peer's inner one."""
-    hv = inv.hostvars
-    outer = {h: hv[h]["fl_addr"].split("/")[0] for h in tunnel.ENDS}
-    inner = {h: hv[h]["fl_tunnel_addr"].split("/")[0] if "fl_tunnel_addr" in hv[h] else None for h in tunnel.ENDS}
+    outer = {h: inv.endpoint(h).ip for h in tunnel.ENDS}
+    inner = {h: inv.endpoint(h).tunnel_ip for h in tunnel.ENDS}
     cli, srv = tunnel.ENDS
     return {me: EndAddresses(peer=peer, local=outer[me], remote=outer[peer], peer_inner=inner[peer])
             for me, peer in ((cli, srv), (srv, cli))}
@@ -89,11 +88,11 @@ def host_links(inv: Inventory) -> dict[str, tuple[Link, ...]]:
     """Each host's testbed interfaces with their addresses (an endpoint's one, the
     middlebox's two ports), and on the middlebox the IFB each port's path delay uses."""
     out: dict[str, tuple[Link, ...]] = {}
-    for host, hv in inv.hostvars.items():
-        pairs = [(hv["fl_if"], hv["fl_addr"])] if "fl_if" in hv else \
-            [(hv["fl_if_cli"], hv["fl_addr_cli"]), (hv["fl_if_srv"], hv["fl_addr_srv"])]
-        out[host] = tuple(Link(dev=str(dev), addr=str(addr), ifb=Ports.ifb(str(dev)) if host == "mid" else None)
-                          for dev, addr in pairs)
+    mid = inv.middlebox
+    for host in HOSTS:
+        pairs = [(mid.cli_dev, mid.cli_addr), (mid.srv_dev, mid.srv_addr)] if host == "mid" else \
+            [(inv.endpoint(host).dev, inv.endpoint(host).addr)]
+        out[host] = tuple(Link(dev=dev, addr=addr, ifb=Ports.ifb(dev) if host == "mid" else None) for dev, addr in pairs)
     return out
 
 
@@ -108,14 +107,15 @@ def run_hosts(inv: Inventory, dirs: dict[str, str], run_vars: RunVars | None) ->
     links and route (the inventory's), and what the run (RUN_VARS, if any) makes it keep."""
     links = host_links(inv)
     out = {}
-    for host, hv in inv.hostvars.items():
+    for host in HOSTS:
+        end = inv.endpoint(host) if host != "mid" else None
         out[host] = RunHost(
             host=host, dir=dirs[host], links=links[host],
             netns=inv.backend == "netns",
-            route=(str(hv["fl_route_to"]), str(hv["fl_gateway"])) if "fl_route_to" in hv else None,
+            route=(end.route_to, end.gateway) if end else None,
             sysctl_keys=tuple(run_vars.sysctl_keys.get(host, [])) if run_vars else (),
             module_params=tuple(run_vars.module_params.get(host, [])) if run_vars else (),
-            ifb=bool(run_vars and run_vars.ifb), nft=bool(run_vars and run_vars.nft), up_dev=str(hv["fl_if_cli"]) if host == "mid" else None)
+            ifb=bool(run_vars and run_vars.ifb), nft=bool(run_vars and run_vars.nft), up_dev=inv.middlebox.cli_dev if host == "mid" else None)
     return out
 
 
@@ -220,7 +220,7 @@ def flent_argv(cell: Cell, inv: Inventory, out_dir: Path | str, time_limit: bool
     ping = test is PING  # its ping alone, the whole run: ping.conf has no lead-in of its own
     argv = (["timeout", "-k", "15", str(limit)] if time_limit else []) + [FLENT, test.name,
             "-H", target(cell, inv), "-l", str(config.flent_s if ping else config.length), "-s", f"{config.step_size:g}",
-            "--netperf-control-port", inv.hostvars["cli"]["fl_netperf_port"],
+            "--netperf-control-port", str(inv.netperf_port),
             *([] if ping else ["--socket-stats"]), "-D", str(out_dir), "-t", cell.name, "-n", note]
     if config.lead is not None and not ping:  # Flent's own default otherwise
         argv += ["-d", str(config.lead)]
@@ -275,7 +275,7 @@ def flent_run(cell: Cell, inv: Inventory, cli: HostPlace, scratch: str, time_lim
                     lead_s=config.lead_s, length=config.length,
                     udp=UdpClient(port=UDP_PORT, bps=int(udp.bps)) if udp else None,
                     video=VideoClient(port=VIDEO_PORT, isochronous=video.isochronous, tos=video.tos) if video else None,
-                    probe=IrttClient(port=int(inv.hostvars["srv"]["fl_irtt_port"]), interval=probe.interval,
+                    probe=IrttClient(port=inv.irtt_port, interval=probe.interval,
                                     tos=probe.tos) if probe else None,
                     schemes=scheme_sides(cell, inv, "cli", cli, scratch))
 
@@ -290,7 +290,7 @@ def scheme_sides(cell: Cell, inv: Inventory, host: str, place: HostPlace, scratc
     receiver; the side that listens starts in the setup, the other with the flows."""
     config = cell.config
     side: Literal["sender", "receiver"] = "sender" if host == "cli" else "receiver"
-    client = inv.tunnel_ip("cli") if config.tunnel is not None else inv.hostvars["cli"]["fl_addr"].split("/")[0]
+    client = inv.tunnel_ip("cli") if config.tunnel is not None else inv.endpoint("cli").ip
     out = []
     for n, flow, scheme in config.scheme_flows:
         folder = f"{scratch}/scheme-{n}"
@@ -330,7 +330,7 @@ def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars:
     """What HOST's setup and collect scripts do for CELL (cell_scripts.py): PLACE, where it
     writes the cell's files and captures (cell_hosts); FILES, its command files;
     TUNNEL_OF, the cell's tunnel (tunnel_plan); RESULTS, the cell's results folder."""
-    config, hv = cell.config, inv.hostvars[host]
+    config = cell.config
     bottleneck = capture = built = None
     if host == "mid":
         p = ports(inv)
@@ -345,13 +345,13 @@ def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars:
                           target=target(cell, inv), xz_level=None if run_vars.shared_fs else run_vars.xz_level)
         if tunnel_of is not None:
             end = tunnel_end(inv, "cli" if host == "cli" else "srv", scratch[host])
-            built = Tunnel(kind=tunnel_of.kind, overhead=tunnel_of.overhead, underlay=hv["fl_if"], end=end,
+            built = Tunnel(kind=tunnel_of.kind, overhead=tunnel_of.overhead, underlay=inv.endpoint(host).dev, end=end,
                            fill=tunnel_of.fill,
                            wg_private=tunnel_of.wg[end.host].private if tunnel_of.wg else None,
                            wg_peer_public=tunnel_of.wg[end.peer].public if tunnel_of.wg else None)
     return HostCell(host=host, cell=cell.name, scenario=cell.scenario, scratch=scratch[host], files=files,
                     cell_dir=place.cell_dir, staged=place.staged, moves_to=results if place.moves else None,
-                    wait_timeout=run_vars.wait_timeout, client_if=hv["fl_if"] if host == "cli" else None,
+                    wait_timeout=run_vars.wait_timeout, client_if=inv.endpoint(host).dev if host == "cli" else None,
                     servers=tuple(servers_argv(inv, run_vars, scratch["srv"])) if host == "srv" else None,
                     endpoint=host in tunnel.ENDS, tunnel=built, capture=capture, bottleneck=bottleneck,
                     schemes=scheme_sides(cell, inv, host, place, scratch[host]) if host in tunnel.ENDS else (),

@@ -661,7 +661,7 @@ def test_fl_servers_arguments_come_from_python(inv):
     assert " ".join(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, RV)["fl_servers_argv"]) == SERVERS_PLAIN
     assert " ".join(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, rv_every)["fl_servers_argv"]) == SERVERS_EVERY
     second = moved(inv, 1)  # srv's ports, not cli's
-    other = replace(second, hostvars={**second.hostvars, "srv": second.hostvars["srv"] | {"fl_netperf_port": "12866", "fl_irtt_port": "2113"}})
+    other = replace(second, hosts={**second.hosts, "srv": second.hosts["srv"].model_copy(update={"fl_netperf_port": 12866, "fl_irtt_port": 2113})})
     slow = run_vars([], ifb=False, nft=False, dilation=2.5).model_copy(update={"video": True})
     assert servers_argv(other, slow, "/s p/srv") == ["/s p/srv", "10.71.18.1", "12866", "2113", "-", "5002", "370"]
     assert "fl_servers_argv" not in playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, None)

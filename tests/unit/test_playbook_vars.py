@@ -253,3 +253,41 @@ def test_the_probe_and_the_module_load_read_exactly_what_their_models_hand_over(
     assert read == set(model.model_fields), (sorted(read), sorted(model.model_fields))
     entry_keys = set(re.findall(r"\bfl_kits\[[^\]]*\]\.(\w+)", code))
     assert entry_keys <= set(KitVars.model_fields) and (model is not ModulesVars or entry_keys), entry_keys
+
+
+def _made_here(node: Any) -> set[str]:
+    """_set_here, and the facts tasks set and the loop variables they name."""
+    if isinstance(node, list):
+        return set().union(*map(_made_here, node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    own = _set_here(node) if "register" in node or "vars" in node else set()
+    own |= set(node["ansible.builtin.set_fact"]) if isinstance(node.get("ansible.builtin.set_fact"), dict) else set()
+    own |= {node["loop_var"]} if "loop_var" in node else set()
+    return own.union(*map(_made_here, node.values()))
+
+
+def unknown_names(code: str, made: set[str]) -> list[str]:
+    """The fl_* names CODE reads that are neither an inventory key (HostVars), an extra var
+    fl hands over (each playbook's models, playbook_extra_vars), a plugin of fl's, nor a
+    name the playbooks make themselves (MADE)."""
+    from flharness.testbed.host_vars import HostVars
+    inv = load_inventory(REPO / "inventory.ini")
+    handed = set(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, run_vars([], ifb=True, nft=True)))
+    known = set(HostVars.model_fields) | handed | set(ROOTS) | set(ProbeVars.model_fields) | \
+        set(ModulesVars.model_fields) | {p.stem for p in (REPO / "plugins").rglob("fl_*.py")}
+    return sorted(set(re.findall(r"\bfl_\w+", code)) - known - made)
+
+
+def test_every_fl_variable_the_playbooks_read_is_an_inventory_key_or_handed_over():
+    """An `fl_*` name roles/ or playbooks/ read is a field of the inventory's model
+    (testbed/host_vars.py: typed, checked when the inventory is read), an extra var of a
+    model or of playbook_extra_vars, or one they make themselves: a key read from the
+    inventory that the model lacks fails here (and would be refused in an inventory)."""
+    files = [p for d in ("roles", "playbooks") for p in (REPO / d).rglob("*")
+             if p.suffix in (".j2", ".yml", ".yaml") and p.is_file()]
+    code = "\n".join(line for p in files for line in p.read_text().splitlines() if not line.lstrip().startswith("#"))
+    made = set().union(*(_made_here(yaml.safe_load(p.read_text())) for p in files if p.suffix != ".j2"))
+    made |= {k for p in files if p.parent.name in ("vars", "defaults", "group_vars") for k in yaml.safe_load(p.read_text()) or {}}
+    assert not unknown_names(code, made), unknown_names(code, made)
+    assert unknown_names(code + "\n{{ hostvars['mid'].fl_mtu }}", made) == ["fl_mtu"]
