@@ -118,7 +118,7 @@ def test_fl_check_reports_the_l4s_kernel_and_what_it_lacks(lab):
     assert {"dctcp", "prague"} <= set(usable), usable
     # which Prague: fl's module, its file's hash and its parameters
     assert re.search(r"^  prague: fl tcp_prague 3 \(draft-briscoe-iccrg-prague-congestion-control-01\); "
-                     r"tcp_prague\.ko sha256 [0-9a-f]{12}…; ai_cwnd_limited=1 alpha_dctcp=0 alpha_shift=4 burst_us=250 ce_prr=0 pacing=1 "
+                     r"tcp_prague\.ko sha256 [0-9a-f]{12}…; ai_cwnd_limited=1 alpha_dctcp=0 alpha_shift=4 burst_us=250 ce_prr=0 loss_2020=0 pacing=1 "
                      r"pacing_ca_pct=100 .*rtt_indep=0 ", out, re.M), out
     assert "accecn (tcp_ecn=3 accepted) yes" in out
     # Linux 7.x refuses nftables writes to the TCP header's data-offset byte: tc clears a SYN's flags
@@ -236,19 +236,20 @@ def test_paced_dctcp_without_step_marks_on_a_lone_packet_gets_its_share(lab):
     assert stats["step_mark"] < 0.2 * stats["pkts_in_l"], stats
 
 
-def test_the_2020_step_rule_leaves_a_lone_packet_unmarked(lab):
+def test_both_step_rules_are_applied_and_two_prague_flows_keep_the_l_queue_occupied(lab):
     """The same 10 Mbit/s cell (prague-vs-prague, 10/10 ms) through dualpi2 under the
     report's step rule (min_qlen_step 2: a packet is step-marked only behind two queued
-    ones) and mainline's (0): at 10 Mbit/s a packet takes 1.2 ms to send, more than the
-    1 ms step, so mainline's marks every packet that arrives while another is sent, and
-    dualpi2's own step-mark counter (read from tc's text) is at least ten times the 2020
-    rule's, with both cells' L queues carrying Prague's packets."""
+    ones) and mainline's (0), each rule as tc reads it back. Two Prague flows keep the L
+    queue occupied, so the lone-packet rule seldom applies and dualpi2's own step-mark
+    counters are within 20 % of each other (measured 1905 and 1911 here; the study's 90 s
+    cells 16 753 and 16 112: docs/prague.md). Where the rule does decide (one paced
+    scalable flow): test_paced_dctcp_without_step_marks_on_a_lone_packet_gets_its_share."""
     cells = {rule: find(lab["root"], "vm-s1", cc="prague-vs-prague", qdisc=label)[2]
              for rule, label in (("dualpi2_2020", "dualpi2(2020)"), ("dualpi2_mainline", "dualpi2(mainline)"))}
     stats = {rule: teardown_dualpi2(d) for rule, d in cells.items()}
     assert all(s["pkts_in_l"] > 2000 and s["pkts_in_c"] < 100 for s in stats.values()), stats
-    assert stats["dualpi2_mainline"]["step_mark"] >= 10 * max(stats["dualpi2_2020"]["step_mark"], 1) and \
-        stats["dualpi2_mainline"]["step_mark"] > 100, stats
+    marks = sorted(s["step_mark"] for s in stats.values())
+    assert marks[0] > 100 and marks[1] <= 1.2 * marks[0], stats
     spec = {rule: re.search(r"^qdisc dualpi2 10: .*$", (d / "teardown.log").read_text(), re.M)[0] for rule, d in cells.items()}
     assert "min_qlen_step 2" in spec["dualpi2_2020"] and "min_qlen_step 0" in spec["dualpi2_mainline"], spec
 
@@ -391,11 +392,12 @@ def test_the_reproduction_report_sets_s1s_published_rows_beside_the_measured_one
     assert counts.endswith("567 not run") and sum(int(n) for n in re.findall(r"(\d+) ", counts)) == 579, counts
     for rule in ("dualpi2(2020)", "dualpi2(mainline)"):
         assert re.search(rf"^\| qdisc {re.escape(rule)} \| \d+ (agrees|differs)", page, re.M), rule  # its counts
-    ran = {(f"cc {cc}, qdisc {q.split('_')[0]}, rate 10mbit, rtt 10ms-10ms", f"qdisc {label}" if label else ""):
-           f"{cc}-{q}" for cc, q, label in (("cubic-vs-cubic", "dualpi2_2020", "dualpi2(2020)"),
-                                            ("cubic-vs-cubic", "pfifo_200", ""),
-                                            ("prague-vs-prague", "dualpi2_2020", "dualpi2(2020)"),
-                                            ("prague-vs-prague", "dualpi2_mainline", "dualpi2(mainline)"))}
+    # (the reference's row, the variant it ran) → the cell; rows of no variant say "–"
+    ran = {(f"cc {cc}, qdisc {row}, rate 10mbit, rtt 10ms-10ms", variant): f"{cc}-{q}" for cc, q, row, variant in (
+        ("cubic-vs-cubic", "dualpi2_2020", "dualpi2", "qdisc dualpi2(2020)"),
+        ("cubic-vs-cubic", "pfifo_200", "pfifo_200", "–"),
+        ("prague-vs-prague", "dualpi2_2020", "dualpi2", "qdisc dualpi2(2020)"),
+        ("prague-vs-prague", "dualpi2_mainline", "dualpi2", "qdisc dualpi2(mainline)"))}
     assert {k[:2] for k in rows} == set(ran) and len(rows) == 12  # D_SS of two flows and Jain's index each
     published = (("4.82", "4.47", "0.999"), ("4.56", "4.87", "0.999"), ("4.31", "4.27", "1.000"), ("4.31", "4.27", "1.000"))
     for key, pubs in zip(ran, published):
