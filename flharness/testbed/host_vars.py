@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -21,25 +22,20 @@ def _ifname(value: str) -> str:
     return value
 
 
-def _interface(value: str) -> str:
-    try:
-        ipaddress.ip_interface(value)
-    except ValueError:
-        raise ValueError("not an IPv4/IPv6 address/prefix") from None
-    return value
-
-
-def _network(value: str) -> str:
-    try:
-        ipaddress.ip_network(value)
-    except ValueError:
-        raise ValueError("not an IPv4/IPv6 network") from None
-    return value
+def _parsed_by(parse: Callable[[str], object], kind: str) -> Callable[[str], str]:
+    """A validator keeping a value PARSE accepts, else saying it is not a KIND."""
+    def check(value: str) -> str:
+        try:
+            parse(value)
+        except ValueError:
+            raise ValueError(f"not an IPv4/IPv6 {kind}") from None
+        return value
+    return check
 
 
 IfName = Annotated[str, AfterValidator(_ifname)]
-Interface = Annotated[str, AfterValidator(_interface)]
-Network = Annotated[str, AfterValidator(_network)]
+Interface = Annotated[str, AfterValidator(_parsed_by(ipaddress.ip_interface, "address/prefix"))]
+Network = Annotated[str, AfterValidator(_parsed_by(ipaddress.ip_network, "network"))]
 Port = Annotated[int, Field(gt=0, lt=65536)]
 
 
