@@ -5,8 +5,9 @@ figure is a function of those values; analyse() brings them together.
 Time windows (Flent's time axis, t = 0 when its ping starts; flows run from the lead-in
 plus their start delay until lead-in + length):
   * steady state: a window of W seconds ending 1 s before the flow's last socket sample
-    (the predecessor's D_SS definition; W defaults to min(60 s, 2/3 of the test)). The
-    samples are the sending socket's: Flent's for upload flows (it samples the client),
+    (the predecessor's D_SS definition; W defaults to min(60 s, 2/3 of the test)); a
+    sample on either bound is in it, whatever its few ms of lateness. The samples are the
+    sending socket's: Flent's for upload flows (it samples the client),
     the server's own ss samples for download flows (ss_samples.py). A delivery-rate
     sample above the link's rate (a burst through HTB in slow start, 156 Mbit/s on a
     4 Mbit/s link) is not the link's rate: it is left out, and counted;
@@ -76,6 +77,10 @@ from .video import video_flow
 NEAR_ZERO = 0.01  # a flow below this share of the link rate is flagged as starved
 OVER_CAPACITY = 1.01  # goodput above this × payload capacity is a measurement error
 RATE_SAMPLE_SPAN = 1.0  # s: a delivery-rate sample is judged against the highest rate this long before it
+# s: socket samplers tick on a fixed grid (Flent every 0.2 s, fl-ss-sample every 1 s), each
+# sample late by a few ms; a steady window's bounds fall on that grid, so a sample on a bound
+# is in the window (closed), whatever its lateness
+GRID_JITTER_S = 0.05
 #: The metrics an impossible D_SS, or an impossible goodput, puts in doubt (the others of
 #: the cell are still judged: report/measures.py names).
 STEADY_METRICS = ("dss_mbit", "jain", "ratio")
@@ -310,7 +315,7 @@ def socket_figures(test: Recorded, f: FlowInfo, key: pcap.Key | None, window: fl
         return out
     end = rates[-1][0] - 1.0
     start = steady_start(end - window, end, test.config)
-    inside = [(t, v) for t, v in rates if start < t < end]
+    inside = [(t, v) for t, v in rates if start - GRID_JITTER_S <= t <= end + GRID_JITTER_S]
     if not inside:
         after = " (after the rate schedule's last step)" if start > end - window else ""
         out.flag = Flag(kind="incomplete", code="steady_window_empty",

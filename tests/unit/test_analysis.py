@@ -180,8 +180,8 @@ class _Samples:
 
 
 def test_delivery_rate_samples_above_the_link_rate_are_left_out(tmp_path):
-    """D_SS over the window (2 s ending 1 s before the last sample) without the samples
-    above the link's rate: a slow-start sample of 156.5 Mbit/s on a 10 Mbit/s link is
+    """D_SS over the window (2 s ending 1 s before the last sample; a sample on
+    a bound, 7.0 s, is in it) without the samples above the link's rate: a slow-start sample of 156.5 Mbit/s on a 10 Mbit/s link is
     left out and counted. A window that a step down to 5 Mbit/s (at 6.5 s) crosses begins
     a sample's span after it: the samples before are not in it, and 7.5 Mbit/s 1.4 s after
     the step is left out. A D_SS still above 1.01 × the payload capacity (9.9 Mbit/s samples:
@@ -211,8 +211,8 @@ def test_delivery_rate_samples_above_the_link_rate_are_left_out(tmp_path):
                              "8.0-8.0 s (after the rate schedule's last step)")
     rs = _Samples(1000.0, {"TCP upload::1": [(x, 15.0, 50.0) for x in t]})  # all above the 10 Mbit/s link
     one = socket_figures(rs, _config(), 3, 1, 2.0)
-    assert one.steady_mbit is None and one.steady_excluded == 4 and one.flag.code == "steady_window_empty"
-    assert "all 4 socket samples in its steady window, 5.0-7.0 s, are above the link's rate" in one.flag.text
+    assert one.steady_mbit is None and one.steady_excluded == 5 and one.flag.code == "steady_window_empty"
+    assert "all 5 socket samples in its steady window, 5.0-7.0 s, are above the link's rate" in one.flag.text
 
 
 #: The server's samples of a tcp_bidirectional cell (srv.ss.log, as fl-ss-sample writes

@@ -211,7 +211,7 @@ def _steady(flent: dict, series: str, window: float, link_mbit: float) -> tuple[
     above the link's rate (LINK_MBIT) and left out."""
     samples = [(s["t"], s["tcp_delivery_rate"]) for s in flent["raw_values"][series] if s.get("tcp_delivery_rate")]
     end = samples[-1][0] - 1
-    values = [v for t, v in samples if end - window < t < end]
+    values = [v for t, v in samples if end - window - 0.05 <= t <= end + 0.05]  # bounds included
     possible = [v for v in values if v <= link_mbit]
     return sum(possible) / len(possible), len(values) - len(possible)
 
