@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--load-modules", action="store_true",
                      help="load fl's modules (TCP Prague, dualpi2: fl modules build) into the testbeds' kernels "
                      "first, built for each kernel's release where not yet built")
+    run.add_argument("--host-wait", type=_seconds, default=60.0, metavar="SECONDS",
+                     help="how long an ssh host lost mid-run may take to answer again (a reboot, say) before "
+                     "its testbed takes no more cells (default: 60)")
     _vm_options(run)
     run.set_defaults(func=cmd_run)
 
@@ -163,6 +166,18 @@ def _vm_options(p: argparse.ArgumentParser) -> None:
                    help="Ansible inventory of the testbed (and its fl_vm_* settings)")
 
 
+def _seconds(raw: str) -> float:
+    """A duration on the command line: 90 or 90s; at least 1 s."""
+    from .scenario.values import parse_seconds
+    try:
+        seconds = parse_seconds(float(raw) if raw.replace(".", "", 1).isdigit() else raw)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if seconds < 1:
+        raise argparse.ArgumentTypeError(f"{raw!r}: at least 1 s")
+    return seconds
+
+
 def _vm(args: argparse.Namespace) -> VmConfig | None:
     """The VM to use: --vm options, else fl_vm_* settings of the inventory; None for none."""
     from .testbed.inventory import vm_settings
@@ -182,7 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .scenario import find_scenario
     opts = RunOptions(run=args.run, only=args.only, force=args.force, dry_run=args.dry_run,
                       inventory=args.inventory, results=args.results, parallel=args.parallel, vm=_vm(args),
-                      load_modules=args.load_modules)
+                      load_modules=args.load_modules, host_wait_s=args.host_wait)
     return run_scenarios([find_scenario(name) for name in args.names], opts)
 
 

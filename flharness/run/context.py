@@ -25,6 +25,7 @@ class RunOptions:
     parallel: int | None = None  # testbeds at once (default: 1; an ssh inventory's testbeds)
     vm: VmConfig | None = None  # run in VMs booted with this kernel
     load_modules: bool = False  # fl's modules loaded into the testbeds' kernels first (run/kit_loading.py)
+    host_wait_s: float = 60.0  # how long an ssh host lost mid-run may take to answer again (run/dispatch.py)
 
 
 @dataclass

@@ -28,9 +28,6 @@ from .space import disk_full
 LOG = logging.getLogger(__name__)
 #: Restarts of a testbed after it died mid-run; each resumes with the cells left.
 RESTARTS = 2
-#: How long a host lost mid-run (unreachable over ssh) may take to answer again before its
-#: testbed takes no more cells.
-LOST_HOST_WAIT_S = 60.0
 POLL = 0.005  # seconds
 
 
@@ -85,6 +82,7 @@ class Dispatch:
     records: list[CellRecord] = field(default_factory=list)
     finishing: dict[Future[tuple[CellRecord, Verdict]], Attempt] = field(default_factory=dict)
     retried: set[tuple[str, str]] = field(default_factory=set)  # (scenario, cell) run again once
+    host_wait_s: float = 60.0  # how long a host lost mid-run (unreachable over ssh) may take to answer again
 
     def run_all(self) -> list[CellRecord]:
         with ThreadPoolExecutor(max_workers=2 * len(self.slots) + 1, thread_name_prefix="fl-finish") as pool:
@@ -166,14 +164,14 @@ class Dispatch:
         plays on without them: it ends, and the testbed is built again once they answer
         (_rejoin), or takes no more cells, naming them."""
         LOG.warning("testbed %s: %s could not be reached over ssh; waiting up to %.0f s for %s",
-                    slot.name, ", ".join(hosts), LOST_HOST_WAIT_S, "it" if len(hosts) == 1 else "them")
+                    slot.name, ", ".join(hosts), self.host_wait_s, "it" if len(hosts) == 1 else "them")
         if slot.restarts >= RESTARTS:
             slot.testbed.down()
             self._retire(slot, f"{', '.join(hosts)} lost again after {RESTARTS} restarts")
             return
         slot.restarts += 1
         slot.built = False
-        slot.state, slot.future = State.RESTARTING, self.pool.submit(_rejoin, slot.testbed, hosts)
+        slot.state, slot.future = State.RESTARTING, self.pool.submit(_rejoin, slot.testbed, hosts, self.host_wait_s)
 
     def _died(self, slot: Slot, why: str) -> None:
         tb = slot.testbed
@@ -254,16 +252,16 @@ class HostLost(TestbedError):
     """A testbed's host lost mid-run did not answer again in time."""
 
 
-def _rejoin(tb: Testbed, hosts: list[str]) -> None:
+def _rejoin(tb: Testbed, hosts: list[str], wait_s: float) -> None:
     """Once HOSTS answer again, TB is removed from every host (from those lost, what their
-    cell left) and built anew; if they do not within LOST_HOST_WAIT_S, it is removed from
+    cell left) and built anew; if they do not within WAIT_S seconds, it is removed from
     the others, and kept on record for `fl clean`."""
     if tb.session is not None:
         tb.session.stop()
-    why = tb.reach(hosts, LOST_HOST_WAIT_S)
+    why = tb.reach(hosts, wait_s)
     if why is not None:
         tb.down()
-        raise HostLost(f"{why}, still after {LOST_HOST_WAIT_S:.0f} s; the testbed's other hosts are restored, "
+        raise HostLost(f"{why}, still after {wait_s:.0f} s; the testbed's other hosts are restored, "
                        f"and `fl clean` restores {', '.join(hosts)} once it answers")
     _restart(tb)
 

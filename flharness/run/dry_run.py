@@ -25,7 +25,7 @@ def print_dry_run(run: Run, sp: ScenarioPlan, run_vars: RunVars) -> None:
     scratch = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)
     for host, scripts in host_scripts(inv, scratch, run_vars).items():
         print(f"   {host}: testbed_up.sh (run by the testbed role once, before the first cell):")
-        _print_text(scripts["up"])
+        _print_text(scripts.up or "")
     for i, p in enumerate(sp.planned, 1):
         print(f"\n== [{i}/{len(sp.planned)}] {p.cell.name}  (config {p.cell.config_hash})")
         if p.action != "run":

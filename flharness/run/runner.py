@@ -278,7 +278,7 @@ def _run_cells(run: Run, to_run: list[tuple[ScenarioPlan, Cell]], rv: RunVars,
                           tcp_rewrite=run.caps.tcp_rewrite, run_vars=rv, scratch=tb.host_dirs))
         return attempt
 
-    return Dispatch(slots, queue, start_cell, progress).run_all()
+    return Dispatch(slots, queue, start_cell, progress, host_wait_s=run.opts.host_wait_s).run_all()
 
 
 def _kind(run: Run) -> str:

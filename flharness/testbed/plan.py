@@ -7,7 +7,7 @@ import secrets
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ..cells import Cell
 from ..flent_tests import PING
@@ -19,7 +19,7 @@ from .cell_scripts import Bottleneck, Capture, HostCell, Tunnel, TunnelEnd, coll
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .flent_script import FLENT_FILE, FlentRun, IrttClient, UdpClient, VideoClient, flent_script
 from .inventory import Inventory
-from .playbook_vars import CellHostVars, CellVars, RunVars
+from .playbook_vars import CellHostVars, CellVars, HostScripts, RunVars, TestbedVars
 from .scheme_scripts import SchemeSide
 from .state_script import STATE_FILE, EcnPlace, HostState, state_script
 from .testbed_scripts import Link, RunHost, down_script, helpers_script, up_script
@@ -119,30 +119,21 @@ def run_hosts(inv: Inventory, dirs: dict[str, str], run_vars: RunVars | None) ->
     return out
 
 
-def host_scripts(inv: Inventory, dirs: dict[str, str], run_vars: RunVars | None) -> dict[str, dict[str, str]]:
+def host_scripts(inv: Inventory, dirs: dict[str, str], run_vars: RunVars | None) -> dict[str, HostScripts]:
     """fl_testbed: per host, the testbed role's three scripts (testbed_scripts.py); before
     a run has its fl_run (fl clean), only the helpers' and the removal."""
-    return {host: {"helpers": helpers_script(h.dir), "down": down_script(h),
-                   **({"up": up_script(h)} if run_vars else {})}
+    return {host: HostScripts(helpers=helpers_script(h.dir), down=down_script(h), up=up_script(h) if run_vars else None)
             for host, h in run_hosts(inv, dirs, run_vars).items()}
 
 
-def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory,
-                        run_vars: RunVars | None) -> dict[str, Any]:
-    """The extra vars of every playbook on a testbed: its id, each host's scratch folder
-    (pid files, generated scripts, sysctl baselines) and testbed scripts (fl_testbed:
-    host_scripts), fl_run (the one
-    place it turns into plain data; {} before the run has one) and, once it has one,
-    fl-servers' arguments (fl_servers_argv: per testbed, they name its server's folder and address);
-    fl_tunnel_down: per tunnel end, the script that removes a tunnel left behind (the
-    teardown of ssh hosts, roles/cell/tasks/tunnel_down.yml; cell_scripts.tunnel_down)."""
+def playbook_extra_vars(testbed_id: str, state_root: str, inv: Inventory, run_vars: RunVars | None) -> TestbedVars:
+    """The extra vars of every playbook on a testbed (TestbedVars); the tunnel removal is
+    the teardown of ssh hosts' (roles/cell/tasks/tunnel_down.yml)."""
     dirs = host_dirs(testbed_id, state_root)
-    run = {"fl_run": run_vars.to_ansible(), "fl_servers_argv": servers_argv(inv, run_vars, dirs["srv"])} \
-        if run_vars else {"fl_run": {}}
-    down = {h: tunnel_down(tunnel_end(inv, h, dirs[h])) for h in tunnel.ENDS}
-    return {"fl_testbed_id": testbed_id,  # inventories name their namespaces with it
-            "fl_host_dirs": dirs, **run,
-            "fl_tunnel_down": down, "fl_testbed": host_scripts(inv, dirs, run_vars)}
+    return TestbedVars(fl_testbed_id=testbed_id, fl_host_dirs=dirs, fl_run=run_vars,
+                       fl_servers_argv=servers_argv(inv, run_vars, dirs["srv"]) if run_vars else None,
+                       fl_tunnel_down={h: tunnel_down(tunnel_end(inv, h, dirs[h])) for h in tunnel.ENDS},
+                       fl_testbed=host_scripts(inv, dirs, run_vars))
 
 
 def ecn_place(cell: Cell, inv: Inventory, tcp_rewrite: ecn_rules.TcpRewrite | None) -> EcnPlace | None:

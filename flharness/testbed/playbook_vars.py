@@ -1,5 +1,6 @@
-"""What the playbooks receive from fl, typed: the run's fl_run and each cell's fl_cell
-(built in plan.py), and the extra vars of the kernel probe (probe.yml) and of loading
+"""What the playbooks receive from fl, typed: the extra vars of every playbook on a
+testbed (TestbedVars: its id, hosts' folders and scripts, the run's fl_run), each cell's
+fl_cell (built in plan.py), and the extra vars of the kernel probe (probe.yml) and of loading
 fl's modules (modules.yml). The roles read these keys (tests/unit/test_playbook_vars.py
 checks every `fl_run.X` and `fl_cell.X.Y` of roles/ and playbooks/, and every `fl_probe_*`
 and `fl_kit*` name, against the models); the hand-over dumps them with `to_ansible()`,
@@ -129,3 +130,36 @@ class ModulesVars(PlaybookVars):
     """Where each host keeps the kit's files."""
     fl_kits: dict[str, KitVars]
     """Kernel release → its kit; each host loads the one of its own release."""
+
+
+class HostScripts(PlaybookVars):
+    """One host's testbed scripts (testbed_scripts.py), run as they are by roles/testbed."""
+
+    helpers: str
+    """Installs fl's helper programs in the host's scratch folder."""
+    down: str
+    """Removes the testbed from the host: what fl made there, its sysctls restored."""
+    up: str | None = None
+    """Builds the host's part of the testbed; none before a run has its fl_run (fl clean)."""
+
+
+class TestbedVars(PlaybookVars):
+    """The extra vars of every playbook on a testbed (plan.playbook_extra_vars)."""
+
+    __test__ = False  # no test class to pytest, whatever its name
+    fl_testbed_id: str
+    """The testbed's id; inventories of namespaces name them with it."""
+    fl_host_dirs: dict[str, str]
+    """Each host's scratch folder: pid files, generated scripts, sysctl baselines."""
+    fl_run: RunVars | None
+    """What the run needs of the testbed; none (`{}` for Ansible) before a run has one."""
+    fl_servers_argv: list[str] | None = None
+    """fl-servers' arguments once the run has its fl_run: the server's folder and address."""
+    fl_tunnel_down: dict[str, str]
+    """Per tunnel end, the script that removes a tunnel left behind (cell_scripts.tunnel_down)."""
+    fl_testbed: dict[str, HostScripts]
+    """Per host, its testbed scripts."""
+
+    def to_ansible(self) -> dict[str, Any]:
+        out = self.model_dump(mode="json", exclude={"fl_run"}, exclude_none=True)
+        return {**out, "fl_run": self.fl_run.to_ansible() if self.fl_run else {}}

@@ -87,7 +87,7 @@ class Testbed:
         return host_dirs(self.id, str(STATE_ROOT))
 
     def extra_vars(self) -> dict[str, Any]:
-        return playbook_extra_vars(self.id, str(STATE_ROOT), self.inv, self.run_vars)
+        return playbook_extra_vars(self.id, str(STATE_ROOT), self.inv, self.run_vars).to_ansible()
 
     # --- building ---------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """A host of an ssh testbed lost mid-run, for real (namespaces with an sshd each, as
 tests/lib/sshbed.py builds them): while the first cell's flows run, every process of the server
 dies (its sshd, netserver, irtt, tcpdump). Back 20 s later: that cell fails, naming the
-host, and the run goes on once the testbed is built again. Staying away: the run stops in
-one line naming it, the other hosts are restored; once it answers, `fl clean` restores
+host, and the run goes on once the testbed is built again. Staying away (past its --host-wait): the run stops
+in one line naming it, the other hosts are restored; once it answers, `fl clean` restores
 it too, and the run resumes. Each test reads the hosts back before and after."""
 from __future__ import annotations
 
@@ -81,12 +81,12 @@ def test_a_host_that_stays_away_stops_the_run_in_one_line_and_fl_clean_restores_
     ns, inventory = hosts
     before = state(ns)
     results = tmp_path / "results"
-    fl = FlProcess("run", SCENARIO, "--inventory", str(inventory), "--results", str(results))
+    fl = FlProcess("run", SCENARIO, "--inventory", str(inventory), "--results", str(results), "--host-wait", "15")
     lose_the_server(fl, ns, tmp_path)
     assert fl.finish(timeout=600) == 1, fl.output
     (line,) = [ln for ln in fl.output.splitlines() if ln.startswith("fl: error:")]
     assert "no testbed left to run the 2 cell(s) left (fl run again resumes with them)" in line, line
-    assert "srv could not be reached over ssh: ssh: connect to host" in line and "still after 60 s" in line, line
+    assert "srv could not be reached over ssh: ssh: connect to host" in line and "still after 15 s" in line, line
     assert "Traceback" not in fl.output
     now = state(ns)
     same(now, before, ("cli", "mid"))  # the others restored

@@ -150,7 +150,7 @@ def test_the_testbed_teardown_removes_a_tunnel_as_a_cell_does():
     from flharness.testbed.inventory import load_inventory
     from flharness.testbed.plan import playbook_extra_vars
     inv = load_inventory(Path(__file__).resolve().parents[2] / "inventory.ini")
-    down = playbook_extra_vars("t", "/run/fl", inv, None)["fl_tunnel_down"]
+    down = playbook_extra_vars("t", "/run/fl", inv, None).fl_tunnel_down
     assert sorted(down) == ["cli", "srv"]
     assert code(down["srv"]) == [line.replace("10.0.", "10.71.") for line in tunnel_down("srv", "cli")]
 

@@ -107,6 +107,25 @@ def test_scenario_and_image_names(capsys, results, name, only):
     one_line(*fl(capsys, "image", "build", name))
 
 
+@FUZZ
+@given(wait=ARG)
+def test_host_wait(capsys, results, wait):
+    """`fl run --host-wait`: seconds (90, 90s, at least 1) or refused by argparse; the
+    scenario named does not exist, so nothing runs."""
+    rc, err = fl(capsys, "run", "no-such-scenario-here", f"--host-wait={wait}", "--results", str(results))
+    one_line(rc, err)
+    assert rc in (1, 2), (rc, err)
+
+
+def test_host_wait_takes_seconds_at_least_one(capsys, results):
+    from flharness.cli import _parser
+    assert _parser().parse_args(["run", "x", "--host-wait", "15s"]).host_wait == 15.0
+    assert _parser().parse_args(["run", "x"]).host_wait == 60.0
+    for bad in ("0", "500ms", "soon", "-3"):
+        rc, err = fl(capsys, "run", "x", "--host-wait", bad)
+        assert rc == 2 and "--host-wait" in err, (bad, err)
+
+
 def test_image_rm_never_leaves_the_cache(capsys, results, tmp_path):
     for name in ("..", "../results", ".", "/"):
         rc, err = fl(capsys, "image", "rm", name)

@@ -658,13 +658,15 @@ def test_fl_servers_arguments_come_from_python(inv):
     from flharness.testbed.plan import playbook_extra_vars, servers_argv
     every = Path(REPO / "tests" / "scenarios" / "every-feature.yml")
     rv_every = run_vars(expand(load_scenario(every), every), ifb=True, nft=True)
-    assert " ".join(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, RV)["fl_servers_argv"]) == SERVERS_PLAIN
-    assert " ".join(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, rv_every)["fl_servers_argv"]) == SERVERS_EVERY
+    assert " ".join(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, RV).fl_servers_argv or []) == SERVERS_PLAIN
+    assert " ".join(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, rv_every).fl_servers_argv or []) == SERVERS_EVERY
     second = moved(inv, 1)  # srv's ports, not cli's
     other = replace(second, hosts={**second.hosts, "srv": second.hosts["srv"].model_copy(update={"fl_netperf_port": 12866, "fl_irtt_port": 2113})})
     slow = run_vars([], ifb=False, nft=False, dilation=2.5).model_copy(update={"video": True})
     assert servers_argv(other, slow, "/s p/srv") == ["/s p/srv", "10.71.18.1", "12866", "2113", "-", "5002", "370"]
-    assert "fl_servers_argv" not in playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, None)
+    before_run = playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, None).to_ansible()  # fl clean's
+    assert "fl_servers_argv" not in before_run and before_run["fl_run"] == {}
+    assert all("up" not in scripts for scripts in before_run["fl_testbed"].values()), before_run["fl_testbed"]
 
 
 def test_the_servers_task_renders_the_command_it_did(inv):
@@ -684,9 +686,9 @@ def test_the_servers_task_renders_the_command_it_did(inv):
         templar = Templar(loader=DataLoader(), variables={**extra, "fl_host_dir": host_dir})
         return str(templar.template(trust_as_template(task["ansible.builtin.raw"])))
 
-    assert command(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, RV)) == \
+    assert command(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, RV).to_ansible()) == \
         "/run/fl/fl-000000/srv/fl-servers " + SERVERS_PLAIN
-    assert command(playbook_extra_vars(DRY_RUN_ID, "/run/f l", inv, RV)) == \
+    assert command(playbook_extra_vars(DRY_RUN_ID, "/run/f l", inv, RV).to_ansible()) == \
         "'/run/f l/fl-000000/srv'/fl-servers '/run/f l/fl-000000/srv' 10.71.2.1 12865 2112 - - 150"
 
 

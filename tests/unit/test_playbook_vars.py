@@ -18,12 +18,12 @@ from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.testbed.inventory import load_inventory
 from flharness.testbed.plan import DRY_RUN_ID, DRY_RUN_ROOT, cell_vars, host_dirs, playbook_extra_vars, run_vars
-from flharness.testbed.playbook_vars import CellVars, KitVars, ModulesVars, ProbeVars, RunVars
+from flharness.testbed.playbook_vars import CellVars, HostScripts, KitVars, ModulesVars, ProbeVars, RunVars, TestbedVars
 
 REPO = Path(__file__).resolve().parents[2]
 SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as rendered scripts show them
 #: The variables fl hands over typed, and their types.
-ROOTS: dict[str, Any] = {"fl_run": RunVars, "fl_cell": CellVars}
+ROOTS: dict[str, Any] = {"fl_run": RunVars, "fl_cell": CellVars, "fl_testbed": dict[str, HostScripts]}
 ANY = "*"  # the key of a step indexed by a variable (fl_cell.hosts[inventory_hostname]): any key
 #: Names read as keys that are none of fl_cell's, on purpose.
 NOT_KEYS = {"fl_cell.stop": "the hand-over's last word ({'stop': true}, session.py), no cell",
@@ -130,7 +130,8 @@ def reaches(ref: Ref, data: Any, i: int = 1) -> bool:
 def test_the_templates_read_only_keys_the_models_have():
     refs = template_references()
     names = {r.name for r in refs}  # the cell's scripts are fl's (cell_scripts.py): the roles read few keys
-    assert len(names) > 5 and {"fl_cell.hosts.*.setup", "fl_cell.hosts.*.collect", "fl_run.shared_fs"} <= names
+    assert len(names) > 5 and {"fl_cell.hosts.*.setup", "fl_cell.hosts.*.collect", "fl_run.shared_fs",
+                                "fl_testbed.*.up"} <= names
     wrong = [f"{r.where}: {key} (read as {r.name})" for r in refs if (key := missing_key(r))]
     assert not wrong, "keys the roles read that playbook_vars.py's models lack:\n" + "\n".join(wrong)
 
@@ -147,24 +148,28 @@ def test_the_templates_read_only_keys_the_models_have():
     ("{{ fl_cell.hosts.mid.collect }} {{ fl_cell.hosts['cli'].cell_dir }}", None),
     ("{{ fl_run.tunnels[0] }} {{ fl_run.tunnelz }}", "fl_run.tunnelz"),
     ("{{ fl_run_x }} {{ fl_cell.files[inventory_hostname].anything }}", None),
+    ("{{ fl_testbed[inventory_hostname].down }} {{ fl_testbed_up.stdout }}", None),
+    ("{{ fl_testbed[inventory_hostname].upp }}", "fl_testbed.*.upp"),
 ])
 def test_the_scanner_names_the_key_a_model_lacks(text, missing):
     assert [k for r in references(text) if (k := missing_key(r))] == ([missing] if missing else [])
 
 
 @pytest.fixture(scope="module")
-def handed_over() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """fl_run (as a run's testbeds get it, with its batches) and each cell's fl_cell, dumped."""
+def handed_over() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """fl_run (as a run's testbeds get it, with its batches), each cell's fl_cell and the
+    testbed's extra vars, dumped."""
     inv = load_inventory(REPO / "inventory.ini")
     cells = [c for s in SCENARIOS for c in expand(load_scenario(REPO / s), REPO / s)]
     rv = run_vars(cells, ifb=True, nft=True)
     made = [cell_vars(c, inv, Path("/results") / c.name, tcp_rewrite="tc", run_vars=rv, scratch=SCRATCH) for c in cells]
-    return rv.batched(3, 16).to_ansible(), [cv.to_ansible() for cv in made]
+    testbed = playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, rv.batched(3, 16)).to_ansible()
+    return rv.batched(3, 16).to_ansible(), [cv.to_ansible() for cv in made], testbed
 
 
 def test_the_cells_hand_over_every_key_the_templates_read(handed_over):
-    fl_run, fl_cells = handed_over
-    data = [("fl_run", "fl_run", fl_run),
+    fl_run, fl_cells, testbed = handed_over
+    data = [("fl_run", "fl_run", fl_run), ("fl_testbed", "fl_testbed", testbed["fl_testbed"]),
             *(("fl_cell", f"cell {i}", c) for i, c in enumerate(fl_cells, 1))]
     refs = template_references()
     lacking = {f"{r.where}: {who} lacks {key}" for r in refs for root, who, d in data
@@ -200,7 +205,7 @@ def test_the_defaults_and_group_vars_decide_nothing(path):
 def test_every_key_of_a_cell_that_reaches_the_hosts_is_read(handed_over):
     """fl_cell, as the hosts get it, holds only what roles/ or playbooks/ read (the cell's
     scripts carry the rest): a field whose reader goes is dropped with it (issue 40)."""
-    _, fl_cells = handed_over
+    _, fl_cells, _ = handed_over
     read = {r.name for r in template_references()}
     sent = {f"fl_cell.{k}" for c in fl_cells for k in c if k != "hosts"} | \
            {f"fl_cell.hosts.*.{k}" for c in fl_cells for v in c["hosts"].values() for k in v}
@@ -213,7 +218,7 @@ def test_every_extra_var_fl_hands_over_is_read():
     roles/, playbooks/ or an inventory (fl_testbed_id names namespaces): none is left
     behind when its reader goes, as fl_srv_bind and the ports fl_servers_argv replaced."""
     inv = load_inventory(REPO / "inventory.ini")
-    handed = playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, run_vars([], ifb=True, nft=True))
+    handed = playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, run_vars([], ifb=True, nft=True)).to_ansible()
     assert "fl_servers_argv" in handed
     files = [p for d in ("roles", "playbooks") for p in (REPO / d).rglob("*")
              if p.suffix in (".j2", ".yml", ".yaml") and p.is_file()] + sorted(REPO.glob("*.ini"))
@@ -272,9 +277,7 @@ def unknown_names(code: str, made: set[str]) -> list[str]:
     fl hands over (each playbook's models, playbook_extra_vars), a plugin of fl's, nor a
     name the playbooks make themselves (MADE)."""
     from flharness.testbed.host_vars import HostVars
-    inv = load_inventory(REPO / "inventory.ini")
-    handed = set(playbook_extra_vars(DRY_RUN_ID, DRY_RUN_ROOT, inv, run_vars([], ifb=True, nft=True)))
-    known = set(HostVars.model_fields) | handed | set(ROOTS) | set(ProbeVars.model_fields) | \
+    known = set(HostVars.model_fields) | set(TestbedVars.model_fields) | set(ROOTS) | set(ProbeVars.model_fields) | \
         set(ModulesVars.model_fields) | {p.stem for p in (REPO / "plugins").rglob("fl_*.py")}
     return sorted(set(re.findall(r"\bfl_\w+", code)) - known - made)
 

@@ -66,8 +66,8 @@ def test_the_cells_and_testbeds_scripts_pass_shellcheck():
     rv = run_vars(cells, ifb=True, nft=True)
     testbeds = [host_scripts(load_inventory(REPO / i), SCRATCH, rv) for i in INVENTORIES]
     problems += [shellcheck(text, f"{host} {name}", dialect="sh") for made in testbeds
-                 for host, texts in made.items() for name, text in texts.items() if name != "helpers"]
-    assert scripts == len(kinds) * len(cells) * 6 and sum(len(t) for made in testbeds for t in made.values()) == 3 * 3 * 3
+                 for host, texts in made.items() for name, text in texts.model_dump().items() if name != "helpers"]
+    assert scripts == len(kinds) * len(cells) * 6 and sum(len(t.model_dump()) for made in testbeds for t in made.values()) == 3 * 3 * 3
     assert not "".join(problems), "".join(problems)
 
 

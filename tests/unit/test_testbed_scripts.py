@@ -16,7 +16,9 @@ CELLS = [c for s in ("tests/scenarios/every-feature.yml",) for c in expand(load_
 
 
 def scripts(inventory: str, ifb: bool = True, nft: bool = True) -> dict[str, dict[str, str]]:
-    return host_scripts(load_inventory(REPO / inventory), SCRATCH, run_vars(CELLS, ifb=ifb, nft=nft))
+    """Each host's scripts as Ansible gets them (fl_testbed)."""
+    made = host_scripts(load_inventory(REPO / inventory), SCRATCH, run_vars(CELLS, ifb=ifb, nft=nft))
+    return {h: s.model_dump(exclude_none=True) for h, s in made.items()}
 
 
 def lines(text: str) -> list[str]:
@@ -70,4 +72,4 @@ def test_each_sysctl_a_cell_sets_is_saved_before_the_run():
 
 def test_without_a_run_only_the_helpers_and_the_removal():
     made = host_scripts(load_inventory(REPO / "inventory.ini"), SCRATCH, None)
-    assert {h: tuple(sorted(s)) for h, s in made.items()} == dict.fromkeys(("cli", "mid", "srv"), ("down", "helpers"))
+    assert {h: tuple(sorted(s.model_dump(exclude_none=True))) for h, s in made.items()} == dict.fromkeys(("cli", "mid", "srv"), ("down", "helpers"))

@@ -1,15 +1,17 @@
-"""An ssh testbed whose hosts run Linux 7.3, end to end: one guest of the l4s image, booted
-with its own modules hidden (fl.extra_modules=off: no tcp_prague, no sch_dualpi2), holds
+"""An ssh testbed whose hosts run Linux 7.3, end to end, with fl's modules: `fl modules
+build` builds the kit for the l4s image's release from Debian's headers (then finds it
+built); one guest of the l4s image, booted with its own modules hidden (fl.extra_modules=off: no tcp_prague, no sch_dualpi2), holds
 three namespaces, each with an sshd (tests/vm/ssh_hosts.sh); fl drives them as an ssh
 inventory, reaching each through the guest's own sshd (ssh's ProxyCommand). `fl check
 --inventory` reports each host's 7.3 kernel and what it lacks; `fl run --inventory …
---load-modules` finds the kit built for that kernel (or builds it), copies it over ssh and
-loads it on each host (hosts sharing the guest's kernel may find it loaded from the same
+--load-modules` finds that kit, copies it over ssh and loads it on each host (hosts sharing the guest's kernel may find it loaded from the same
 build); a Prague cell through dualpi2 runs, its data ECT(1) in the
 server's capture, cell.json naming the kit's file and its sha256; and every host reads
 back after the run as before it, `fl check` included (addresses, routes, links, qdiscs,
 nftables, sysctls; the probe's tunnel trials load ipip, whose tunl0 would appear in every
-namespace: the probe unloads what it loaded).
+namespace: the probe unloads what it loaded), and the kernel's log is clean.
+(The VM backend's --load-modules plays the same role on its guest, group nsroot instead
+of testbed: playbooks/modules.yml's fl_kit_on.)
 Selected with `pytest -m vm`.
 """
 from __future__ import annotations
@@ -19,11 +21,11 @@ import re
 
 import pytest
 from flrun import REPO, needs_vm, run_fl
-from guest import booted
+from guest import KERNEL_TROUBLE, booted
 from resultlib import CE, ECT1, find, read_pcap
 from sshbed import HOSTS, host_line
 
-from flharness.image.kit import load_kit
+from flharness.image.kit import kit_folder, load_kit
 from flharness.image.store import load_image
 from flharness.testbed.probe import KIT_DIR
 from flharness.testbed.vm import GUEST_RESULTS
@@ -57,6 +59,9 @@ def lab(tmp_path_factory):
     assert image.returncode == 0, image.stdout + image.stderr
     built = load_image("l4s")
     assert built is not None
+    release = built.manifest.kernel.release
+    kit = run_fl("modules", "build", "--release", release, "--force", timeout=1500)
+    kit_again = run_fl("modules", "build", "--release", release, timeout=120)
     tmp = tmp_path_factory.mktemp("vm-ssh")
     with booted("l4s", append="fl.extra_modules=off") as guest:
         (guest.results / "authorized_keys").write_text((guest.vm.folder / "id_ed25519.pub").read_text())
@@ -71,8 +76,18 @@ def lab(tmp_path_factory):
                      timeout=3000)
         after = guest.sh(STATE).stdout
         kernel_log = guest.kernel_log()
-    return {"release": built.manifest.kernel.release, "check": check, "run": run, "root": tmp / "results" / "default",
+    return {"release": release, "kit": kit, "kit_again": kit_again, "check": check, "run": run, "root": tmp / "results" / "default",
             "before": before, "after": after, "modules_before": modules_before, "kernel_log": kernel_log}
+
+
+def test_the_kit_is_built_for_the_release_and_then_found_built(lab):
+    built, again, release = lab["kit"], lab["kit_again"], lab["release"]
+    assert built.returncode == 0, built.stdout + built.stderr
+    kit = load_kit(release)
+    assert kit is not None and [m.name for m in kit.modules] == ["sch_dualpi2", "tcp_prague"], kit
+    assert all(m.vermagic.split()[0] == release for m in kit.modules), kit.modules
+    assert str(kit_folder(release)) in built.stdout and kit.suite == "trixie-backports"
+    assert again.returncode == 0 and "up to date" in again.stdout + again.stderr, again.stdout + again.stderr
 
 
 def test_fl_check_reports_each_hosts_73_kernel_and_what_it_lacks(lab):
@@ -105,6 +120,7 @@ def test_a_prague_cell_through_dualpi2_on_the_ssh_hosts(lab):
     prague = next(m for m in load_kit(lab["release"]).modules if m.name == "tcp_prague")
     module = rec["cc_modules"]["prague"]
     assert module["file"] == f"{KIT_DIR}/tcp_prague.ko" and module["sha256"] == prague.sha256, module
+    assert module["version"] == "3", module  # fl's Prague with its loss_2020 parameter
     sent, got = ([p for p in read_pcap(d / f"{h}.pcap.xz") if p.proto == 6 and p.payload > 0 and p.src == CLI
                   and 12865 not in (p.sport, p.dport)] for h in ("cli", "srv"))
     assert sum(p.ecn == ECT1 for p in sent) >= 0.99 * len(sent) > 1000, len(sent)  # Prague's ECT(1), as sent
@@ -116,4 +132,4 @@ def test_a_prague_cell_through_dualpi2_on_the_ssh_hosts(lab):
 
 def test_the_hosts_read_back_as_before_and_the_kernel_log_is_clean(lab):
     assert lab["after"] == lab["before"], (lab["before"], lab["after"])
-    assert not re.search(r"WARNING:|BUG:|Call Trace|Oops", lab["kernel_log"]), lab["kernel_log"][-3000:]
+    assert not KERNEL_TROUBLE.search(lab["kernel_log"]), lab["kernel_log"][-3000:]
