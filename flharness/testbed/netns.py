@@ -1,18 +1,25 @@
 """Direct namespace handling: the safety net under the Ansible teardown, and `fl clean`.
 
-fl's namespaces are named ``fl-<6 hex>-<host>`` (testbeds) and ``fl-probe-<6 hex>``
-(capability probes); nothing else is ever touched.
+fl's namespaces are named ``fl-<6 hex>-<host>`` (testbeds: a testbed's id, new_testbed_id,
+then the host, as inventory.ini's fl_netns names them; a unit test holds the two equal)
+and ``fl-probe-<6 hex>`` (capability probes); nothing else is ever touched.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import re
+import secrets
 import signal
 import subprocess
 
 TESTBED_NS_RE = re.compile(r"^fl-[0-9a-f]{6}-(cli|mid|srv)$")
 PROBE_NS_RE = re.compile(r"^fl-probe-[0-9a-f]{6}$")
+
+
+def new_testbed_id() -> str:
+    """A testbed's id: its namespaces, state file and scratch folders are named with it."""
+    return f"fl-{secrets.token_hex(3)}"
 
 
 def list_namespaces() -> list[str]:

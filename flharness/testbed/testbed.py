@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import secrets
 import shutil
 import signal
 import time
@@ -64,7 +63,7 @@ class Testbed:
     def __init__(self, inv: Inventory, run_vars: RunVars | None, log: Path, label: str = "",
                  vm: VmConfig | None = None, results: Path | None = None, testbed_id: str | None = None) -> None:
         self.inv, self.log, self.label = inv, log, label
-        self.id = testbed_id or f"fl-{secrets.token_hex(3)}"
+        self.id = testbed_id or netns.new_testbed_id()
         self.run_vars = run_vars  # fl_run: None until the run has planned its cells
         self.folder = STATE_ROOT / "ctl" / self.id  # this machine's: session, inventory, VM
         self.inventory = self.folder / "inventory.yml"

@@ -127,3 +127,27 @@ def test_a_kept_testbed_is_no_fls_and_forget_drops_only_one_no_fl_runs(tmp_path,
     assert "forgetting testbed fl-aaaaaa: what fl changed on srv stays there" in caplog.text
     assert not tb.state_file.exists() and not tb.folder.exists()
     assert (tmp_path / "testbeds" / "fl-bbbbbb.json").exists()
+
+
+def test_the_inventorys_namespace_names_are_those_fl_removes():
+    """inventory.ini's fl_netns, templated by Ansible for a new testbed's id, names each
+    host's namespace as netns.py recognises and removes them (TESTBED_NS_RE): a changed
+    rule on either side fails here, not in a run that leaves namespaces behind."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+    from ansible.vars.manager import VariableManager
+
+    from flharness.hosts import HOSTS
+    from flharness.testbed import netns
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[str(EXAMPLE.parent / "inventory.ini")])
+    variables = VariableManager(loader=loader, inventory=inventory)
+    testbed_id = netns.new_testbed_id()
+    names = []
+    for host in HOSTS:
+        raw = variables.get_vars(host=inventory.get_host(host))["fl_netns"]
+        names.append(str(Templar(loader=loader, variables={"fl_testbed_id": testbed_id, "inventory_hostname": host})
+                         .template(trust_as_template(raw))))
+    assert names == [f"{testbed_id}-{h}" for h in HOSTS] and all(netns.is_fl_namespace(n) for n in names), names
+    assert not netns.is_fl_namespace(f"{testbed_id}-cli2") and not netns.is_fl_namespace(f"x{testbed_id}-cli")
