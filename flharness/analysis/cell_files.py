@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from ..hosts import SERVER
 from ..results import cell_folder
-from ..results.cell_record import BottleneckPorts, CellConfig, Direction
+from ..results.cell_record import BottleneckPorts, CellConfig, CellRecord, Direction
 from . import flent_data, flentlib, pcap, queue, ss_samples
 from .capture import Datagrams, Echoes, Packets, read, read_echoes, read_udp
 from .clock import Offset
@@ -46,6 +46,12 @@ class CellFiles:
 
     def __post_init__(self) -> None:
         self.sections = host_sections(self.text(cell_folder.TEARDOWN_LOG) or "")
+
+    @classmethod
+    def of(cls, cell_dir: Path, record: CellRecord) -> CellFiles:
+        """The files of the cell RECORD describes, in CELL_DIR."""
+        server = record.endpoints.server if record.endpoints else ""
+        return cls(record.cell, record.config, cell_dir, server, ports=record.ports)
 
     def text(self, name: str) -> str | None:
         """A log of the cell's folder, or None if there is none."""

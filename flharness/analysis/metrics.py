@@ -212,8 +212,7 @@ def analyse(files: CellFiles, record: CellRecord, settings: Settings) -> Analysi
 
 def analyse_folder(cell_dir: Path, record: CellRecord, settings: Settings) -> Analysis:
     """analyse() of the cell whose files are in CELL_DIR."""
-    server = record.endpoints.server if record.endpoints else ""
-    return analyse(CellFiles(record.cell, record.config, cell_dir, server, ports=record.ports), record, settings)
+    return analyse(CellFiles.of(cell_dir, record), record, settings)
 
 
 def cell_metrics(cell_dir: Path, record: CellRecord | dict[str, Any], settings: Settings) -> dict[str, Any]:

@@ -8,9 +8,9 @@ import re
 from collections import Counter, defaultdict
 from typing import Any
 
-from ..analysis.teardown_log import device_blocks, host_sections, sysctl_values
+from ..analysis.cell_files import CellFiles
+from ..analysis.teardown_log import device_blocks, sysctl_values
 from ..hosts import ENDPOINTS, HOSTS
-from ..results import cell_folder
 from .collect import RunResult
 
 _ROOT_QDISC_RE = re.compile(r"^qdisc (\S+) \S+ root\b", re.M)
@@ -22,11 +22,11 @@ def host_settings(result: RunResult) -> dict[str, Any]:
     seen: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     cells = 0
     for c in result.cells():
-        log = c.dir / cell_folder.TEARDOWN_LOG
-        if c.status == "skipped" or not log.is_file():
+        sections = CellFiles.of(c.dir, c.record).sections if c.status != "skipped" else {}
+        if not sections:
             continue
         cells += 1
-        for host, section in host_sections(log.read_text(errors="replace")).items():
+        for host, section in sections.items():
             for key, value in sysctl_values(section).items():
                 seen[(host, key)][value] += 1
             if host in ENDPOINTS:
