@@ -36,6 +36,19 @@ TCP_COUNTERS = ("RetransSegs", "TCPTimeouts", "TCPLossProbes", "TCPSpuriousRTOs"
 TCP_COUNTERS_FILE = "tcp_counters.up"
 TCP_COUNTERS_SHOW = "fl_tcp_counters"  # the state script's function that prints them
 TCP_COUNTERS_UP = f"cat {TCP_COUNTERS_FILE}"
+#: The middlebox's rate schedule (fl-schedule), in its scratch folder: one line per step as
+#: applied, "t=SECONDS: WHAT" (WHAT: the step's line of schedule.steps, ending in
+#: schedule_planned's note), and what tc printed while applying them.
+SCHEDULE_LOG = "schedule.log"
+SCHEDULE_OUT = "schedule.out"
+SCHEDULE_LOG_SHOW = f"cat {SCHEDULE_LOG}"
+SCHEDULE_OUT_SHOW = f"cat {SCHEDULE_OUT}"
+SCHEDULE_STEP_RE = re.compile(r"^t=([\d.]+): up (\S+) .*\(planned t=([\d.]+)\)$", re.M)  # (at, up rate, planned)
+
+
+def schedule_planned(at_s: float) -> str:
+    """A step's note of when it was due (s after Flent's start), which SCHEDULE_STEP_RE reads."""
+    return f"(planned t={float(at_s)!r})"
 
 
 def tcp_counters_function() -> str:

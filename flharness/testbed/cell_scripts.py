@@ -20,7 +20,17 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..layout import NFT_TUNNEL_TABLE, TUNNEL_DEV
-from ..teardown_format import TCP_COUNTERS_FILE, TCP_COUNTERS_SHOW, XFRM_STAT_FILE, tcp_counters_function
+from ..teardown_format import (
+    SCHEDULE_LOG,
+    SCHEDULE_LOG_SHOW,
+    SCHEDULE_OUT,
+    SCHEDULE_OUT_SHOW,
+    TCP_COUNTERS_FILE,
+    TCP_COUNTERS_SHOW,
+    XFRM_STAT_FILE,
+    command_header,
+    tcp_counters_function,
+)
 from . import scheme_scripts
 from .scheme_scripts import SchemeSide
 from .tunnel import IPSEC_ID, IPSEC_SPI, MTU, PORT, End
@@ -252,7 +262,8 @@ def _bottleneck(h: HostCell, b: Bottleneck) -> list[str]:
                 f"printf '%s\\n' {q(f'qdisc show dev {dev}')} {q(f'class show dev {dev}')} | tc -d -b -"]
     if b.schedule:
         out += ["# The rate schedule: a process that waits for Flent's start, then steps the rate (fl-schedule).",
-                f'"$dir/fl-start" "$dir/schedule.pid" "$dir/schedule.out" "$dir/fl-schedule" "$cmd" {q(b.port_cli)} "$dir/schedule.log"']
+                f'"$dir/fl-start" "$dir/schedule.pid" "$dir/{SCHEDULE_OUT}" "$dir/fl-schedule" "$cmd" {q(b.port_cli)} '
+                f'"$dir/{SCHEDULE_LOG}"']
     up, down = f"up={b.queue_up}", f"down={b.queue_down}"
     shown = f"+ fl-qdisc-sample {b.queue_interval} {b.port_cli} {q(b.queue_filter)} {up} {down} > {b.queue_log}"
     return [*out,
@@ -327,10 +338,12 @@ def collect_script(h: HostCell) -> str:
             "fi",
             ""]
     if b and b.schedule:
-        out += ["echo '$ cat schedule.log   # the rate schedule as applied'",
-                'cat "$dir/schedule.log" 2>/dev/null',
-                "if [ -s \"$dir/schedule.out\" ]; then echo '$ cat schedule.out   # what the schedule printed'; cat \"$dir/schedule.out\"; fi",
-                'rm -f "$dir/schedule.log" "$dir/schedule.out"']
+        log, said = f'"$dir/{SCHEDULE_LOG}"', f'"$dir/{SCHEDULE_OUT}"'  # fixed names: nothing to quote
+        out += [f"echo {q(command_header(SCHEDULE_LOG_SHOW, 'the rate schedule as applied'))}",
+                f"cat {log} 2>/dev/null",
+                f"if [ -s {said} ]; then echo {q(command_header(SCHEDULE_OUT_SHOW, 'what the schedule printed'))}; "
+                f"cat {said}; fi",
+                f"rm -f {log} {said}"]
     if h.moves_to is not None:
         out += ["# The cell's files, staged during the test, into the results folder.",
                 f"mv {q(h.cell_dir)}/* {q(h.moves_to)}/ && rmdir {q(h.cell_dir)}"]

@@ -22,6 +22,7 @@ from ..hosts import HOSTS
 from ..layout import TUNNEL_DEV
 from ..results.cell_record import CellConfig, Direction, LinkConfig, Links
 from ..scenario.features import RTT_SPLITS
+from ..teardown_format import schedule_planned
 from ..units import Duration
 from . import ecn_rules
 from .inventory import Inventory
@@ -286,7 +287,7 @@ def schedule_files(config: CellConfig, ports: Ports, settings: RunSettings) -> H
         out[f"schedule-{i}.tc"] = _lines(change(queues["up"], step.up, before.up, settings)
                                          + change(queues["down"], step.down, before.down, settings))
         what = f"up {step.up.rate} {step.up.qdisc}, down {step.down.rate} {step.down.qdisc}"
-        steps.append(f"{round(step.at_s * 1e6)} schedule-{i}.tc {what} (planned t={float(step.at_s)!r})")
+        steps.append(f"{round(step.at_s * 1e6)} schedule-{i}.tc {what} {schedule_planned(step.at_s)}")
         before = step
     if steps:
         out["schedule.steps"] = _lines(steps)

@@ -14,14 +14,13 @@ from ...analysis.udp_flow import udp_flow
 from ...layout import TUNNEL_DEV
 from ...results import cell_folder
 from ...results.cell_record import Effect
-from ...teardown_format import MODULE_PARAMS
+from ...teardown_format import MODULE_PARAMS, SCHEDULE_LOG_SHOW, SCHEDULE_OUT_SHOW, SCHEDULE_STEP_RE
 from ...testbed.commands import PARAM_HOSTS, module_param_path
 from ...units import Rate
 
 UDP_RATE_TOLERANCE = 0.05  # the UDP flow's sending rate against the declared one
 STEP_LATE_S = 0.5  # a step logged this much after its planned time did not come at its time
 TC_WARNING = "Warning: "  # how tc starts a line of the kernel's warnings (extack), not errors
-_STEP_RE = re.compile(r"^t=([\d.]+): up (\S+) .*\(planned t=([\d.]+)\)$", re.M)
 _CLASS_RATE_RE = re.compile(rf"^class htb {re.escape(layout.CLASS)} .*? rate (\S+) ", re.M)
 _LINK_RE = r"^\d+: {dev}[:@].*\n(?:.*\n)*?\s+RX:.*\n\s+\d+\s+(\d+).*\n\s+TX:.*\n\s+\d+\s+(\d+)"
 
@@ -48,14 +47,14 @@ def _schedule(files: CellFiles) -> Effect:
     reported no error (its warnings, such as htb's on a class quantum above 200000 bytes
     at 25 Mbit/s and more, change nothing); the upload class ends at the last step's rate."""
     config, mid = files.config, files.sections.get("mid", "")
-    logged = _STEP_RE.findall(command_output(mid, "cat schedule.log") or "")
+    logged = SCHEDULE_STEP_RE.findall(command_output(mid, SCHEDULE_LOG_SHOW) or "")
     due = [s for s in config.steps if s.at_s <= config.flent_s - STEP_LATE_S]
     problems = []
     if len(logged) < len(due):
         problems.append(f"{len(due) - len(logged)} of {len(due)} steps missing from the schedule's log")
     late = [f"t={at} planned {planned}" for at, _, planned in logged if float(at) - float(planned) > STEP_LATE_S]
     problems += [f"late: {', '.join(late)}"] if late else []
-    said = (command_output(mid, "cat schedule.out") or "").strip().splitlines()
+    said = (command_output(mid, SCHEDULE_OUT_SHOW) or "").strip().splitlines()
     if errors := [line for line in said if not line.startswith(TC_WARNING)]:
         problems.append(f"the schedule printed: {errors[-1][:120]}")
     final, last = _final_rate(files), due[-1].up if due else None
