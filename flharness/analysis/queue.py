@@ -23,11 +23,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import layout
+from ..results import cell_folder
 from ..results.cell_metrics import QueueSummary, Spread
 from ..results.cell_record import CellConfig, Direction
 from .link import rate_at
 
-DEVICES_HEADER = "# devices "
+DEVICES_HEADER = cell_folder.QUEUE_DEVICES_HEADER
 _HEADER_RE = re.compile(rf"^{DEVICES_HEADER}.*$", re.M)
 #: Counters of CE marks, as tc's JSON names them: AQM marks (fq_codel, codel, pie, red, dualpi2)
 #: and ce_threshold marks (fq_codel, fq).

@@ -15,6 +15,9 @@ FLENT_LOG = "flent.log"  # Flent's output and its exit status
 #: writes it, flent_exit reads it), then "# command: …", then what Flent printed.
 FLENT_EXIT = "# exit status: "
 QUEUE_LOG = "mid.qdisc.log"  # the middlebox's queue samples
+#: QUEUE_LOG's first line: this, then one NAME=DEV per sampled port (queue_device), in the
+#: order of each sample's arrays (fl-qdisc-sample prints its arguments after it).
+QUEUE_DEVICES_HEADER = "# devices "
 UDP_LOG = "udp.log"  # the competing UDP flow's server report
 PROBE = "probe.json.gz"  # the latency probe's samples (irtt)
 COMPRESSED = ".xz"  # a capture once its cell is done
@@ -52,6 +55,11 @@ CAPTURES = tuple(capture(h) for h in ENDPOINTS)
 FLENT_DATA_GLOB = flent_data("*")
 RAW_CAPTURE_GLOB = capture("*", compressed=False)
 SS_LOGS = tuple(ss_log(h) for h in ENDPOINTS)
+
+
+def queue_device(name: str, dev: str) -> str:
+    """The queue sampler's argument for port DEV: NAME (its direction) and the device."""
+    return f"{name}={dev}"
 
 
 def flent_exit(first_line: str) -> int | None:

@@ -20,6 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..layout import NFT_TUNNEL_TABLE, TUNNEL_DEV
+from ..results import cell_folder
 from ..teardown_format import (
     SCHEDULE_LOG,
     SCHEDULE_LOG_SHOW,
@@ -264,7 +265,7 @@ def _bottleneck(h: HostCell, b: Bottleneck) -> list[str]:
         out += ["# The rate schedule: a process that waits for Flent's start, then steps the rate (fl-schedule).",
                 f'"$dir/fl-start" "$dir/schedule.pid" "$dir/{SCHEDULE_OUT}" "$dir/fl-schedule" "$cmd" {q(b.port_cli)} '
                 f'"$dir/{SCHEDULE_LOG}"']
-    up, down = f"up={b.queue_up}", f"down={b.queue_down}"
+    up, down = cell_folder.queue_device("up", b.queue_up), cell_folder.queue_device("down", b.queue_down)
     shown = f"+ fl-qdisc-sample {b.queue_interval} {b.port_cli} {q(b.queue_filter)} {up} {down} > {b.queue_log}"
     return [*out,
             "# The bottleneck queues over time (mid.qdisc.log): every qdisc on the ports towards srv",
