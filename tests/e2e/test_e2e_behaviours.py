@@ -418,7 +418,7 @@ def _steady(data: dict, series: str, window: float, link_mbit: float) -> float:
     (LINK_MBIT: slow start's bursts through HTB)."""
     samples = [(s["t"], s["tcp_delivery_rate"]) for s in data["raw_values"][series] if s.get("tcp_delivery_rate")]
     end = samples[-1][0] - 1
-    values = [v for t, v in samples if end - window < t < end and v <= link_mbit]
+    values = [v for t, v in samples if end - window - 0.05 <= t <= end + 0.05 and v <= link_mbit]  # bounds in
     return sum(values) / len(values)
 
 

@@ -72,7 +72,7 @@ def _by_hand(d: Path, window: float) -> list[float]:
         samples = [(s["t"], s["tcp_delivery_rate"]) for s in data["raw_values"][f"TCP upload::{i}"]
                    if s.get("tcp_delivery_rate")]
         end = samples[-1][0] - 1
-        window_vals = [v for t, v in samples if end - window < t < end]
+        window_vals = [v for t, v in samples if end - window - 0.05 <= t <= end + 0.05]  # a sample on a bound is in
         out.append(sum(window_vals) / len(window_vals))
     return out
 
