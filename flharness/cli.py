@@ -170,10 +170,14 @@ def _seconds(raw: str) -> float:
     """A duration on the command line: 90 or 90s; at least 1 s."""
     from .scenario.values import parse_seconds
     try:
-        seconds = parse_seconds(float(raw) if raw.replace(".", "", 1).isdigit() else raw)
+        value: float | str = float(raw)  # a plain number: seconds
+    except ValueError:
+        value = raw  # with its unit
+    try:
+        seconds = parse_seconds(value)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    if seconds < 1:
+    if not 1 <= seconds < float("inf"):  # nan too
         raise argparse.ArgumentTypeError(f"{raw!r}: at least 1 s")
     return seconds
 

@@ -13,6 +13,10 @@ from ..testbed.vm import VmConfig
 
 VIRTUAL_CLOCK_DILATION = 20.0  # timeouts in guest time stretch by this on QEMU's virtual clock
 
+#: How long an ssh host lost mid-run may take to answer again (run/dispatch.py) unless
+#: `fl run --host-wait` says.
+HOST_WAIT_S = 60.0
+
 
 @dataclass
 class RunOptions:
@@ -25,7 +29,7 @@ class RunOptions:
     parallel: int | None = None  # testbeds at once (default: 1; an ssh inventory's testbeds)
     vm: VmConfig | None = None  # run in VMs booted with this kernel
     load_modules: bool = False  # fl's modules loaded into the testbeds' kernels first (run/kit_loading.py)
-    host_wait_s: float = 60.0  # how long an ssh host lost mid-run may take to answer again (run/dispatch.py)
+    host_wait_s: float = HOST_WAIT_S
 
 
 @dataclass

@@ -19,6 +19,7 @@ from ..cells import Cell
 from ..errors import FlError
 from ..results import CellRecord
 from ..testbed.testbed import Testbed, TestbedError
+from .context import HOST_WAIT_S
 from .evaluate import Verdict
 from .finish import Attempt, finish, give_up
 from .planning import ScenarioPlan
@@ -82,7 +83,7 @@ class Dispatch:
     records: list[CellRecord] = field(default_factory=list)
     finishing: dict[Future[tuple[CellRecord, Verdict]], Attempt] = field(default_factory=dict)
     retried: set[tuple[str, str]] = field(default_factory=set)  # (scenario, cell) run again once
-    host_wait_s: float = 60.0  # how long a host lost mid-run (unreachable over ssh) may take to answer again
+    host_wait_s: float = HOST_WAIT_S  # how long a host lost mid-run (unreachable over ssh) may take to answer again
 
     def run_all(self) -> list[CellRecord]:
         with ThreadPoolExecutor(max_workers=2 * len(self.slots) + 1, thread_name_prefix="fl-finish") as pool:
