@@ -13,7 +13,6 @@ time report it too (dualpi2: delay-c, delay-l; cake: its tins' average delay).""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +27,6 @@ from ..results.cell_metrics import QueueSummary, Spread
 from ..results.cell_record import CellConfig, Direction
 from .link import rate_at
 
-DEVICES_HEADER = cell_folder.QUEUE_DEVICES_HEADER
-_HEADER_RE = re.compile(rf"^{DEVICES_HEADER}.*$", re.M)
 #: Counters of CE marks, as tc's JSON names them: AQM marks (fq_codel, codel, pie, red, dualpi2)
 #: and ce_threshold marks (fq_codel, fq).
 MARK_KEYS = ("ecn_mark", "ce_mark", "ecn-mark", "marked")
@@ -69,8 +66,7 @@ def load(path: Path, ports: dict[Direction, str] | None = None) -> dict[str, Que
                     rows[name].append({"t": stamp, **q})
 
     for line in path.read_text().splitlines():
-        if line.startswith(DEVICES_HEADER):
-            devices = header_devices(line)
+        if (devices := cell_folder.queue_devices(line)) is not None:
             if ports is None:  # recorded before cell.json had ports: the header's names
                 names = [name for name, _ in devices]
             else:
@@ -89,17 +85,10 @@ def load(path: Path, ports: dict[Direction, str] | None = None) -> dict[str, Que
     return {n: _series(r) for n, r in rows.items() if r}
 
 
-def header_devices(line: str) -> list[tuple[str | None, str]]:
-    """The sampled devices of a "# devices NAME=DEV..." header, in the samples' order, as
-    (NAME, DEV); a word without NAME= has None."""
-    return [(name, dev) if sep else (None, name) for name, sep, dev in (w.partition("=") for w in line.split()[2:])]
-
-
 def header_ports(text: str) -> dict[Direction, str]:
     """Direction → device as a sample log's header (TEXT: the log's) names them: the ports
     of a cell recorded before cell.json had them; {} without a header."""
-    header = _HEADER_RE.search(text)
-    pairs = header_devices(header.group(0)) if header else []
+    pairs = next((d for line in text.splitlines() if (d := cell_folder.queue_devices(line)) is not None), [])
     return {cast(Direction, name): dev for name, dev in pairs if name in get_args(Direction)}
 
 

@@ -4,21 +4,32 @@ teardown_format.py's, which the hosts' state scripts print (testbed/state_script
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from ..ecn import cookie_flow, rule_comment
-from ..teardown_format import DEVICE_STATS_RE, HOST_RE, NEXT_COMMAND, command_header, output_after
+from ..teardown_format import NEXT_COMMAND, command_header, header_host, output_after, stats_device
+
+
+def _parts(text: str, key: Callable[[str], str | None]) -> dict[str, str]:
+    """TEXT cut at each line KEY names: {its name: the text after it, up to the next}."""
+    out: dict[str, list[str]] = {}
+    part: list[str] | None = None
+    for line in text.split("\n"):
+        if (name := key(line)) is not None:
+            part = out[name] = []
+        elif part is not None:
+            part.append(line)
+    return {name: "\n".join(["", *lines]) for name, lines in out.items()}
 
 
 def host_sections(log: str) -> dict[str, str]:
-    """Each host's part of a teardown log."""
-    parts = HOST_RE.split(log)[1:]
-    return dict(zip(parts[::2], parts[1::2]))
+    """Each host's part of a teardown log (after its host_header line)."""
+    return _parts(log, header_host)
 
 
 def device_blocks(section: str) -> dict[str, str]:
     """Each device's `tc -s -d qdisc show; tc -s -d class show` output in a host's part."""
-    parts = DEVICE_STATS_RE.split(section)
-    return {parts[i]: parts[i + 1].split(NEXT_COMMAND, 1)[0] for i in range(1, len(parts) - 1, 2)}
+    return {dev: text.split(NEXT_COMMAND, 1)[0] for dev, text in _parts(section, stats_device).items()}
 
 
 _NFT_COUNTER_RE = re.compile(r'counter packets (\d+) bytes \d+ comment "(flow \d+: [\w-]+)"')

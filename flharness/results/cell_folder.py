@@ -58,8 +58,18 @@ SS_LOGS = tuple(ss_log(h) for h in ENDPOINTS)
 
 
 def queue_device(name: str, dev: str) -> str:
-    """The queue sampler's argument for port DEV: NAME (its direction) and the device."""
+    """The queue sampler's argument for port DEV: NAME (its direction) and the device; the
+    sampler's QUEUE_DEVICES_HEADER line lists them (queue_devices reads it)."""
     return f"{name}={dev}"
+
+
+def queue_devices(line: str) -> list[tuple[str | None, str]] | None:
+    """The sampled devices of a QUEUE_DEVICES_HEADER line, in the samples' order, as (NAME,
+    DEV) (a word without NAME= has None: an old sampler's); None if LINE is no header."""
+    if not line.startswith(QUEUE_DEVICES_HEADER):
+        return None
+    words = line.removeprefix(QUEUE_DEVICES_HEADER).split()
+    return [(name, dev) if sep else (None, name) for name, sep, dev in (w.partition("=") for w in words)]
 
 
 def flent_exit(first_line: str) -> int | None:

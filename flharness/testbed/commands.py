@@ -279,15 +279,15 @@ def tunnel_ecn(ecn: ecn_rules.EcnCommands) -> HostFiles:
 
 def schedule_files(config: CellConfig, ports: Ports, settings: RunSettings) -> HostFiles:
     """The rate schedule: schedule-N.tc, the N-th step's batch, and schedule.steps, one line
-    per step: microseconds after Flent's start, its batch file, what it sets."""
+    per step: microseconds after Flent's start, its batch file, its record (schedule_planned)."""
     out, steps = {}, []
     before: Links = config.bottleneck
     queues = ports.queues
     for i, step in enumerate(config.steps, 1):
         out[f"schedule-{i}.tc"] = _lines(change(queues["up"], step.up, before.up, settings)
                                          + change(queues["down"], step.down, before.down, settings))
-        what = f"up {step.up.rate} {step.up.qdisc}, down {step.down.rate} {step.down.qdisc}"
-        steps.append(f"{round(step.at_s * 1e6)} schedule-{i}.tc {what} {schedule_planned(step.at_s)}")
+        planned = schedule_planned(i, step.at_s, f"{step.up.rate} {step.up.qdisc}", f"{step.down.rate} {step.down.qdisc}")
+        steps.append(f"{round(step.at_s * 1e6)} schedule-{i}.tc {planned}")
         before = step
     if steps:
         out["schedule.steps"] = _lines(steps)

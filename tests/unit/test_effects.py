@@ -156,6 +156,9 @@ CLASS = ("$ tc -s -d qdisc show dev mid.r; tc -s -d class show dev mid.r\n"
     ("t=10.004: up 2mbit pfifo, down 2mbit pfifo (planned t=10.0)\nt=12.003: up 3mbit pfifo, down 3mbit pfifo (planned t=12.0)",
      "3Mbit", True, "2 of 2 steps logged"),
     ("t=10.004: up 2mbit pfifo, down 2mbit pfifo (planned t=10.0)", "2Mbit", False, "1 of 2 steps missing"),
+    ('{"t_s": 10.004, "planned": {"step": 1, "at_s": 10.0, "up": "2mbit pfifo", "down": "2mbit pfifo"}}\n'
+     '{"t_s": 12.9, "planned": {"step": 2, "at_s": 12.0, "up": "3mbit pfifo", "down": "3mbit pfifo"}}',
+     "3Mbit", False, "late: t=12.9 planned 12.0"),  # fl-schedule's records (before 2026-12-02: text, as above)
     ("t=10.004: up 2mbit pfifo, down 2mbit pfifo (planned t=10.0)\nt=12.9: up 3mbit pfifo, down 3mbit pfifo (planned t=12.0)",
      "3Mbit", False, "late: t=12.9 planned 12.0"),
     ("t=10.004: up 2mbit pfifo, down 2mbit pfifo (planned t=10.0)\nt=12.003: up 3mbit pfifo, down 3mbit pfifo (planned t=12.0)",

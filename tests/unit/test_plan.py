@@ -159,7 +159,8 @@ def test_path_features_render(scenario_file, inv, tmp_path):
     assert {k: v for k, v in cv.files["cli"].items() if k not in (STATE_FILE, FLENT_FILE)} == {"client.tc": "qdisc add dev cli.r root fq\n"}
     assert "iperf -u -c 10.71.2.1 -p 5001 -b 5000000 \\\n" in cv.files["cli"][FLENT_FILE]  # the client's Flent script (flent_script.py)
     assert target(cell, inv) == "10.71.2.1" and '"$dir/fl-schedule"' in cv.hosts["mid"].setup
-    assert mid["schedule.steps"] == "10000000 schedule-1.tc up 5mbit pfifo limit 100, down 5mbit pfifo limit 100 (planned t=10.0)\n"
+    assert mid["schedule.steps"] == ('10000000 schedule-1.tc {"step":1,"at_s":10.0,"up":"5mbit pfifo limit 100",'
+                                     '"down":"5mbit pfifo limit 100"}\n')
     assert mid["schedule-1.tc"] == ("class change dev mid.r parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n"
                                     "class change dev mid.l parent 1: classid 1:1 htb rate 5mbit ceil 5mbit\n")
 

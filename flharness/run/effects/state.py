@@ -14,7 +14,7 @@ from ...analysis.udp_flow import udp_flow
 from ...layout import TUNNEL_DEV
 from ...results import cell_folder
 from ...results.cell_record import Effect
-from ...teardown_format import MODULE_PARAMS, SCHEDULE_LOG_SHOW, SCHEDULE_OUT_SHOW, SCHEDULE_STEP_RE
+from ...teardown_format import MODULE_PARAMS, SCHEDULE_LOG_SHOW, SCHEDULE_OUT_SHOW, schedule_log
 from ...testbed.commands import PARAM_HOSTS, module_param_path
 from ...units import Rate
 
@@ -47,12 +47,12 @@ def _schedule(files: CellFiles) -> Effect:
     reported no error (its warnings, such as htb's on a class quantum above 200000 bytes
     at 25 Mbit/s and more, change nothing); the upload class ends at the last step's rate."""
     config, mid = files.config, files.sections.get("mid", "")
-    logged = SCHEDULE_STEP_RE.findall(command_output(mid, SCHEDULE_LOG_SHOW) or "")
+    _, logged = schedule_log(command_output(mid, SCHEDULE_LOG_SHOW) or "")
     due = [s for s in config.steps if s.at_s <= config.flent_s - STEP_LATE_S]
     problems = []
     if len(logged) < len(due):
         problems.append(f"{len(due) - len(logged)} of {len(due)} steps missing from the schedule's log")
-    late = [f"t={at} planned {planned}" for at, _, planned in logged if float(at) - float(planned) > STEP_LATE_S]
+    late = [f"t={s.t_s!r} planned {s.planned.at_s!r}" for s in logged if s.t_s - s.planned.at_s > STEP_LATE_S]
     problems += [f"late: {', '.join(late)}"] if late else []
     said = (command_output(mid, SCHEDULE_OUT_SHOW) or "").strip().splitlines()
     if errors := [line for line in said if not line.startswith(TC_WARNING)]:
@@ -60,7 +60,7 @@ def _schedule(files: CellFiles) -> Effect:
     final, last = _final_rate(files), due[-1].up if due else None
     if last is not None and final is not None and not last.self_shaping and abs(final - last.rate_bps) > 0.01 * last.rate_bps:
         problems.append(f"the upload class ended at {final / 1e6:g} Mbit/s, not the last step's {last.rate}")
-    steps = ", ".join(f"t={at} for {planned}" for at, _, planned in logged)
+    steps = ", ".join(f"t={s.t_s!r} for {s.planned.at_s!r}" for s in logged)
     evidence = f"{len(logged)} of {len(due)} steps logged" + (f" ({steps})" if steps else "")
     return Effect(feature="rate schedule", evidence="; ".join([evidence, *problems]), ok=not problems)
 
