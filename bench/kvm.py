@@ -19,7 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from flharness.results.store import ScenarioResults  # noqa: E402
+from flharness.results.store import ScenarioFolder  # noqa: E402
 from flharness.scenario import load_scenario  # noqa: E402
 from flharness.testbed.vm import kvm_unusable  # noqa: E402
 
@@ -46,7 +46,7 @@ def run(results: Path, args: argparse.Namespace, label: str) -> None:
 def walls(results: Path, label: str, scenario: str) -> dict[str, float]:
     """Per cell that ran: its wall time over its Flent run's length."""
     out = {}
-    for rec in ScenarioResults(results / label / scenario).records():
+    for rec in ScenarioFolder(results / label / scenario).records():
         if rec.status == "ok" and rec.duration:
             out[rec.cell] = rec.duration / rec.config.flent_s
     return out

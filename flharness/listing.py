@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from .capabilities import Capabilities, probe_for, probe_request
 from .cells import Cell, expand
 from .errors import FlError
-from .results import ScenarioResults
+from .results import ScenarioFolder
 from .run import pace
 from .run.planning import require_some, select
 from .scenario import list_scenarios, load_scenario
@@ -84,7 +84,7 @@ def _kind(vm: VmConfig | None, inventory: Path | None) -> str:
 
 def _print_cells(name: str, repetitions: list[int], cells: list[Cell], label: str, results: Path,
                  caps: Capabilities | None, place: str, measured: pace.Pace, testbeds: int) -> list[Cell]:
-    store = ScenarioResults(results / label / name)
+    store = ScenarioFolder(results / label / name)
     pending = []
     width = max((len(c.name) for c in cells), default=10)
     for cell in cells:
@@ -101,7 +101,7 @@ def _print_cells(name: str, repetitions: list[int], cells: list[Cell], label: st
     return pending
 
 
-def _status(store: ScenarioResults, name: str, config_hash: str) -> str:
+def _status(store: ScenarioFolder, name: str, config_hash: str) -> str:
     rec = store.record(name)
     if rec is None:
         return "new"

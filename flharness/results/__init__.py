@@ -14,8 +14,8 @@ from .cell_record import CELL_VERSION, Backend, BottleneckPorts, CellConfig, Cel
 from .files import VersionError, read, write
 from .flags import MISMEASURED, Flag, FlagCode, FlagKind
 from .run_record import RUN_VERSION, Invocation, RunRecord
-from .store import ScenarioResults
+from .store import ScenarioFolder
 
 __all__ = ["CELL_VERSION", "METRICS_VERSION", "MISMEASURED", "RUN_VERSION", "Backend", "BottleneckPorts",
            "CellConfig", "CellMetrics", "CellRecord", "Checks", "Endpoints", "Flag", "FlagCode", "FlagKind", "Invocation", "RunRecord",
-           "ScenarioResults", "VersionError", "read", "write"]
+           "ScenarioFolder", "VersionError", "read", "write"]

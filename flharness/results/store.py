@@ -22,7 +22,7 @@ class _StatusOnly(BaseModel):
     status: Status | None = None  # any version's cell.json has it
 
 
-class ScenarioResults:
+class ScenarioFolder:
     """One scenario's folder inside a run."""
 
     def __init__(self, root: Path) -> None:

@@ -16,7 +16,7 @@ from ..analysis import cache
 from ..analysis.metrics import Settings
 from ..cells import Cell
 from ..phases import Phase
-from ..results import CellRecord, ScenarioResults, cell_folder
+from ..results import CellRecord, ScenarioFolder, cell_folder
 from ..results.cell_record import Status
 from ..testbed.ansible import PlaybookResult
 from ..testbed.plan import XZ_LEVEL
@@ -39,7 +39,7 @@ class Attempt:
     elapsed: Callable[[], float] = lambda: 0.0  # seconds it has run (the slot's stopwatch)
 
     @property
-    def store(self) -> ScenarioResults:
+    def store(self) -> ScenarioFolder:
         return self.plan.store
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..capabilities import Capabilities
 from ..cells import Cell, expand
 from ..errors import FlError
-from ..results import ScenarioResults
+from ..results import ScenarioFolder
 from ..results.cell_record import CellRecord
 from ..scenario import Scenario, load_scenario
 from ..scenario.values import valid_name
@@ -27,7 +27,7 @@ class PlannedCell:
 class ScenarioPlan:
     path: Path
     name: str
-    store: ScenarioResults
+    store: ScenarioFolder
     planned: list[PlannedCell]
 
     def cells(self, action: str) -> list[Cell]:
@@ -97,7 +97,7 @@ class KnownKernel:
         return None
 
 
-def plan(cells: list[Cell], caps: Capabilities, store: ScenarioResults, force: bool) -> list[PlannedCell]:
+def plan(cells: list[Cell], caps: Capabilities, store: ScenarioFolder, force: bool) -> list[PlannedCell]:
     """Each cell's action; a cell completed with the same configuration but another
     kernel or congestion-control module is an error (one line naming both), never kept."""
     out, kernel = [], KnownKernel.of(caps)
@@ -122,7 +122,7 @@ def all_done(selected: list[tuple[Scenario, list[Cell]]], paths: list[Path], roo
     None too where the testbed's kernel is not known without probing it."""
     if kernel.release is None:
         return None
-    plans = [ScenarioPlan(path, scenario_name(s), ScenarioResults(root / scenario_name(s)), [])
+    plans = [ScenarioPlan(path, scenario_name(s), ScenarioFolder(root / scenario_name(s)), [])
              for (s, _), path in zip(selected, paths)]
     for sp, (_, cells) in zip(plans, selected):
         for c in cells:

@@ -24,7 +24,7 @@ from ..cells import Cell
 from ..errors import FlError
 from ..image.store import load_image
 from ..provenance import controller, fl_source
-from ..results import CellRecord, ScenarioResults, files
+from ..results import CellRecord, ScenarioFolder, files
 from ..results.cell_record import CcModule
 from ..results.run_record import RunRecord
 from ..scenario import Scenario
@@ -69,7 +69,7 @@ def run_scenarios(paths: list[Path], opts: RunOptions) -> int:
     _check_readable(run_dir, names)
     if not opts.dry_run:
         check_space(run_dir, [c for s, cs in selected for c in cs
-                              if opts.force or not ScenarioResults(run_dir / scenario_name(s)).is_done(c.name, c.config_hash)])
+                              if opts.force or not ScenarioFolder(run_dir / scenario_name(s)).is_done(c.name, c.config_hash)])
     if not (opts.force or opts.dry_run) and (done := all_done(selected, paths, run_dir, _known_kernel(opts, inventories))):
         LOG.info("every selected cell completed earlier with the same configuration: nothing to run "
                  "(--force runs them again)")
@@ -130,7 +130,7 @@ def _check_readable(run_dir: Path, names: list[str]) -> None:
     if (run_dir / "run.json").is_file():
         files.read(RunRecord, run_dir / "run.json")
     for name in names:
-        ScenarioResults(run_dir / name).records()
+        ScenarioFolder(run_dir / name).records()
 
 
 def _execute(run: Run, plans: list[ScenarioPlan], testbeds: list[Testbed], debug: log.DebugLog) -> int:
@@ -250,7 +250,7 @@ def _probe(testbeds: list[Testbed], cells: list[Cell], opts: RunOptions) -> Capa
 def _plan(run: Run, selected: list[tuple[Scenario, list[Cell]]], paths: list[Path]) -> list[ScenarioPlan]:
     for (_, cells), path in zip(selected, paths):
         run.caps.check_specs(cells, path)
-    plans = [ScenarioPlan(path, scenario_name(s), ScenarioResults(run.root / scenario_name(s)), [])
+    plans = [ScenarioPlan(path, scenario_name(s), ScenarioFolder(run.root / scenario_name(s)), [])
              for (s, _), path in zip(selected, paths)]
     for sp, (_, cells) in zip(plans, selected):
         sp.planned = plan(cells, run.caps, sp.store, run.opts.force)

@@ -1,5 +1,5 @@
 """Each host's two scripts of a cell, rendered here once per cell from typed values
-(HostCell, built in plan.py): setup.sh, which writes the host's command files
+(CellHostPlan, built in plan.py): setup.sh, which writes the host's command files
 (commands.py, state_script.py, flent_script.py) to its scratch folder's cmd/ and runs
 them, and collect.sh, which stops what the cell started and records the host's state.
 The cell role's tasks of phases setup and collect run them as they are
@@ -94,7 +94,7 @@ class Bottleneck:
 
 
 @dataclass(frozen=True)
-class HostCell:
+class CellHostPlan:
     """What one host's setup and collect scripts do for one cell."""
 
     host: str
@@ -125,7 +125,7 @@ def file_line(name: str, text: str) -> str:
     return f"printf '%s' {q(text)} > \"$cmd/\"{q(name)}"
 
 
-def setup_script(h: HostCell) -> str:
+def setup_script(h: CellHostPlan) -> str:
     """HOST's setup script: the command files written, then run (stops at the first failure)."""
     out = [f"# fl cell {h.cell} ({h.scenario}) on {h.host}: its whole",
            "# configuration in one script; rendered by flharness/testbed/cell_scripts.py.",
@@ -156,7 +156,7 @@ def setup_script(h: HostCell) -> str:
     return _text(out)
 
 
-def _sysctls_and_endpoint(h: HostCell) -> list[str]:
+def _sysctls_and_endpoint(h: CellHostPlan) -> list[str]:
     out = ["# Sysctls: those some cell of the run sets go back to their baseline, then this cell's",
            "# own are applied in the order written (sysctl.conf), so nothing carries over between cells.",
            'while IFS= read -r line; do sysctl -qw "$line"; done < "$dir/sysctl-cells"',
@@ -242,12 +242,12 @@ def _tunnel_up(t: Tunnel) -> list[str]:
             'if [ -f "$cmd/ecn-tunnel.tc" ]; then batch ecn-tunnel.tc tc -batch; fi']
 
 
-def _cell_dir(h: HostCell) -> list[str]:
+def _cell_dir(h: CellHostPlan) -> list[str]:
     fresh = [f"rm -rf {q(h.cell_dir)}  # the host's own folder for the cell: the last cell's files are gone"]
     return [*(fresh if h.staged else []), f"mkdir -p {q(h.cell_dir)}"]
 
 
-def _bottleneck(h: HostCell, b: Bottleneck) -> list[str]:
+def _bottleneck(h: CellHostPlan, b: Bottleneck) -> list[str]:
     out = ["# The bottleneck (mid): fl's qdiscs removed from its interfaces (reset.tc: what is not",
            "# there is no error), then both directions' bottleneck, the path delay and impairments on",
            "# the IFBs, and tc's ECN rewrites in one `tc -batch` (bottleneck.tc), the per-flow ECN",
@@ -279,7 +279,7 @@ def _bottleneck(h: HostCell, b: Bottleneck) -> list[str]:
             f"{q(b.port_cli)} {q(b.queue_filter)} {q(up)} {q(down)}"]
 
 
-def _capture_start(h: HostCell, c: Capture) -> list[str]:
+def _capture_start(h: CellHostPlan, c: Capture) -> list[str]:
     out = ["# tcpdump on the endpoint's interface for the whole test (headers only). The ss sampler",
            "# (each sending flow's congestion control and TCP state once a second) runs on the",
            "# hosts that send: on the client only while Flent runs (its flent.sh), on the server",
@@ -302,7 +302,7 @@ def _capture_start(h: HostCell, c: Capture) -> list[str]:
             "done"]
 
 
-def collect_script(h: HostCell) -> str:
+def collect_script(h: CellHostPlan) -> str:
     """HOST's collection script: never fails, so every step runs."""
     b, c = h.bottleneck, h.capture
     out = [f"# fl cell {h.cell} on {h.host} after the test: stop what the cell",

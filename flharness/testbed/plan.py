@@ -15,7 +15,7 @@ from ..hosts import HOSTS, SCHEME_PORT, UDP_PORT, VIDEO_PORT
 from ..results import cell_folder
 from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
-from .cell_scripts import Bottleneck, Capture, HostCell, Tunnel, TunnelEnd, collect_script, setup_script, tunnel_down
+from .cell_scripts import Bottleneck, Capture, CellHostPlan, Tunnel, TunnelEnd, collect_script, setup_script, tunnel_down
 from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
 from .flent_script import FLENT_FILE, FlentRun, IrttClient, UdpClient, VideoClient, flent_script
 from .inventory import Inventory
@@ -245,7 +245,7 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
     for host, script in state_scripts(cell, inv, run_vars, ecn, state_sysctls).items():
         files[host] = {**files.get(host, {}), STATE_FILE: script}
     files["cli"] = {**files.get("cli", {}), FLENT_FILE: flent_script(flent_run(cell, inv, places["cli"], scratch["cli"], time_limit))}
-    made = {h: host_cell(cell, inv, h, place, run_vars, scratch, files.get(h, {}), tunnel_of, str(cell_dir))
+    made = {h: cell_host_plan(cell, inv, h, place, run_vars, scratch, files.get(h, {}), tunnel_of, str(cell_dir))
             for h, place in places.items()}
     return CellVars(name=cell.name, dir=str(cell_dir), tunnel=tunnel_of.kind if tunnel_of else None,
                     hosts={h: CellHostVars(cell_dir=places[h].cell_dir, setup=setup_script(made[h]), collect=collect_script(made[h]))
@@ -316,8 +316,8 @@ def fill(argv: list[str], values: dict[str, str]) -> tuple[str, ...]:
     return tuple(re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), word) for word in argv)
 
 
-def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars: RunVars, scratch: dict[str, str],
-              files: dict[str, str], tunnel_of: TunnelPlan | None, results: str) -> HostCell:
+def cell_host_plan(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars: RunVars, scratch: dict[str, str],
+              files: dict[str, str], tunnel_of: TunnelPlan | None, results: str) -> CellHostPlan:
     """What HOST's setup and collect scripts do for CELL (cell_scripts.py): PLACE, where it
     writes the cell's files and captures (cell_hosts); FILES, its command files;
     TUNNEL_OF, the cell's tunnel (tunnel_plan); RESULTS, the cell's results folder."""
@@ -340,7 +340,7 @@ def host_cell(cell: Cell, inv: Inventory, host: str, place: HostPlace, run_vars:
                            fill=tunnel_of.fill,
                            wg_private=tunnel_of.wg[end.host].private if tunnel_of.wg else None,
                            wg_peer_public=tunnel_of.wg[end.peer].public if tunnel_of.wg else None)
-    return HostCell(host=host, cell=cell.name, scenario=cell.scenario, scratch=scratch[host], files=files,
+    return CellHostPlan(host=host, cell=cell.name, scenario=cell.scenario, scratch=scratch[host], files=files,
                     cell_dir=place.cell_dir, staged=place.staged, moves_to=results if place.moves else None,
                     wait_timeout=run_vars.wait_timeout, client_if=inv.endpoint(host).dev if host == "cli" else None,
                     servers=tuple(servers_argv(inv, run_vars, scratch["srv"])) if host == "srv" else None,

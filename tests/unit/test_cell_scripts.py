@@ -5,7 +5,7 @@ compresses its capture for the fetch."""
 from __future__ import annotations
 
 from flharness.teardown_format import tcp_counters_function
-from flharness.testbed.cell_scripts import Bottleneck, Capture, HostCell, Tunnel, TunnelEnd, collect_script, setup_script
+from flharness.testbed.cell_scripts import Bottleneck, Capture, CellHostPlan, Tunnel, TunnelEnd, collect_script, setup_script
 
 S = "/run/fl/t"  # scratch folders: S/cli, S/mid, S/srv
 HEAD = ["exec 2>&1", "set -e", "dir=/run/fl/t/{h}", 'cmd="$dir/cmd"', 'run() { echo "+ $*"; "$@"; }',
@@ -31,10 +31,10 @@ def code(text: str) -> list[str]:
     return [line for line in text.splitlines() if not line.startswith("#")]
 
 
-def host(h: str, **over) -> HostCell:
+def host(h: str, **over) -> CellHostPlan:
     base = dict(host=h, cell="c1", scenario="s", scratch=f"{S}/{h}", files={"a.tc": "x $y 'z'\n"}, cell_dir="/results/c1",
                 staged=False, moves_to=None, wait_timeout=15, endpoint=h != "mid")
-    return HostCell(**{**base, **over})
+    return CellHostPlan(**{**base, **over})
 
 
 FILE = ["# shellcheck disable=SC2016  # the file's text as it is (a script's own $ included)",
@@ -77,7 +77,7 @@ def tunnel_down(h: str, peer: str) -> list[str]:
             "nft delete table inet fl_tunnel 2>/dev/null || true", f"rm -f {S}/{h}/wg.key {S}/{h}/xfrm_stat.up"]
 
 
-def endpoint(h: str, kind: str) -> HostCell:
+def endpoint(h: str, kind: str) -> CellHostPlan:
     peer = "srv" if h == "cli" else "cli"
     local, remote = ("10.0.1.1", "10.0.2.1") if h == "cli" else ("10.0.2.1", "10.0.1.1")
     end = TunnelEnd(host=h, peer=peer, local=local, remote=remote, scratch=f"{S}/{h}",  # type: ignore[arg-type]

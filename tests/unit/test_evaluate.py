@@ -97,13 +97,13 @@ def test_the_dispatcher_runs_such_a_cell_once_more_then_records_it(tmp_path):
     import io
     from types import SimpleNamespace
 
-    from flharness.results import ScenarioResults
+    from flharness.results import ScenarioFolder
     from flharness.run.dispatch import Dispatch
     from flharness.run.finish import Attempt
     from flharness.run.progress import Progress
 
     cell, _ = golden()
-    store = ScenarioResults(tmp_path / "golden")
+    store = ScenarioFolder(tmp_path / "golden")
     failed = SimpleNamespace(cell=cell.name, status="failed", reason="Flent started … early", duration=20.0)
     verdict = Verdict(status="failed", retry=True)
     out = io.StringIO()

@@ -216,10 +216,10 @@ def test_values_reaching_shell_are_quoted(scenario_file, inv, tmp_path):
     batch = cv.files["mid"]["bottleneck.tc"]
     evil = batch.replace("rate 5mbit", "rate 5mbit; reboot $(reboot)")  # as if validation were bypassed
     from flharness.testbed.cell_scripts import setup_script
-    from flharness.testbed.plan import cell_hosts, host_cell
+    from flharness.testbed.plan import cell_host_plan, cell_hosts
     mid = cell_hosts(cell, inv, str(tmp_path), RV, SCRATCH)["mid"]
     files = {**cv.files["mid"], "bottleneck.tc": evil}
-    script = setup_script(host_cell(cell, inv, "mid", mid, RV, SCRATCH, files, None, str(tmp_path)))
+    script = setup_script(cell_host_plan(cell, inv, "mid", mid, RV, SCRATCH, files, None, str(tmp_path)))
     written = re.search(r"^printf '%s' ('(?:[^']|'\"'\"')*') > \"\$cmd/\"bottleneck.tc$", script, re.M)
     assert written and shlex.split(written.group(1)) == [evil]
 
@@ -549,13 +549,13 @@ def test_a_cell_done_on_another_kernel_is_never_kept(tmp_path):
 
     from flharness.capabilities import Capabilities
     from flharness.errors import FlError
-    from flharness.results import ScenarioResults
+    from flharness.results import ScenarioFolder
     from flharness.results.cell_record import CcModule
     from flharness.run.planning import KnownKernel, all_done, plan
     path = REPO / "tests" / "fixtures" / "golden.yml"
     scenario = load_scenario(path)
     (cell,) = expand(scenario, path)
-    store = ScenarioResults(tmp_path / scenario.name)
+    store = ScenarioFolder(tmp_path / scenario.name)
     shutil.copytree(REPO / "tests" / "fixtures" / "golden", store.root / cell.name)
     assert store.is_done(cell.name, cell.config_hash)
     same = Capabilities(reply(cell, kernel="6.18.44-fc-v669"))

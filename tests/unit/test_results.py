@@ -21,7 +21,7 @@ from flharness.results.cell_metrics import METRICS_VERSION, CellMetrics
 from flharness.results.cell_record import CELL_VERSION, Backend, BottleneckPorts, CellRecord, Coordinate, Endpoints
 from flharness.results.cell_series import CellSeries
 from flharness.results.run_record import Invocation, Outcome, RunRecord
-from flharness.results.store import ScenarioResults
+from flharness.results.store import ScenarioFolder
 from flharness.scenario import load_scenario
 from flharness.scenario.load import SCENARIO_DIR, find_scenario, list_scenarios
 
@@ -46,7 +46,7 @@ def attempt(store, status, payload, h="h1"):
 
 
 def test_ok_is_kept_when_a_later_attempt_fails(tmp_path):
-    store = ScenarioResults(tmp_path / "run" / "s")
+    store = ScenarioFolder(tmp_path / "run" / "s")
     attempt(store, "ok", "good")
     for status in ("failed", "interrupted", "skipped"):
         aside = attempt(store, status, "bad", h="h2")
@@ -58,7 +58,7 @@ def test_ok_is_kept_when_a_later_attempt_fails(tmp_path):
 
 
 def test_newer_ok_replaces_and_failures_replace_failures(tmp_path):
-    store = ScenarioResults(tmp_path / "s")
+    store = ScenarioFolder(tmp_path / "s")
     attempt(store, "failed", "first")
     attempt(store, "failed", "second")
     assert (store.cell_dir("c1") / "data.txt").read_text() == "second"
@@ -70,7 +70,7 @@ def test_newer_ok_replaces_and_failures_replace_failures(tmp_path):
 
 
 def test_corrupt_cell_json_counts_as_not_done(tmp_path):
-    store = ScenarioResults(tmp_path / "s")
+    store = ScenarioFolder(tmp_path / "s")
     attempt(store, "ok", "x")
     (store.cell_dir("c1") / "cell.json").write_text("{not json")
     assert store.record("c1") is None and not store.is_done("c1", "h1")
@@ -146,7 +146,7 @@ def _old(path: Path, data: dict) -> Path:
 def test_a_cell_record_of_another_version_is_one_clear_error(tmp_path):
     """An unversioned cell.json (an older fl) and a newer one: one line naming the file
     and what to do, from the store (fl run, fl list) as from the report (fl plot)."""
-    store = ScenarioResults(tmp_path / "s")
+    store = ScenarioFolder(tmp_path / "s")
     attempt(store, "ok", "x")
     path = store.cell_dir("c1") / "cell.json"
     current = json.loads(path.read_text())
@@ -164,7 +164,7 @@ def test_a_cell_record_of_another_version_is_one_clear_error(tmp_path):
 
 def test_a_forced_failure_never_replaces_an_old_completed_cell(tmp_path):
     """--force over an older fl's completed cell: a failed attempt goes aside."""
-    store = ScenarioResults(tmp_path / "s")
+    store = ScenarioFolder(tmp_path / "s")
     attempt(store, "ok", "old")
     path = store.cell_dir("c1") / "cell.json"
     _old(path, {"scenario": "s", "cell": "c1", "status": "ok", "config": {}})
