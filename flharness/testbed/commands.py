@@ -26,7 +26,7 @@ from ..teardown_format import schedule_planned
 from ..units import Duration
 from . import ecn_rules
 from .inventory import Inventory
-from .tunnel import ENDS, TunnelEnd, tunnel_ip
+from .tunnel import ENDS, EndLink, tunnel_ip
 
 HostFiles = dict[str, str]  # file name → its text
 NETEM_LIMIT = 100000  # packets: netem delay lines never drop
@@ -57,7 +57,7 @@ class Ports:
     mid_srv: str  # facing the server (upload queue)
     cli: str  # the client's interface
     tunnel: str  # the tunnel device on cli and srv
-    ends: tuple[TunnelEnd, TunnelEnd] | None = None  # cli's and srv's, where both have a tunnel address
+    ends: tuple[EndLink, EndLink] | None = None  # cli's and srv's, where both have a tunnel address
 
     @property
     def queues(self) -> dict[Direction, str]:
@@ -73,7 +73,7 @@ class Ports:
 
 def ports(inv: Inventory) -> Ports:
     e = {h: inv.endpoint(h) for h in ENDS}
-    ends = [TunnelEnd(h, e[h].dev, e[h].ip, inner) for h in ENDS if (inner := e[h].tunnel_addr) is not None]
+    ends = [EndLink(h, e[h].dev, e[h].ip, inner) for h in ENDS if (inner := e[h].tunnel_addr) is not None]
     return Ports(mid_cli=inv.middlebox.cli_dev, mid_srv=inv.middlebox.srv_dev, cli=e["cli"].dev,
                  tunnel=TUNNEL_DEV, ends=(ends[0], ends[1]) if len(ends) == 2 else None)
 

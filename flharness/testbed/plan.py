@@ -23,7 +23,7 @@ from .playbook_vars import CellHostVars, CellVars, HostScripts, RunVars, Testbed
 from .scheme_scripts import SchemeSide
 from .state_script import STATE_FILE, EcnPlace, HostState, state_script
 from .testbed_scripts import Link, RunHost, down_script, helpers_script, up_script
-from .tunnel import EndAddresses, TunnelPlan, WgKey, outer_filter, wireguard_key
+from .tunnel import TunnelPlan, WgKey, outer_filter, wireguard_key
 
 XZ_LEVEL = 1  # xz preset for captures: -1 is about 6× faster than -6 for ~20 % larger files
 TIMEOUT_MARGIN = 120  # a Flent run taking this much longer than planned is killed
@@ -65,16 +65,6 @@ def servers_argv(inv: Inventory, run_vars: RunVars, srv_dir: str) -> list[str]:
             str(run_vars.wait_timeout * 10)]
 
 
-def tunnel_ends(inv: Inventory) -> dict[str, EndAddresses]:
-    """The cli-srv tunnel's ends as each names itself and its peer (cell_scripts: the
-    tunnel's removal, WireGuard's peer): their testbed addresses and the peer's inner one."""
-    outer = {h: inv.endpoint(h).ip for h in tunnel.ENDS}
-    inner = {h: inv.endpoint(h).tunnel_ip for h in tunnel.ENDS}
-    cli, srv = tunnel.ENDS
-    return {me: EndAddresses(peer=peer, local=outer[me], remote=outer[peer], peer_inner=inner[peer])
-            for me, peer in ((cli, srv), (srv, cli))}
-
-
 DRY_RUN_ID = "fl-000000"  # the testbed id scripts rendered for show (the dry run, tests) name
 DRY_RUN_ROOT = "/run/fl"  # and their state root
 
@@ -97,9 +87,11 @@ def host_links(inv: Inventory) -> dict[str, tuple[Link, ...]]:
 
 
 def tunnel_end(inv: Inventory, host: tunnel.End, scratch: str) -> TunnelEnd:
-    """HOST's end of the cli-srv tunnel as its scripts build and remove it (tunnel_ends)."""
-    e = tunnel_ends(inv)[host]
-    return TunnelEnd(host=host, peer=e.peer, local=e.local, remote=e.remote, scratch=scratch, peer_inner=e.peer_inner)
+    """HOST's end of the cli-srv tunnel as its scripts build and remove it (the tunnel's
+    removal, WireGuard's peer): both ends' testbed addresses and the peer's inner one."""
+    peer = next(h for h in tunnel.ENDS if h != host)
+    me, other = inv.endpoint(host), inv.endpoint(peer)
+    return TunnelEnd(host=host, peer=peer, local=me.ip, remote=other.ip, scratch=scratch, peer_inner=other.tunnel_ip)
 
 
 def run_hosts(inv: Inventory, dirs: dict[str, str], run_vars: RunVars | None) -> dict[str, RunHost]:

@@ -57,16 +57,6 @@ def wireguard_key() -> WgKey:
 
 
 @dataclass(frozen=True)
-class EndAddresses:
-    """One end of the cli-srv tunnel on a testbed, as it names itself and its peer (plan.tunnel_ends)."""
-
-    peer: End
-    local: str  # this end's testbed address (outer packets)
-    remote: str  # the other end's
-    peer_inner: str | None  # the other end's address in the tunnel, no prefix length (None: the inventory has none)
-
-
-@dataclass(frozen=True)
 class TunnelPlan:
     """A cell's cli-srv tunnel (plan.tunnel_plan): its kind, the bytes it adds to a packet
     (its MTU is the underlay's less this) and its keys, made per cell: for IPsec, each
@@ -91,8 +81,9 @@ def key(sender: End, part: KeyPart) -> str:
 
 
 @dataclass(frozen=True)
-class TunnelEnd:
-    """One end of the tunnel as its commands name it."""
+class EndLink:
+    """One end of the tunnel as its ip commands name it: its underlay and its addresses (a
+    host's whole end, for its scripts, is cell_scripts.TunnelEnd)."""
 
     host: End
     dev: str  # its testbed interface, the underlay
@@ -100,14 +91,14 @@ class TunnelEnd:
     inner: str  # its address in the tunnel, with the prefix length
 
 
-def tunnel_ip(kind: str, me: TunnelEnd, peer: TunnelEnd, replay_window: int) -> list[str]:
+def tunnel_ip(kind: str, me: EndLink, peer: EndLink, replay_window: int) -> list[str]:
     """ME's tunnel to PEER as `ip -batch` lines (with the MTU's and keys' placeholders);
     KIND: wireguard, fou or ipsec (the scenario's tunnel key)."""
     return [*_device(kind, me, peer, replay_window), f"link set dev {TUNNEL_DEV} mtu {MTU}",
             f"addr add {me.inner} dev {TUNNEL_DEV}", f"link set dev {TUNNEL_DEV} up"]
 
 
-def _device(kind: str, me: TunnelEnd, peer: TunnelEnd, replay_window: int) -> list[str]:
+def _device(kind: str, me: EndLink, peer: EndLink, replay_window: int) -> list[str]:
     if kind == "wireguard":
         return [f"link add dev {TUNNEL_DEV} type wireguard"]
     if kind == "fou":

@@ -19,14 +19,14 @@ import pytest
 from flharness.cells import expand
 from flharness.scenario import load_scenario
 from flharness.testbed.commands import Ports, RunSettings, host_files
-from flharness.testbed.tunnel import TunnelEnd
+from flharness.testbed.tunnel import EndLink
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "fixtures" / "commands" / "files"
 SHIPPED = sorted(p.stem for p in (REPO / "scenarios").glob("*.yml"))
 PORTS = Ports(mid_cli="mid.l", mid_srv="mid.r", cli="cli.r", tunnel="fl-tun",  # inventory.ini
-              ends=(TunnelEnd("cli", "cli.r", "10.71.1.1", "10.71.9.1/24"),
-                    TunnelEnd("srv", "srv.l", "10.71.2.1", "10.71.9.2/24")))
+              ends=(EndLink("cli", "cli.r", "10.71.1.1", "10.71.9.1/24"),
+                    EndLink("srv", "srv.l", "10.71.2.1", "10.71.9.2/24")))
 RUN = RunSettings(ifb=True, nft=True)
 
 

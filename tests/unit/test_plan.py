@@ -604,8 +604,8 @@ def test_each_host_gets_its_folder_devices_and_tunnel_end_from_python(scenario_f
     (results folder, or its scratch folder where it has no shared one or stages cells),
     the device it captures on (the tunnel's in tunnelled cells), the devices its teardown
     log shows (IFBs as commands.Ports names them), and each tunnel end's peer."""
-    from flharness.testbed.plan import tunnel_ends
-    from flharness.testbed.tunnel import EndAddresses
+    from flharness.testbed.cell_scripts import TunnelEnd
+    from flharness.testbed.plan import tunnel_end
     plain, tunnelled = (one_cell(scenario_file, f"""
         test: tcp_1up
         rate: 10mbit
@@ -630,9 +630,9 @@ def test_each_host_gets_its_folder_devices_and_tunnel_end_from_python(scenario_f
     assert tv.tunnel == "wireguard"
     assert [h.capture_dev for h in cell_hosts(tunnelled, inv, "/results/t", RV, SCRATCH).values()] == ["fl-tun", None, "fl-tun"]
     assert state_devs(tunnelled, inv, RV, "srv") == ["srv.l", "fl-tun"]
-    assert tunnel_ends(inv) == {
-        "cli": EndAddresses(peer="srv", local="10.71.1.1", remote="10.71.2.1", peer_inner="10.71.9.2"),
-        "srv": EndAddresses(peer="cli", local="10.71.2.1", remote="10.71.1.1", peer_inner="10.71.9.1")}
+    assert [tunnel_end(inv, h, f"/s/{h}") for h in ("cli", "srv")] == [
+        TunnelEnd(host="cli", peer="srv", local="10.71.1.1", remote="10.71.2.1", scratch="/s/cli", peer_inner="10.71.9.2"),
+        TunnelEnd(host="srv", peer="cli", local="10.71.2.1", remote="10.71.1.1", scratch="/s/srv", peer_inner="10.71.9.1")]
 
 
 def test_a_host_moves_only_what_it_staged():
