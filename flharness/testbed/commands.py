@@ -26,6 +26,7 @@ from ..teardown_format import schedule_planned
 from ..units import Duration
 from . import ecn_rules
 from .inventory import Inventory
+from .playbook_vars import RunVars
 from .tunnel import ENDS, EndLink, tunnel_ip
 
 HostFiles = dict[str, str]  # file name → its text
@@ -78,16 +79,7 @@ def ports(inv: Inventory) -> Ports:
                  tunnel=TUNNEL_DEV, ends=(ends[0], ends[1]) if len(ends) == 2 else None)
 
 
-@dataclass(frozen=True)
-class RunSettings:
-    """What every cell of a run shares on its testbed."""
-
-    ifb: bool  # the middlebox has IFBs (some cell of the run has a path delay)
-    nft: bool  # the middlebox has fl's nftables table
-    htb_args: tuple[str, ...] = ()  # extra htb class arguments (e.g. burst for real-time VMs)
-
-
-def host_files(config: CellConfig, ports: Ports, settings: RunSettings, tcp_rewrite: ecn_rules.TcpRewrite | None,
+def host_files(config: CellConfig, ports: Ports, settings: RunVars, tcp_rewrite: ecn_rules.TcpRewrite | None,
                ) -> dict[str, HostFiles]:
     """Every host's command files for CELL."""
     files: dict[str, HostFiles] = {h: {} for h in HOSTS}
@@ -121,7 +113,7 @@ def _lines(lines: object) -> str:
     return "".join(f"{line}\n" for line in lines)  # type: ignore[attr-defined]
 
 
-def reset(ports: Ports, settings: RunSettings) -> list[str]:
+def reset(ports: Ports, settings: RunVars) -> list[str]:
     """Remove fl's qdiscs from the middlebox's ports (what is not there is no error: -force)."""
     out = []
     for dev in (ports.mid_cli, ports.mid_srv):
@@ -131,7 +123,7 @@ def reset(ports: Ports, settings: RunSettings) -> list[str]:
     return out
 
 
-def bottleneck(config: CellConfig, ports: Ports, settings: RunSettings, ecn: ecn_rules.EcnCommands | None) -> list[str]:
+def bottleneck(config: CellConfig, ports: Ports, settings: RunVars, ecn: ecn_rules.EcnCommands | None) -> list[str]:
     """Upload's bottleneck on the port towards srv, download's towards cli, then the path
     delay of each way on the IFB of the port it enters by, then tc's ECN rewrites."""
     links, queues = config.bottleneck, ports.queues
@@ -143,7 +135,7 @@ def bottleneck(config: CellConfig, ports: Ports, settings: RunSettings, ecn: ecn
     return out + (ecn.tc if ecn else [])
 
 
-def shape(dev: str, link: LinkConfig, settings: RunSettings, hash_queues: int | None = None) -> list[str]:
+def shape(dev: str, link: LinkConfig, settings: RunVars, hash_queues: int | None = None) -> list[str]:
     """A port's bottleneck (layout.py); in tunnel cells an FQ qdisc hashes outer headers."""
     out = [] if link.self_shaping else layout.shaper(dev, link.rate, settings.htb_args)
     out.append(layout.declared(dev, link.qdisc, link.self_shaping))
@@ -277,7 +269,7 @@ def tunnel_ecn(ecn: ecn_rules.EcnCommands) -> HostFiles:
     return out
 
 
-def schedule_files(config: CellConfig, ports: Ports, settings: RunSettings) -> HostFiles:
+def schedule_files(config: CellConfig, ports: Ports, settings: RunVars) -> HostFiles:
     """The rate schedule: schedule-N.tc, the N-th step's batch, and schedule.steps, one line
     per step: microseconds after Flent's start, its batch file, its record (schedule_planned)."""
     out, steps = {}, []
@@ -294,7 +286,7 @@ def schedule_files(config: CellConfig, ports: Ports, settings: RunSettings) -> H
     return out
 
 
-def change(dev: str, link: LinkConfig, before: LinkConfig, settings: RunSettings) -> list[str]:
+def change(dev: str, link: LinkConfig, before: LinkConfig, settings: RunVars) -> list[str]:
     """A port's bottleneck changed in place from BEFORE: its htb class's rate, and its qdisc
     where the step changes the qdisc's words; or the self-shaping qdisc (the kind must
     stay). A qdisc whose words stay is left alone: some (dualpi2) refuse a change without

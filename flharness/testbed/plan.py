@@ -16,7 +16,7 @@ from ..results import cell_folder
 from ..results.cell_record import CellConfig, FlowConfig
 from . import ecn_rules, tunnel
 from .cell_scripts import Bottleneck, Capture, CellHostPlan, Tunnel, TunnelEnd, collect_script, setup_script, tunnel_down
-from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, RunSettings, ecn_commands, host_files, module_param_paths, ports
+from .commands import PARAM_HOSTS, PING_FILTER, STATE_SYSCTLS, Ports, ecn_commands, host_files, module_param_paths, ports
 from .flent_script import FLENT_FILE, FlentRun, IrttClient, UdpClient, VideoClient, flent_script
 from .inventory import Inventory
 from .playbook_vars import CellHostVars, CellVars, HostScripts, RunVars, TestbedVars
@@ -229,11 +229,10 @@ def cell_vars(cell: Cell, inv: Inventory, cell_dir: Path, time_limit: bool = Tru
     RUN_VARS: the run's fl_run; SCRATCH: each host's scratch folder on the testbed (host_dirs);
     KEYS: IPsec's keys made (tunnel_plan; the dry run shows none)."""
     tunnel_of = tunnel_plan(cell, inv, keys)
-    settings = RunSettings(ifb=run_vars.ifb, nft=run_vars.nft, htb_args=tuple(run_vars.htb_args))
     config = cell.config
     ecn, places = ecn_place(cell, inv, tcp_rewrite), cell_hosts(cell, inv, str(cell_dir), run_vars, scratch)
     state_sysctls = {h: list(dict.fromkeys([*STATE_SYSCTLS, *config.sysctls.get(h, {})])) for h in HOSTS}
-    files = host_files(config, ports(inv), settings, tcp_rewrite)
+    files = host_files(config, ports(inv), run_vars, tcp_rewrite)
     for host, script in state_scripts(cell, inv, run_vars, ecn, state_sysctls).items():
         files[host] = {**files.get(host, {}), STATE_FILE: script}
     files["cli"] = {**files.get("cli", {}), FLENT_FILE: flent_script(flent_run(cell, inv, places["cli"], scratch["cli"], time_limit))}

@@ -18,7 +18,8 @@ import pytest
 
 from flharness.cells import expand
 from flharness.scenario import load_scenario
-from flharness.testbed.commands import Ports, RunSettings, host_files
+from flharness.testbed.commands import Ports, host_files
+from flharness.testbed.plan import run_vars
 from flharness.testbed.tunnel import EndLink
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +28,7 @@ SHIPPED = sorted(p.stem for p in (REPO / "scenarios").glob("*.yml"))
 PORTS = Ports(mid_cli="mid.l", mid_srv="mid.r", cli="cli.r", tunnel="fl-tun",  # inventory.ini
               ends=(EndLink("cli", "cli.r", "10.71.1.1", "10.71.9.1/24"),
                     EndLink("srv", "srv.l", "10.71.2.1", "10.71.9.2/24")))
-RUN = RunSettings(ifb=True, nft=True)
+RUN = run_vars([], ifb=True, nft=True).model_copy(update={"ifb": True})  # IFBs and nft, no htb_args
 
 
 def recording(name: str) -> str:

@@ -170,12 +170,12 @@ def test_a_rate_step_changes_a_qdisc_only_where_its_words_change():
     a step that keeps the qdisc's words changes the htb class's rate only; a qdisc whose
     words follow the rate, or one that shapes by itself, is changed."""
     from flharness.results.cell_record import LinkConfig
-    from flharness.testbed.commands import RunSettings, change
+    from flharness.testbed.commands import change
 
     def link(rate: str, qdisc: str, shaping: bool = False) -> LinkConfig:
         return LinkConfig(rate=rate, rate_bps=float(rate.removesuffix("mbit")) * 1e6, qdisc=qdisc, self_shaping=shaping)
 
-    settings = RunSettings(ifb=True, nft=True)
+    settings = RV
     assert change("m", link("25mbit", "dualpi2"), link("50mbit", "dualpi2"), settings) == [
         "class change dev m parent 1: classid 1:1 htb rate 25mbit ceil 25mbit"]
     assert change("m", link("25mbit", "fq_codel target 9ms"), link("50mbit", "fq_codel target 5ms"), settings)[1] == (
