@@ -19,7 +19,9 @@ QUEUE_LOG = "mid.qdisc.log"  # the middlebox's queue samples
 #: order of each sample's arrays (fl-qdisc-sample prints its arguments after it).
 QUEUE_DEVICES_HEADER = "# devices "
 UDP_LOG = "udp.log"  # the competing UDP flow's server report
+VIDEO_LOG = "video.log"  # the video flow's sender (iperf), for people
 PROBE = "probe.json.gz"  # the latency probe's samples (irtt)
+PROBE_LOG = "probe.log"  # what the probe's client printed, for people
 COMPRESSED = ".xz"  # a capture once its cell is done
 
 
@@ -41,20 +43,29 @@ def ss_log(host: str) -> str:
     return f"{host}.ss.log"
 
 
+SCHEME_PREFIX = "scheme-"
+
+
 def scheme_log(flow: int, side: str) -> str:
     """What a scheme flow's SIDE (sender, receiver) printed."""
-    return f"scheme-{int(flow)}.{side}.log"
+    return f"{SCHEME_PREFIX}{int(flow)}.{side}.log"
 
 
 def scheme_events(flow: int, side: str) -> str:
     """A scheme flow's SIDE: its start, CPU time and exit, as JSON lines."""
-    return f"scheme-{int(flow)}.{side}.json"
+    return f"{SCHEME_PREFIX}{int(flow)}.{side}.json"
 
 
 CAPTURES = tuple(capture(h) for h in ENDPOINTS)
 FLENT_DATA_GLOB = flent_data("*")
 RAW_CAPTURE_GLOB = capture("*", compressed=False)
 SS_LOGS = tuple(ss_log(h) for h in ENDPOINTS)
+#: What a host that keeps a cell's files in its own folder (an ssh host without the
+#: controller's filesystem) holds of them, as glob patterns: fl fetches these
+#: (roles/cell/tasks/fetch.yml, through TestbedVars' fl_cell_files), every other file of
+#: the cell fl writes itself.
+HOST_WRITTEN = (FLENT_DATA_GLOB, FLENT_LOG, UDP_LOG, VIDEO_LOG, PROBE, PROBE_LOG, capture("*"), ss_log("*"),
+                QUEUE_LOG, f"{SCHEME_PREFIX}*")
 
 
 def queue_device(name: str, dev: str) -> str:

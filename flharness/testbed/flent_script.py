@@ -106,7 +106,7 @@ def flent_script(r: FlentRun) -> str:
                 'rm -f "$first"',
                 f"{helper('fl-start')} {helper('first-ping.pid')} \"$first\" {helper('fl-first-ping')} \"$dev\" request"]
     if r.sample_sockets:
-        out.append(f"{helper('fl-start')} {helper('ss-sample.pid')} \"$dir/cli.ss.log\" {helper('fl-ss-sample')} "
+        out.append(f"{helper('fl-start')} {helper('ss-sample.pid')} \"$dir/{cell_folder.ss_log('cli')}\" {helper('fl-ss-sample')} "
                    f"{q(r.target)} {q(r.capture_dev)}")
     out += [f'PYTHONUNBUFFERED=1 {command} > "$dir/flent.out" 2>&1 &',
             "flent=$!"]
@@ -119,16 +119,16 @@ def flent_script(r: FlentRun) -> str:
         datagram = f"$((mtu - {UDP_HEADERS[6 if _ipv6(r.target) else 4]}))"
         if r.udp:
             out += [f"iperf -u -c {q(r.target)} -p {int(r.udp.port)} -b {int(r.udp.bps)} \\",
-                    f'  -l {datagram} -t {int(r.length)} -i 1 > "$dir/udp.log" 2>&1 &',
+                    f'  -l {datagram} -t {int(r.length)} -i 1 > "$dir/{cell_folder.UDP_LOG}" 2>&1 &',
                     "udp=$!"]
         if r.video:
             out += [f"iperf -u -c {q(r.target)} -p {int(r.video.port)} --isochronous={q(r.video.isochronous)} \\",
-                    f'  -S {int(r.video.tos)} -l {datagram} -t {int(r.length)} -i 1 > "$dir/video.log" 2>&1 &',
+                    f'  -S {int(r.video.tos)} -l {datagram} -t {int(r.length)} -i 1 > "$dir/{cell_folder.VIDEO_LOG}" 2>&1 &',
                     "video=$!"]
         if r.probe:
             server = f"[{r.target}]" if _ipv6(r.target) else r.target
             out += [f"irtt client -Q -i {q(r.probe.interval)} -d {int(r.length)}s --dscp={int(r.probe.tos)} \\",
-                    f'  -o "$dir/probe.json.gz" {q(f"{server}:{int(r.probe.port)}")} > "$dir/probe.log" 2>&1 &',
+                    f'  -o "$dir/{cell_folder.PROBE}" {q(f"{server}:{int(r.probe.port)}")} > "$dir/{cell_folder.PROBE_LOG}" 2>&1 &',
                     "probe=$!"]
         out += scheme_scripts.flent_lines(r.schemes, r.lead_s, r.lead_s + r.length)
     out += ["wait $flent",
@@ -146,7 +146,7 @@ def flent_script(r: FlentRun) -> str:
                 "kill $probe 2>/dev/null; wait $probe 2>/dev/null"]
     out += [f'{{ echo "{cell_folder.FLENT_EXIT}$rc"',
             f"  echo {q(f'# command: {command}')}",
-            '  cat "$dir/flent.out"; } > "$dir/flent.log"',
+            f'  cat "$dir/flent.out"; }} > "$dir/{cell_folder.FLENT_LOG}"',
             'rm -f "$dir/flent.out"',
             "exit 0"]
     return "".join(f"{line}\n" for line in out)

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from ..results import cell_folder
+
 
 class PlaybookVars(BaseModel):
     """A part of what a playbook receives: an unknown key is an error; values are fixed once made."""
@@ -159,6 +161,8 @@ class TestbedVars(PlaybookVars):
     """Per tunnel end, the script that removes a tunnel left behind (cell_scripts.tunnel_down)."""
     fl_testbed: dict[str, HostScripts]
     """Per host, its testbed scripts."""
+    fl_cell_files: list[str] = list(cell_folder.HOST_WRITTEN)
+    """The patterns of a cell's files a host writes, which fl fetches from a host that keeps them."""
 
     def to_ansible(self) -> dict[str, Any]:
         out = self.model_dump(mode="json", exclude={"fl_run"}, exclude_none=True)

@@ -126,7 +126,7 @@ class Testbed:
         """Run the kernel probe on the testbed's hosts (ssh) or in its VM guest, per host."""
         asked = request.copy()
         asked["timeouts"] = not (self.vm and self.vm.cfg.virtual_clock)  # probe.COMMAND_TIMEOUT_S
-        return probe_hosts(self.inventory, asked, "nsroot" if self.vm else "testbed", self.folder / "probe.log")
+        return probe_hosts(self.inventory, asked, "nsroot" if self.vm else "testbed", self.folder / "kernel-probe.log")
 
     # --- cells --------------------------------------------------------------------------------
 

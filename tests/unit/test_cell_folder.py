@@ -32,3 +32,21 @@ def test_flents_exit_status_is_read_from_the_line_the_script_writes():
                           text=True, check=True).stdout.splitlines()[0]
     assert cell_folder.flent_exit(line) == 3
     assert cell_folder.flent_exit("# command: flent …") is None and cell_folder.flent_exit(cell_folder.FLENT_EXIT) is None
+
+
+def test_what_a_host_writes_is_fetched_from_a_host_that_keeps_it():
+    """A host without the controller's filesystem keeps a cell's files: fetch.yml takes
+    those HOST_WRITTEN names (TestbedVars' fl_cell_files), and they cover every file the
+    hosts' scripts write into the cell's folder."""
+    from fnmatch import fnmatch
+
+    from flharness.testbed.playbook_vars import TestbedVars
+    written = [cell_folder.flent_data("c"), cell_folder.FLENT_LOG, cell_folder.UDP_LOG, cell_folder.VIDEO_LOG,
+               cell_folder.PROBE, cell_folder.PROBE_LOG, cell_folder.QUEUE_LOG, *cell_folder.CAPTURES,
+               *cell_folder.SS_LOGS, cell_folder.scheme_log(1, "sender"), cell_folder.scheme_events(2, "receiver")]
+    assert [n for n in written if not any(fnmatch(n, p) for p in cell_folder.HOST_WRITTEN)] == []
+    assert not any(fnmatch(n, p) for n in (cell_folder.CELL, cell_folder.METRICS, cell_folder.TEARDOWN_LOG)
+                   for p in cell_folder.HOST_WRITTEN)  # fl's own
+    assert TestbedVars.model_fields["fl_cell_files"].default == list(cell_folder.HOST_WRITTEN)
+    fetch = (Path(__file__).parents[2] / "roles" / "cell" / "tasks" / "fetch.yml").read_text()
+    assert 'patterns: "{{ fl_cell_files }}"' in fetch
