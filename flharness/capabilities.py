@@ -7,9 +7,10 @@ from pathlib import Path
 from . import layout
 from .cells import Cell
 from .errors import ScenarioError
+from .programs import probe
 from .qdisc import kernel_module
 from .results.cell_record import CcModule, LinkConfig
-from .testbed import ecn_rules, probe
+from .testbed import ecn_rules
 from .testbed.commands import delay_plan, header_hash_queues
 from .testbed.probe_reply import ProbeReply, QdiscVerdict, parse_reply
 

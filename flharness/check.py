@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from .capabilities import OPTIONAL_TOOLS, REQUIRED_TOOLS, Capabilities, probe_request
 from .image.kit import KIT_KERNEL
+from .programs import probe
 from .results.cell_record import CcModule
-from .testbed import probe
 from .testbed.ansible import ansible_playbook
 from .testbed.probe_reply import ProbeReply, parse_reply
 from .testbed.probing import merge_hosts

@@ -1,5 +1,5 @@
 """The bottleneck queue over time, from the middlebox's samples (mid.qdisc.log, written by
-roles/testbed/files/fl-qdisc-sample: a "# devices NAME=DEV..." header naming each array's
+flharness/programs/fl-qdisc-sample: a "# devices NAME=DEV..." header naming each array's
 device, then per sample a "# EPOCH" line and one `tc -s -d -j qdisc show` array per port).
 Which direction a port queues is cell.json's `ports`; only cells recorded before it had
 them take it from the header's NAMEs.

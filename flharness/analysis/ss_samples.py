@@ -1,5 +1,5 @@
 """Socket statistics of one connection from fl's own `ss -tin` samples (cli.ss.log,
-srv.ss.log, written by roles/testbed/files/fl-ss-sample: a "# EPOCH" line per sample,
+srv.ss.log, written by flharness/programs/fl-ss-sample: a "# EPOCH" line per sample,
 "% cpu…" lines, then a state line and an info line per socket).
 
 Flent samples the client's sockets only, where a download flow merely receives: a

@@ -1,7 +1,7 @@
 """`fl run --load-modules`: fl's modules (a kit per kernel release, image/kit.py, built on
 this machine where missing) loaded into the kernels of a run's testbeds before they are
 probed: this machine's (namespaces), a VM guest's, or each ssh host's, by
-roles/modules/files/fl-load-modules, in-process or through Ansible (playbooks/modules.yml)."""
+flharness/programs/fl-load-modules, in-process or through Ansible (playbooks/modules.yml)."""
 from __future__ import annotations
 
 import json
@@ -12,17 +12,16 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import REPO
 from ..errors import FlError
 from ..image.kit import DEFAULT_RECIPE, Kit, build_kit, kit_folder
 from ..image.recipe import load_recipe
+from ..programs import LOADER
+from ..programs.probe import KIT_DIR
 from ..testbed.ansible import run_playbook
 from ..testbed.playbook_vars import KitVars, ModulesVars
-from ..testbed.probe import KIT_DIR
 from ..testbed.testbed import Testbed
 
 LOG = logging.getLogger(__name__)
-LOADER = REPO / "roles" / "modules" / "files" / "fl-load-modules"
 #: A kit module whose source is the kernel's own (kernel_source): the kernel's build of it
 #: where the kernel has one, else fl's (fl-load-modules).
 KERNEL_FIRST = ":kernel-first"
@@ -70,7 +69,7 @@ def _load_local(kits: dict[str, Kit]) -> list[dict[str, str]]:
 
 def _load_remote(tb: Testbed, kits: dict[str, Kit]) -> list[dict[str, str]]:
     """Through Ansible on the VM's guest (nsroot) or the ssh hosts (testbed)."""
-    handed = ModulesVars(fl_kit_on="nsroot" if tb.vm else "testbed", fl_kit_dir=KIT_DIR, fl_kits={
+    handed = ModulesVars(fl_kit_on="nsroot" if tb.vm else "testbed", fl_kit_loader=str(LOADER), fl_kit_dir=KIT_DIR, fl_kits={
         r: KitVars(files=[str(f) for f in k.module_files(kit_folder(r))], specs=specs(k)) for r, k in kits.items()})
     result = run_playbook("modules", tb.inventory, handed.to_ansible(), tb.folder / "modules.log")
     if not result.ok:

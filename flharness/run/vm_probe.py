@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 from ..capabilities import Capabilities
+from ..programs.probe import Request
 from ..testbed.inventory import Inventory, load_inventory
-from ..testbed.probe import Request
 from ..testbed.probe_reply import ProbeReply
 from ..testbed.testbed import Testbed
 from ..testbed.vm import VmConfig

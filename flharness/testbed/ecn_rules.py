@@ -9,7 +9,7 @@ checksum), so the rule matches and silently changes nothing. fl therefore clears
 with a tc filter (u32 match, pedit, then csum recomputing the TCP checksum) wherever
 the kernel has act_pedit and act_csum, and with an nftables rule only on kernels that
 lack them and let nftables write the TCP header (the probe tries both for real:
-testbed/probe.py). Every rule counts what it matched (the teardown log), and the cell's
+programs/probe.py). Every rule counts what it matched (the teardown log), and the cell's
 verdict checks the result in the captures (run/effects.py).
 
 At the middlebox the rules act on packets arriving from the client (nftables' forward

@@ -7,7 +7,7 @@ The setup script writes it with the client's other command files ($dir/cmd/flent
 cell_scripts.py's setup.sh); the cell role's task of phase flent runs it
 (roles/cell/tasks/main.yml). It runs in the client's cell folder ("$dir" here), with
 the client's scratch folder on its PATH: fl's helpers, and Flent as fl-flent
-(roles/testbed/files: the same Flent, without the imports a recording does not use).
+(flharness/programs/fl-flent: the same Flent, without the imports a recording does not use).
 
 With a competing UDP flow or a video flow, iperf starts with the TCP flows (Flent's
 lead-in after the capture timestamp of its ping's first request, when Flent started its

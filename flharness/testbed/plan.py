@@ -53,7 +53,7 @@ def run_vars(cells: list[Cell], ifb: bool, nft: bool, htb_args: list[str] | None
 
 
 def servers_argv(inv: Inventory, run_vars: RunVars, srv_dir: str) -> list[str]:
-    """fl-servers' arguments (roles/testbed/files/fl-servers: the server's daemons, started
+    """fl-servers' arguments (flharness/programs/fl-servers: the server's daemons, started
     with the testbed and again before each cell): the server's scratch folder SRV_DIR; the
     address they listen on, every address in runs with tunnels (built per cell, after the
     servers start); netperf's and irtt's ports (the inventory's, on srv); iperf's UDP and
@@ -168,7 +168,7 @@ def netperf_cc(flow: FlowConfig) -> str:
 
 
 #: Flent as the client runs it: the same program without the imports a recording does not
-#: use (roles/testbed/files/fl-flent, in the client's scratch folder, on flent.sh's PATH:
+#: use (flharness/programs/fl-flent, in the client's scratch folder, on flent.sh's PATH:
 #: flent_script.py).
 FLENT = "fl-flent"
 

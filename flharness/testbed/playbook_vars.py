@@ -128,6 +128,8 @@ class ModulesVars(PlaybookVars):
     """modules.yml's extra vars (run/kit_loading.py)."""
 
     fl_kit_on: Hosts
+    fl_kit_loader: str
+    """fl-load-modules on the controller (Ansible's script module copies it: host/)."""
     fl_kit_dir: str
     """Where each host keeps the kit's files."""
     fl_kits: dict[str, KitVars]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ..errors import FlError
-from . import probe
+from ..programs import PROBE, probe
 from .ansible import run_playbook
 from .playbook_vars import Hosts, ProbeVars
 from .probe_reply import HostFacts, ProbeReply, parse_reply
@@ -19,7 +19,7 @@ PROBE_TIMEOUT_S = 600
 def probe_hosts(inventory: Path, request: probe.Request, on: Hosts, log: Path) -> dict[str, ProbeReply]:
     """The probe run through Ansible on the hosts of group ON (testbed: ssh hosts; nsroot:
     a VM guest), per host, each reply checked."""
-    handed = ProbeVars(fl_probe_on=on, fl_probe_script=probe.__file__, fl_probe_request=dict(request),
+    handed = ProbeVars(fl_probe_on=on, fl_probe_script=str(PROBE), fl_probe_request=dict(request),
                        fl_probe_timeout_s=PROBE_TIMEOUT_S)
     result = run_playbook("probe", inventory, handed.to_ansible(), log)
     if not result.ok:

@@ -22,7 +22,8 @@ import yaml
 
 from ..errors import FlError
 from ..hosts import HOSTS
-from . import netns, probe
+from ..programs import probe
+from . import netns
 from .ansible import PlaybookResult, run_playbook
 from .inventory import Inventory, testbed_inventory
 from .plan import host_dirs, playbook_extra_vars

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..layout import NFT_TABLE
+from ..programs import helpers
 
 q = shlex.quote
-#: fl's helper programs (roles/testbed/files/fl-*), installed on every host.
-HELPERS_DIR = Path(__file__).resolve().parents[2] / "roles" / "testbed" / "files"
 
 
 @dataclass(frozen=True)
@@ -53,7 +51,7 @@ def _text(lines: list[str]) -> str:
 def helpers_script(host_dir: str) -> str:
     """Every helper program written into HOST_DIR, executable by root only."""
     out = ["set -e", "umask 077", f"mkdir -p {q(host_dir)}"]
-    for helper in sorted(HELPERS_DIR.glob("fl-*")):
+    for helper in helpers():
         target = q(f"{host_dir}/{helper.name}")
         out += [f"printf '%s\\n' {q(helper.read_text().rstrip())} > {target}", f"chmod 0755 {target}"]
     return _text(out)

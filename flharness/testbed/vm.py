@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FlError
+from ..programs import VM_GUEST
 from .ansible import kill_group
 
 LOG = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ MEMORY_RE = re.compile(r"^\d+[MG]\Z")
 #: Kernel command line words --vm-append takes: a module's parameters (tcp_prague.rtt_indep=1)
 #: and the like, never anything a shell or QEMU would read as syntax.
 APPEND_RE = re.compile(r"^[A-Za-z0-9_.,:=-]{1,200}\Z")
-GUEST_SCRIPT = Path(__file__).with_name("vm_guest.sh")
+GUEST_SCRIPT = VM_GUEST
 #: Every folder shared with the guest over 9p, as fl's guest script expects on every
 #: machine. Without it virtme-ng first tries virtio-fs for each folder and waits up to
 #: 3.1 s for each virtiofsd that does not start (QEMU's own, Debian 12's, refuses its

@@ -1,7 +1,7 @@
 """Ansible connection plugin: run tasks inside a network namespace of an ssh host.
 
 fl drives the namespace testbed inside a VM guest from the host: the guest runs an sshd
-(flharness/testbed/vm_guest.sh) and each testbed host (cli, mid, srv) is a namespace
+(flharness/programs/vm_guest.sh) and each testbed host (cli, mid, srv) is a namespace
 in it. This is Ansible's ``ssh`` connection, with all its options (its documentation is
 reused below), and every command wrapped in ``ip netns exec NS``. One multiplexed ssh
 connection (ControlPersist) serves all three hosts. A command that brings no input of its

@@ -1,4 +1,4 @@
-"""roles/testbed/files/fl-flent: Flent's own program, started without matplotlib (and
+"""flharness/programs/fl-flent: Flent's own program, started without matplotlib (and
 without setuptools' distutils shim): it answers as the installed Flent does, and as a
 Flent on a machine without matplotlib."""
 from __future__ import annotations
@@ -7,11 +7,12 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-LAUNCHER = Path(__file__).resolve().parents[2] / "roles" / "testbed" / "files" / "fl-flent"
+from flharness.programs import HOST_DIR
+
+LAUNCHER = HOST_DIR / "fl-flent"
 #: Skipped without Flent only outside CI (CI=true: it fails there, as test_shellcheck does).
 pytestmark = pytest.mark.skipif(shutil.which("flent") is None and not os.environ.get("CI"),
                                 reason="needs Flent (./install.sh)")

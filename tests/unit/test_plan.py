@@ -420,8 +420,8 @@ def test_a_run_probes_what_its_cells_need_and_fl_check_everything(scenario_file)
     for a trial costs seconds in an emulated guest); fl check's the whole catalogue. The
     probe's tunnel kinds are the scenario's (probe.py ships alone: it cannot import them)."""
     from flharness.capabilities import probe_request
+    from flharness.programs import probe
     from flharness.scenario.features import TUNNELS
-    from flharness.testbed import probe
     fou, plain = one_cell(scenario_file, """
         test: tcp_1up
         rate: 10mbit
@@ -443,7 +443,7 @@ def test_a_probe_asked_without_timeouts_times_none_of_its_commands(monkeypatch):
     import subprocess
 
     from flharness.capabilities import probe_request
-    from flharness.testbed import probe
+    from flharness.programs import probe
     limits: list[float | None] = []
 
     def run(cmd, **kw):
@@ -465,7 +465,7 @@ def test_a_probe_reply_missing_or_adding_a_key_is_an_error_naming_the_host(scena
     a host whose probe answers otherwise (another fl's probe, a damaged reply) is one error
     with the host's name, never a default read as an answer."""
     from flharness.errors import FlError
-    from flharness.testbed import probe
+    from flharness.programs import probe
     from flharness.testbed.probe_reply import ProbeReply, parse_reply
     assert set(probe.Reply.__annotations__) == set(ProbeReply.model_fields) - {"hosts"}
     good = reply().model_dump(exclude={"hosts"})
@@ -495,7 +495,7 @@ def test_the_ipsec_trial_tries_the_sa_again_and_says_what_failed(monkeypatch):
     and taken the third time is IPsec; refused every time, the reason names the command,
     the tries and the kernel's complaint (issue 37: a boot's probe skipped an IPsec cell
     that other boots of the same image ran)."""
-    from flharness.testbed import probe
+    from flharness.programs import probe
     said = iter([(0, "")] + [(2, "RTNETLINK answers: No such file or directory")] * 2 + [(0, "")])
     monkeypatch.setattr(probe, "sh", lambda *argv, **kw: (0, "") if "modprobe" in argv else next(said))
     monkeypatch.setattr(probe.time, "sleep", lambda s: None)
@@ -513,7 +513,7 @@ def test_an_ingress_refused_once_is_tried_again_after_loading_its_module(monkeyp
     two cells without saying why: a refused trial is tried again after modprobe, and one
     refused twice names the command and tc's complaint in the cells' reason."""
     from flharness.capabilities import Capabilities
-    from flharness.testbed import probe
+    from flharness.programs import probe
     loaded: list[str] = []
     refusal = (2, "Error: Specified qdisc kind is unknown.")
     monkeypatch.setattr(probe, "sh", lambda *argv, **kw: loaded.append(argv[-1]) or (0, "") if "modprobe" in argv
@@ -744,7 +744,7 @@ def test_a_module_the_kernel_refused_is_named_as_such(scenario_file, monkeypatch
     module modules.dep names whose file is gone (hidden, removed without depmod) is lacking."""
     from flharness import check
     from flharness.capabilities import Capabilities
-    from flharness.testbed import probe
+    from flharness.programs import probe
     (tmp_path / "tcp_prague.ko").write_bytes(b"")
     said = {("modinfo", "-F", "filename", "tcp_prague"): (0, f"{tmp_path}/tcp_prague.ko\n"),
             ("modinfo", "-F", "filename", "tcp_bbr3"): (0, f"{tmp_path}/updates/tcp_bbr3.ko\n"),

@@ -10,10 +10,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from flharness.programs import HOST_DIR
 from flharness.teardown_format import ScheduleStart, schedule_log, schedule_planned
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "roles" / "testbed" / "files" / "fl-schedule"
+SCRIPT = HOST_DIR / "fl-schedule"
 
 
 def _stub(path: Path, body: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flharness.cells import expand
+from flharness.programs import HOST_DIR, LOADER, VM_GUEST, helpers
 from flharness.scenario import load_scenario
 from flharness.testbed.flent_script import FLENT_FILE
 from flharness.testbed.inventory import load_inventory
@@ -24,9 +25,9 @@ from flharness.testbed.testbed_scripts import helpers_script
 REPO = Path(__file__).resolve().parents[2]
 SCRATCH = host_dirs(DRY_RUN_ID, DRY_RUN_ROOT)  # the hosts' scratch folders as rendered scripts show them
 SHELLCHECK = shutil.which("shellcheck")
-HELPERS = sorted((REPO / "roles" / "testbed" / "files").iterdir())
-SCRIPTS = [*(p for p in HELPERS if "python" not in p.read_text().partition("\n")[0]), REPO / "flharness" / "testbed" / "vm_guest.sh",
-           REPO / "roles" / "modules" / "files" / "fl-load-modules", *sorted((REPO / "tests" / "vm").glob("*.sh")),
+HELPERS = helpers()
+SCRIPTS = [*(p for p in HELPERS if "python" not in p.read_text().partition("\n")[0]), VM_GUEST, LOADER,
+           *sorted((REPO / "tests" / "vm").glob("*.sh")),
            *sorted((REPO / "schemes").glob("*.sh")), REPO / "install.sh", *sorted((REPO / ".ci").iterdir())]
 INVENTORIES = ["inventory.ini", "inventory-vm.example.ini", "inventory-ssh.example.ini"]  # namespaces, a VM, ssh hosts
 
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.skipif(SHELLCHECK is None and not __import__("os").envi
 
 
 def shellcheck(text: str, name: str, dialect: str | None = None, path: Path | None = None) -> str:
-    argv = [SHELLCHECK or "shellcheck", "--format=gcc", "-x", "-P", str(REPO / "roles" / "testbed" / "files")]
+    argv = [SHELLCHECK or "shellcheck", "--format=gcc", "-x", "-P", str(HOST_DIR)]
     argv += ["-s", dialect] if dialect else []
     p = subprocess.run([*argv, str(path) if path else "-"], input=None if path else text, capture_output=True, text=True)
     return "" if p.returncode == 0 else f"{name}:\n{p.stdout}{p.stderr}"
@@ -80,7 +81,7 @@ def with_state(collect: str, state: str) -> str:
 
 
 def test_every_helper_is_installed_as_it_is(tmp_path):
-    """helpers_script, run by sh, copies every file of roles/testbed/files (the list is the
+    """helpers_script, run by sh, copies every helper of flharness/programs (the list is the
     folder's) into the host's folder as it is, executable (0755)."""
     folder = tmp_path / "it's a host"
     subprocess.run(["sh", "-c", helpers_script(str(folder))], check=True)

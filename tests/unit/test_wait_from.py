@@ -1,12 +1,13 @@
-"""fl-wait-from (roles/testbed/files), which starts a cell's UDP, video and probe flows
+"""fl-wait-from (flharness/programs), which starts a cell's UDP, video and probe flows
 SECONDS after Flent's first ping: it waits what is left of that time, not more."""
 from __future__ import annotations
 
 import subprocess
 import time
-from pathlib import Path
 
-HELPER = Path(__file__).resolve().parents[2] / "roles" / "testbed" / "files" / "fl-wait-from"
+from flharness.programs import HOST_DIR
+
+HELPER = HOST_DIR / "fl-wait-from"
 
 
 def waited(t0: str, seconds: str) -> float:

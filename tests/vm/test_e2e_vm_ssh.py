@@ -27,7 +27,7 @@ from sshbed import HOSTS, host_line
 
 from flharness.image.kit import kit_folder, load_kit
 from flharness.image.store import load_image
-from flharness.testbed.probe import KIT_DIR
+from flharness.programs.probe import KIT_DIR
 from flharness.testbed.vm import GUEST_RESULTS
 
 pytestmark = [pytest.mark.vm, needs_vm()]
