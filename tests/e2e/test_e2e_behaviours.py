@@ -42,7 +42,9 @@ from resultlib import (
     lead_in,
     mbit,
     read_pcap,
+    schedule_steps,
     ss_sockets,
+    step_applied,
 )
 
 from flharness.analysis.flent_data import t0 as flent_t0
@@ -167,9 +169,9 @@ def test_asymmetric_rates_and_a_two_step_schedule(run):
         for port, rate in ((up_port, up), (down_port, down)):
             block = log.split(f"show dev {port}; tc ", 1)[1].split("\n$ ", 1)[0]
             assert re.search(rf"class htb 1:1 .*\brate {rate} ceil {rate}\b", block), (port, rate, block)
-    steps = re.findall(r"t=([\d.]+): up (\S+) .*, down (\S+) .*\(planned t=([\d.]+)\)", teardown)
-    assert [(up, down, float(planned)) for _, up, down, planned in steps] == [("3mbit", "2mbit", lead + 5), ("5mbit", "4mbit", lead + 7)]
-    assert all(abs(float(at) - float(planned)) <= 0.1 for at, _, _, planned in steps), steps
+    steps = schedule_steps(d)
+    assert [(up, down, planned) for _, planned, up, down in steps] == [("3mbit", "2mbit", lead + 5), ("5mbit", "4mbit", lead + 7)]
+    assert all(abs(at - planned) <= 0.1 for at, planned, _, _ in steps), steps
     (effect,) = [e for e in rec["checks"]["calibration"]["effects"] if e["feature"] == "rate schedule"]
     assert effect["ok"] and effect["evidence"].startswith("2 of 2 steps logged"), effect  # fl's own verdict
 
@@ -290,20 +292,12 @@ def test_a_video_flow_and_a_latency_probe_beside_a_tcp_flow(behaviours_report):
     assert (run / PATHS / "charts" / f"{PATHS}_probe_delay.svg").is_file() and (d / f"{d.name}_video.svg").is_file()
 
 
-def _step_applied(cell: Path, planned: float) -> float:
-    """When the middlebox applied the step planned at PLANNED s (its schedule log, in the
-    teardown log), on Flent's axis."""
-    applied = re.search(rf"t=([\d.]+): up \S+ .*\(planned t={planned}\)", (cell / "teardown.log").read_text())
-    assert applied, (cell / "teardown.log").read_text()
-    return float(applied.group(1))
-
-
 def test_a_rate_step_early_in_the_test_comes_at_its_time(run):
     """The step 2 → 6 Mbit/s planned at 4 s (two seconds into the flow): the middlebox's
     log says 4.0 ± 0.1 and the server's capture shows more than 2 Mbit/s arriving within
     the next second."""
     _, data, d = find(run, PATHS, test="tcp_1up", rate="2mbit")
-    assert abs(_step_applied(d, 4.0) - 4.0) <= 0.1
+    assert abs(step_applied(d, 4.0) - 4.0) <= 0.1
     bins = arrival_bins(read_pcap(d / "srv.pcap.xz"), CLI, flent_t0(data), 4.25, 5.25)
     assert max(bins) > 2.4, bins
 
@@ -316,7 +310,7 @@ def test_utilisation_is_against_the_rate_in_force(run):
     not flagged as impossible (against 2 Mbit/s alone it would be over 200 %)."""
     rec, data, d = find(run, PATHS, test="tcp_1up", rate="2mbit")
     t0, length, lead = flent_t0(data), rec["config"]["length"], lead_in(data)
-    step = _step_applied(d, 4.0)
+    step = step_applied(d, 4.0)
     low, high = rec["config"]["bottleneck"]["up"]["rate_bps"], rec["config"]["rate_schedule"][0]["up"]["rate_bps"]
     capacity = ((step - lead) * low + (lead + length - step) * high) * PAYLOAD_SHARE / length / 1e6
     arrived = mbit(read_pcap(d / "srv.pcap.xz"), CLI, t0 + lead, t0 + lead + length, "payload", proto=6)

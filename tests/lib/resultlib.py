@@ -35,6 +35,22 @@ def find(root: Path, scenario: str, **coords: str) -> tuple[dict, dict, Path]:
     return hits[0]
 
 
+def schedule_steps(cell_dir: Path) -> list[tuple[float, float, str, str]]:
+    """The steps the middlebox's schedule log (in the cell's teardown log) says it took, as
+    (applied, planned: s on Flent's axis, up, down rates): its JSON lines {"t_s": …,
+    "planned": {…}} (docs/results-folder.md), read without fl."""
+    lines = (cell_dir / "teardown.log").read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.startswith('{"t_s": ')]
+    return [(r["t_s"], r["planned"]["at_s"], r["planned"]["up"].split()[0], r["planned"]["down"].split()[0]) for r in records]
+
+
+def step_applied(cell_dir: Path, planned: float) -> float:
+    """When the middlebox applied the step planned at PLANNED s, on Flent's axis."""
+    applied = [at for at, due, _, _ in schedule_steps(cell_dir) if due == planned]
+    assert applied, (cell_dir / "teardown.log").read_text()
+    return applied[0]
+
+
 def lead_in(data: dict) -> float:
     """The cell's lead-in (its scenario's `lead:`), from Flent's own metadata: its whole
     run less the test, halved."""

@@ -35,7 +35,9 @@ from resultlib import (
     packets,
     payload_received_mbit,
     read_pcap,
+    schedule_steps,
     series,
+    step_applied,
 )
 
 from flharness.analysis import queue
@@ -89,8 +91,9 @@ def test_rate_step_shows_at_its_time(run):
     before, after = bins[:6], bins[7:]
     assert min(before) > 0.9 * 10, before
     assert max(after) <= 2 * 1.03 + 1514 * 8 / 0.5 / 1e6, after
-    applied = re.search(r"t=([\d.]+): up 2mbit .*\(planned t=10.0\)", (d / "teardown.log").read_text())
-    assert applied and 10 <= float(applied.group(1)) <= 10.2, applied
+    steps = schedule_steps(d)
+    assert [(planned, up) for _, planned, up, _ in steps] == [(10.0, "2mbit")], steps
+    assert 10 <= step_applied(d, 10.0) <= 10.2, steps
 
 
 def test_slotting_changes_the_delay_distribution(run):
