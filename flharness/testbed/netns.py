@@ -12,6 +12,7 @@ import re
 import secrets
 import signal
 import subprocess
+import time
 
 TESTBED_NS_RE = re.compile(r"^fl-[0-9a-f]{6}-(cli|mid|srv)$")
 PROBE_NS_RE = re.compile(r"^fl-probe-[0-9a-f]{6}$")
@@ -36,13 +37,22 @@ def pids_in(ns: str) -> list[int]:
     return [int(p) for p in out.split() if p.isdigit()]
 
 
+#: Rounds of killing a namespace's processes: a script killed while it forks leaves a child
+#: that was not there when the PIDs were listed (CI once left a Flent so), so fl lists again.
+KILL_ROUNDS = 20
+
+
 def remove(ns: str) -> None:
-    """Kill every process in one of fl's namespaces (by PID), then delete it."""
+    """Kill every process in one of fl's namespaces (by PID) until none is left, then delete it."""
     if not is_fl_namespace(ns):
         raise ValueError(f"refusing to touch namespace {ns!r}: not one of fl's")
-    for pid in pids_in(ns):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    for _ in range(KILL_ROUNDS):
+        if not (pids := pids_in(ns)):
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
     subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 

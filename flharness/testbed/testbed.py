@@ -198,7 +198,7 @@ class Testbed:
         if self.vm:
             steps.append(self.vm.stop)
         if self.inv.backend == "netns" and not self.vm:
-            steps.append(self._remove_namespaces)  # safety net
+            steps.append(self._remove_namespaces)  # their processes, then the namespaces (netns.remove)
         steps.append(self._forget)
         return steps
 

@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -112,3 +113,31 @@ def test_a_capture_and_a_server_daemon_killed_mid_cell_cost_that_cell_only(tmp_p
     assert "fl-servers: netserver had died; started again" in setup, setup
     assert leftovers(fl.seen, results) == []
     json.loads((results / "default" / "run.json").read_text())  # the run's record is whole
+
+
+def test_a_namespace_whose_script_forks_while_killed_is_emptied_before_it_goes():
+    """netns.remove, as a killed run's teardown calls it: a script in one of fl's
+    namespaces that starts a long-lived child every 2 ms (as the client's Flent script
+    starts Flent) still has children the first list of PIDs did not hold; none survives the
+    namespace (CI once kept a Flent alive in a deleted namespace this way)."""
+    from flharness.testbed import netns
+    ns = f"{netns.new_testbed_id()}-cli"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    inode = os.stat(f"/run/netns/{ns}").st_ino
+    try:
+        script = subprocess.Popen(["ip", "netns", "exec", ns, "bash", "-c", "while :; do sleep 30 & sleep 0.002; done"],
+                                  start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        assert len(netns.pids_in(ns)) > 20
+        netns.remove(ns)
+        script.wait(timeout=10)  # killed: reaped here
+    finally:
+        if os.path.exists(f"/run/netns/{ns}"):
+            netns.remove(ns)
+    time.sleep(0.2)
+    left = []
+    for d in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if d.name.isdigit() and os.stat(d / "ns" / "net").st_ino == inode:
+                left.append(d.name)
+    assert left == [] and ns not in netns.list_namespaces()
