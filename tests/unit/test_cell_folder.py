@@ -50,3 +50,13 @@ def test_what_a_host_writes_is_fetched_from_a_host_that_keeps_it():
     assert TestbedVars.model_fields["fl_cell_files"].default == list(cell_folder.HOST_WRITTEN)
     fetch = (Path(__file__).parents[2] / "roles" / "cell" / "tasks" / "fetch.yml").read_text()
     assert 'patterns: "{{ fl_cell_files }}"' in fetch
+
+
+def test_the_queue_samplers_header_is_the_contracts():
+    """fl-qdisc-sample (shell) prints QUEUE_DEVICES_HEADER then its NAME=DEV arguments
+    (queue_device's), which queue_devices reads back."""
+    from flharness.programs import HOST_DIR
+    assert f'echo "{cell_folder.QUEUE_DEVICES_HEADER}$*"' in (HOST_DIR / "fl-qdisc-sample").read_text()
+    line = cell_folder.QUEUE_DEVICES_HEADER + " ".join([cell_folder.queue_device("up", "mid.r"), cell_folder.queue_device("down", "mid.l")])
+    assert cell_folder.queue_devices(line) == [("up", "mid.r"), ("down", "mid.l")]
+    assert cell_folder.queue_devices("# 1764670000.1") is None
