@@ -127,7 +127,10 @@ def test_a_prague_cell_through_dualpi2_on_the_ssh_hosts(lab):
     ce = sum(p.ecn == CE for p in got)  # dualpi2's L queue marks ECT(1) as CE (checked: 1476 of 9344 at 20 Mbit/s)
     assert sum(p.ecn == ECT1 for p in got) + ce >= 0.99 * len(got) and ce > 0, (len(got), ce)
     queue = json.loads((d / "metrics.json").read_text())["qdisc_totals"]["up"]  # tc's counters
-    assert queue["kind"] == "dualpi2" and queue["pkts_in_l"] >= len(sent) and queue["ecn_marks"] == ce, (queue, ce)
+    assert queue["kind"] == "dualpi2" and queue["pkts_in_l"] >= len(sent), (queue, len(sent))
+    # every CE the server saw is one mark; ecn_mark may count a packet twice (CI measured
+    # step_mark 1502 = the capture's CE 1502, ecn_mark 1504): the packets are the oracle
+    assert queue["step_marks"] <= ce <= queue["ecn_marks"] <= 1.005 * ce, (queue, ce)
 
 
 def test_the_hosts_read_back_as_before_and_the_kernel_log_is_clean(lab):

@@ -34,17 +34,22 @@ def video(request, l4s_lab):
 
 
 def test_frames_arrive_at_the_declared_frame_rate_and_mean_rate(video):
-    """The server's capture holds whole frames at 50/s (±2 %) and 2 Mbit/s of payload
-    (±5 %), over the client's bursts (as many as 50/s for the test, ±2 %)."""
+    """The client sends 50 frames/s (±2 %); the server's capture holds at least 98 % of them
+    whole, arriving at the rate sent times the share arrived whole (±2 %: a lost frame is
+    missing from the rate, as fl counts it; CI measured 295 of 301 whole at 48.9/s through
+    the C queue), and 2 Mbit/s of payload (±5 %)."""
     frames = bursts(video["sent"], 0.1 / FPS)  # a tenth of the frame interval: a frame leaves back to back
     arrived = {n for _, n, _, _ in video["received"] if n > 0}
     whole = [f for f in frames if set(f) <= arrived]
     assert abs(len(frames) - FPS * LENGTH_S) <= 0.02 * FPS * LENGTH_S, len(frames)
     assert len(whole) >= 0.98 * len(frames), (len(whole), len(frames))
+    sent_at = {n: ts for ts, n, _, _ in reversed(video["sent"])}
+    left = sorted(min(sent_at[n] for n in f) for f in frames)
+    assert abs((len(left) - 1) / (left[-1] - left[0]) - FPS) <= 0.02 * FPS, left[-1] - left[0]
     first_of = {n: ts for ts, n, _, _ in reversed(video["received"])}
     done = sorted(max(first_of[n] for n in f) for f in whole)
     fps = (len(done) - 1) / (done[-1] - done[0])
-    assert abs(fps - FPS) <= 0.02 * FPS, fps
+    assert abs(fps - FPS * len(whole) / len(frames)) <= 0.02 * FPS, (fps, len(whole), len(frames))
     payload = sum(size for _, n, size, _ in video["received"] if n > 0)
     span = (len(frames)) / FPS
     assert abs(payload * 8 / span / 1e6 - MBIT) <= 0.05 * MBIT, payload * 8 / span / 1e6
