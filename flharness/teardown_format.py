@@ -24,6 +24,9 @@ HOST_HEADER = "======== {host} ========"
 #: The commands the analysis looks up, as the state scripts name them.
 UNAME = "uname -r"
 TCP_METRICS = "ip tcp_metrics show"
+#: Every qdisc of the host as tc's JSON (one line; each qdisc names its "dev"), which the
+#: analysis reads (analysis/qdisc_stats.py); the text of device_stats is the human's.
+QDISC_JSON = "tc -s -d -j qdisc show"
 MODULE_PARAMS = "grep -H ."  # then the parameters' files
 XFRM_STATE = "ip -s xfrm state"
 XFRM_POLICY = "ip -s xfrm policy"

@@ -9,7 +9,7 @@ from .files import Contract, Sparse, Versioned
 from .flags import Flag
 
 #: Bumped whenever what a metrics file contains changes (the cache is then recomputed).
-METRICS_VERSION: Final = 20  # and the version field's Literal below (mypy holds them equal)
+METRICS_VERSION: Final = 21  # and the version field's Literal below (mypy holds them equal)
 
 
 class Percentiles(Contract):
@@ -327,7 +327,7 @@ class CellMetrics(Versioned):
     WHAT = "metrics file"
     ADVICE = "it is recomputed"
 
-    version: Literal[20] = METRICS_VERSION
+    version: Literal[21] = METRICS_VERSION
     key: str = ""
     """Fingerprint of the inputs and settings (analysis/cache.py)."""
     cell: str

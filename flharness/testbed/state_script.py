@@ -20,6 +20,7 @@ from ..hosts import ENDPOINTS
 from ..teardown_format import (
     COMMAND_PREFIX,
     MODULE_PARAMS,
+    QDISC_JSON,
     TCP_COUNTERS_SHOW,
     TCP_COUNTERS_UP,
     TCP_METRICS,
@@ -86,7 +87,9 @@ def state_script(s: HostState) -> str:
         out += [echo_header(device_stats(dev)),
                 f"printf '%s\\n' {q(f'qdisc show dev {dev}')} {q(f'class show dev {dev}')} | tc -s -d -b -",
                 "echo"]
-    out += [echo_header("; ".join(f"ip -s link show dev {dev}" for dev in s.devs)),
+    out += ["# The same qdiscs' statistics as tc's JSON, which the analysis reads (one tc for the host)",
+            f"show {QDISC_JSON}",
+            echo_header("; ".join(f"ip -s link show dev {dev}" for dev in s.devs)),
             "printf '%s\\n' " + "".join(f"{q(f'link show dev {dev}')} " for dev in s.devs) + "| ip -s -b -",
             "echo",
             "# Offloads read back (testbed_scripts.up_script turned them off: the bottleneck must see",

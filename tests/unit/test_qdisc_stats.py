@@ -2,9 +2,16 @@
 the ports cell.json names (or an older cell's queue samples' header)."""
 from __future__ import annotations
 
-from flharness.analysis.qdisc_stats import bottleneck_totals, qdiscs
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from flharness.analysis.qdisc_stats import bottleneck_totals, device_qdiscs, json_qdisc, qdiscs
 from flharness.analysis.queue import header_ports
 from flharness.analysis.teardown_log import host_sections
+from flharness.teardown_format import QDISC_JSON
 
 #: The middlebox's part of a teardown log, dualpi2 under fl's HTB towards the server
 #: and a FIFO towards the client (iproute2 7.3's text, as a real l4s-image cell wrote it:
@@ -123,3 +130,45 @@ def test_an_endpoints_tcp_counters_grow_over_the_cell():
                "$ fl_tcp_counters\nRetransSegs 160\nTCPTimeouts 5\nTCPLossProbes -\n\n$ ip tcp_metrics show\n")
     assert tcp_counters(section) == {"RetransSegs": 60, "TCPTimeouts": 3}
     assert tcp_counters("$ ip tcp_metrics show\n") is None
+
+
+#: tc's text and JSON of one qdisc at rest, for each kind fl reads (iproute2 7.3 in the
+#: l4s image, after two flows through the qdisc under an HTB at 10 Mbit/s).
+TC_OUTPUT = Path(__file__).parents[1] / "fixtures" / "tc" / "iproute2-7.3.txt"
+
+
+def _tc_output() -> dict[str, tuple[str, str]]:
+    found = re.findall(r"^==== (\w+)\n(.*?)^==== json\n(\[.*?\])\n", TC_OUTPUT.read_text(), re.S | re.M)
+    return {name: (text, js) for name, text, js in found}
+
+
+@pytest.mark.parametrize("name", sorted(_tc_output()))
+def test_tcs_json_reads_as_its_text(name):
+    """Each kind's statistics, read from tc's JSON, are those read from its text (the same
+    names, values and types): a cell's totals do not depend on which the log holds."""
+    text, js = _tc_output()[name]
+    assert [json_qdisc(q) for q in json.loads(js)] == qdiscs(text)
+
+
+def test_the_fixture_holds_each_kinds_own_statistics():
+    """The kinds' own counters are non-zero in the fixture, so the test above compares them."""
+    read = {name: qdiscs(text)[-1] for name, (text, _) in _tc_output().items()}
+    assert read["dualpi2_2020"]["ecn_marks"] > 0 and read["dualpi2"]["pkts_in_c"] > 0
+    assert read["pie_drop"]["early_drops"] > 0 and read["red"]["ecn_marks"] > 0
+    assert read["red_drop"]["early_drops"] + read["red_drop"]["forced_drops"] > 0
+    assert read["fq_codel"]["ecn_marks"] > 0 and read["cake"]["ecn_marks"] > 0
+    assert read["netem"]["drops"] > 0 and read["pfifo"]["sent_pkts"] > 0 and read["tbf"]["sent_pkts"] > 0
+
+
+def test_the_json_line_is_read_where_the_log_has_it():
+    """A host part with QDISC_JSON's line is read from it, per device (each qdisc names its
+    "dev"); without it, from the text."""
+    js = json.dumps([{"kind": "pfifo", "handle": "10:", "dev": "mid.l", "packets": 7, "drops": 1},
+                     {"kind": "fq_codel", "handle": "10:", "dev": "mid.r", "ecn_mark": 5, "drop_overlimit": 0}])
+    mid = host_sections(TEARDOWN)["mid"]
+    with_json = mid.replace("$ ip -s link", f"$ {QDISC_JSON}\n{js}\n\n$ ip -s link")
+    assert device_qdiscs(with_json) == {"mid.l": [{"kind": "pfifo", "handle": "10:", "sent_pkts": 7, "drops": 1}],
+                                        "mid.r": [{"kind": "fq_codel", "handle": "10:", "ecn_marks": 5,
+                                                   "forced_drops": 0}]}
+    assert bottleneck_totals(with_json, {"up": "mid.r"})["up"]["ecn_marks"] == 5
+    assert bottleneck_totals(mid, {"up": "mid.r"})["up"]["kind"] == "dualpi2"  # the text's

@@ -42,6 +42,7 @@ case $name in
   tc) if [ "$2" = filter ]; then
         echo "filter protocol ip pref 1 flower chain 0 handle 0x1"; echo "  action order 1: pedit cookie 666c2d666c6f772d31"
         echo "  Sent 1500 bytes 7 pkt"; exit 0; fi
+      if [ "$3" = -j ]; then echo '[{"kind":"pfifo","handle":"10:","dev":"stub","packets":7}]'; exit 0; fi
       while IFS= read -r l; do echo "tc-batch: $l"; done ;;
   ip) case "$*" in
         *-b*) while IFS= read -r l; do echo "ip-batch: $l"; done ;;

@@ -19,8 +19,7 @@ import numpy as np
 
 from ...analysis.capture import identity
 from ...analysis.cell_files import CellFiles
-from ...analysis.qdisc_stats import bottleneck_totals, qdiscs
-from ...analysis.teardown_log import device_blocks
+from ...analysis.qdisc_stats import bottleneck_totals, device_qdiscs
 from ...results.cell_record import Direction, Effect
 
 Z = 5.0  # standard deviations: "far outside" the binomial
@@ -93,9 +92,9 @@ def _netem_counter(files: CellFiles, direction: Direction) -> tuple[int, int] | 
     entering = files.bottleneck_ports.get("down" if direction == "up" else "up")
     if not entering:
         return None
-    blocks = device_blocks(files.sections.get("mid", ""))
-    netems = [q for dev, text in blocks.items() if dev != entering and dev.endswith(entering)
-              for q in qdiscs(text) if q["kind"] == "netem"]
+    devices = device_qdiscs(files.sections.get("mid", ""))
+    netems = [q for dev, found in devices.items() if dev != entering and dev.endswith(entering)
+              for q in found if q["kind"] == "netem"]
     if not netems:
         return None
     return sum(q.get("sent_pkts", 0) for q in netems), sum(q.get("drops", 0) for q in netems)

@@ -8,7 +8,7 @@ import re
 
 from ... import layout
 from ...analysis.cell_files import CellFiles
-from ...analysis.qdisc_stats import qdiscs
+from ...analysis.qdisc_stats import device_qdiscs
 from ...analysis.teardown_log import command_output, device_blocks, sysctl_values
 from ...analysis.udp_flow import udp_flow
 from ...layout import TUNNEL_DEV
@@ -109,7 +109,7 @@ def _module_params(host: str, declared: dict[str, dict[str, str]], section: str)
 
 def _client_qdisc(kind: str, cli: str) -> Effect:
     """The client's root qdisc is the declared KIND, and packets went through it."""
-    roots = [q for text in device_blocks(cli).values() for q in qdiscs(text) if q["kind"] == kind]
+    roots = [q for found in device_qdiscs(cli).values() for q in found if q["kind"] == kind]
     sent = sum(q.get("sent_pkts", 0) for q in roots)
     return Effect(feature="client qdisc", ok=sent > 0,
                   evidence=f"{kind} on the client sent {sent} packets" if roots else f"no {kind} on the client")
