@@ -70,12 +70,15 @@ _JSON_OTHER = {"ecn_mark": "ecn_marks"}  # codel's, fq_pie's
 
 def device_qdiscs(section: str) -> dict[str, list[dict[str, Any]]]:
     """Each device's qdiscs in a host's part of a teardown log, as qdiscs() gives them:
-    from tc's JSON where the host printed it, else from the text."""
-    shown = command_output(section, QDISC_JSON)
-    if shown is None or not shown.strip():
+    from tc's JSON where the host printed it whole, else from the text."""
+    try:
+        shown = json.loads(command_output(section, QDISC_JSON) or "null")
+    except json.JSONDecodeError:  # cut short (a host lost mid-teardown): the text has what it has
+        shown = None
+    if not isinstance(shown, list):
         return {dev: qdiscs(text) for dev, text in device_blocks(section).items()}
     out: dict[str, list[dict[str, Any]]] = {}
-    for q in json.loads(shown):
+    for q in shown:
         out.setdefault(q.get("dev", ""), []).append(json_qdisc(q))
     return out
 

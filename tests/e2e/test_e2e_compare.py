@@ -129,7 +129,7 @@ def test_the_same_scenario_twice_is_no_change(runs, steal, nginx, tmp_path):
     assert result["images"] == 3 and result["broken"] == [] and result["overlaps"] == [], result
 
 
-def test_a_fixed_rate_doubled_is_higher_by_the_rates_ratio(runs, nginx, tmp_path):
+def test_a_fixed_rate_doubled_is_higher_by_the_rates_ratio(runs, steal, nginx, tmp_path):
     """Runs a (10 Mbit/s) and c (20): cells named for their rates, matched by cc; the rate
     is what is compared; goodput and D_SS are higher by about 100 %, their CIs above 0.
     The page, pushed to nginx and rendered by Chromium 1280 px wide: every table and
@@ -139,6 +139,9 @@ def test_a_fixed_rate_doubled_is_higher_by_the_rates_ratio(runs, nginx, tmp_path
     assert "a → c: 2 cells matched" in p.stdout and "compared: c: rate 10mbit → 20mbit" in p.stdout, p.stdout
     page = runs / "compare-a-vs-c" / "README.md"
     ka, kc = kept(runs, "a"), kept(runs, "c")
+    if not (any(ka.values()) and any(kc.values())) and steal.explains(doubted_flags(runs, "a", "c"),
+                                                                      "a run without a trusted repetition"):
+        return
     for metric in ("goodput (Mbit/s)", "D_SS (Mbit/s)"):
         found = rows(page, metric)
         assert sorted(found) == [("cubic", "a"), ("cubic", "c"), ("reno", "a"), ("reno", "c")], found
@@ -177,7 +180,7 @@ def test_three_rates_in_one_page_rise_monotonically(runs, steal, nginx, tmp_path
     assert "compared: d: rate 10mbit → 15mbit" in p.stdout and "compared: c: rate 10mbit → 20mbit" in p.stdout
     page = runs / "compare-a-vs-d-vs-c" / "README.md"
     found = rows(page, "goodput (Mbit/s)")
-    if any(found[cc, side][0] == "–" for cc in ("cubic", "reno") for side in ("a", "d", "c")) and \
+    if any(found.get((cc, side), ["–"])[0] == "–" for cc in ("cubic", "reno") for side in ("a", "d", "c")) and \
             steal.explains(doubted_flags(runs, "a", "d", "c"), "a run without a trusted repetition of a cell"):
         return
     for cc in ("cubic", "reno"):
@@ -199,7 +202,7 @@ def test_unknown_or_identical_runs_are_refused(runs):
     assert p.returncode == 1 and "not a run folder" in p.stderr
 
 
-def test_expectations_are_judged_and_written_as_junit(runs, tmp_path):
+def test_expectations_are_judged_and_written_as_junit(runs, steal, tmp_path):
     """The scenario's two expectations on run a's six cells: goodput ≥ 0.9 × capacity holds
     in all six, the Reno flow's p95 one-way delay < RTT + 10 ms fails in its three (its
     FIFO holds ~120 ms); --strict makes that exit 1, without it fl plot exits 0. A cell
@@ -230,5 +233,9 @@ def test_expectations_are_judged_and_written_as_junit(runs, tmp_path):
         else:
             assert 80 < value < 130, found.text  # a full FIFO: 100 frames at 10 Mbit/s, 121 ms
     index = (runs / "a" / "README.md").read_text()
-    assert "### Expectations" in index and ("✘ 1 of 2 missed" in index) == bool(missed) and "✔ 1" in index
+    assert "### Expectations" in index and ("✘ 1 of 2 missed" in index) == bool(missed)
+    cubic = [i for i in (1, 2, 3) if f"cubic-pfifo_100-10mbit-0ms-r{i}" not in doubted]
+    assert ("✔ 1" in index) == bool(cubic), index  # a Cubic cell's one expectation (goodput), met where judged
+    if not met:  # every cell in doubt: only CPU steal the machine's accounts confirm explains it
+        assert steal.explains(doubted_flags(runs, "a"), "no repetition of run a judged"), doubted
     assert run_fl("plot", "--run", "a", "--results", str(runs)).returncode == 0

@@ -172,3 +172,5 @@ def test_the_json_line_is_read_where_the_log_has_it():
                                                    "forced_drops": 0}]}
     assert bottleneck_totals(with_json, {"up": "mid.r"})["up"]["ecn_marks"] == 5
     assert bottleneck_totals(mid, {"up": "mid.r"})["up"]["kind"] == "dualpi2"  # the text's
+    cut = with_json.replace(js, js[:40])  # a line cut short: the text is read
+    assert bottleneck_totals(cut, {"up": "mid.r"})["up"]["kind"] == "dualpi2"
