@@ -10,7 +10,9 @@ move); ROUNDS rounds, each taking SAMPLES samples one way then the other. Per sa
 CPU time (user + system, the sampler's and its children's) and the wall time, medians over
 the rounds, and their ratio, netlink's over ss's. The netlink process's own start (Python and
 pyroute2 imported, the first dump) is timed apart: fl would pay it once per cell and host.
-Both ways must see the same sockets with the same congestion control, or the run fails.
+Both ways must see the same sockets with the same congestion control (the ss text read by
+fl's own parser, analysis/sockets.py), or the run fails; ss is timed as a host runs it,
+without the parsing fl does later.
 
 pyroute2 is no dependency of fl (the hosts sample with iproute2's ss): run this with a
 Python that has it, e.g.
@@ -28,9 +30,13 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # fl's parser, from a venv with pyroute2
+from flharness.analysis.sockets import sockets
 
 PEER = "127.0.0.1"
 SS = ["ss", "-tinH", f"( dst {PEER} or src {PEER} )"]
@@ -63,20 +69,18 @@ def nudge(pairs: list[tuple[socket.socket, socket.socket]]) -> None:
         s.recv(65536)
 
 
-def ss_sample() -> dict[tuple[str, int, str, int], str]:
-    """One sample fl's way: (local, port, peer, port) → congestion control."""
-    out = subprocess.run(SS, capture_output=True, text=True, check=True).stdout.splitlines()
-    found, key = {}, None
-    for line in out:
-        if not line[:1].isspace():
-            local, peer = line.split()[3:5]
-            key = (local.rsplit(":", 1)[0], int(local.rsplit(":", 1)[1]), peer.rsplit(":", 1)[0],
-                   int(peer.rsplit(":", 1)[1]))
-        elif key:
-            words = [w for w in line.split() if w.isalpha() and w.islower() and w not in ("ts", "sack", "ecn")]
-            found[key] = words[0] if words else "?"
-            key = None
-    return found
+def ss_sample() -> str:
+    """One sample fl's way, what the host does: ss started, its text kept."""
+    return subprocess.run(SS, capture_output=True, text=True, check=True).stdout
+
+
+def ss_read(text: str) -> dict[tuple[str, int, str, int], str]:
+    """A sample read back by fl's own parser (analysis/sockets.py, at analysis time, not on
+    the host): (local, port, peer, port) → congestion control."""
+    with tempfile.NamedTemporaryFile("w", suffix=".ss.log") as f:
+        f.write(text)
+        f.flush()
+        return {key: cc for key, (cc, _) in sockets(Path(f.name), control_port=0).items()}
 
 
 class Netlink:
@@ -122,7 +126,7 @@ def inside(args: argparse.Namespace) -> dict:
                     "s.Netlink().sample()", str(Path(__file__).parent)], check=True)
     start_wall = time.perf_counter() - w0
     netlink = Netlink()
-    seen_ss, seen_nl = ss_sample(), netlink.sample()
+    seen_ss, seen_nl = ss_read(ss_sample()), netlink.sample()
     if seen_ss != seen_nl or len(seen_ss) != 2 * args.connections:
         raise SystemExit(f"the two ways disagree: ss {sorted(seen_ss.items())}\nnetlink {sorted(seen_nl.items())}")
     rounds = [(timed(ss_sample, args.samples, pairs), timed(netlink.sample, args.samples, pairs))
