@@ -35,11 +35,12 @@ def host_settings(result: RunResult) -> dict[str, Any]:
                         seen[(host, f"root qdisc of {dev}")][root.group(1)] += 1
     hosts = sorted({host for host, _ in seen}, key=lambda h: (h not in HOSTS, HOSTS.index(h) if h in HOSTS else h))
     settings = sorted({key for _, key in seen}, key=lambda k: (k.startswith("root qdisc"), k))
-    return {"hosts": hosts, "rows": [{"setting": key, "values": {h: _values(seen[(h, key)], cells) if (h, key) in seen
+    return {"hosts": hosts, "rows": [{"setting": key, "values": {h: with_counts(seen[(h, key)], cells) if (h, key) in seen
                                                                    else "" for h in hosts}} for key in settings]}
 
 
-def _values(counts: Counter[str], cells: int) -> str:
+def with_counts(counts: Counter[str], cells: int) -> str:
+    """The one value all CELLS had, or each value with how many of them had it."""
     if len(counts) == 1 and sum(counts.values()) == cells:
         return next(iter(counts))
     return "; ".join(f"{v} ({n} of {cells} cells)" for v, n in counts.most_common())

@@ -15,6 +15,7 @@ from .. import REPO
 from ..hosts import ENDPOINTS
 from ..results import cell_folder
 from ..results.cell_folder import capture, flent_data
+from .cell_provenance import cell_provenance
 from .collect import CellResult, RunResult, ScenarioResult
 from .expect import Judgement, judge
 from .findings import key_findings
@@ -51,7 +52,8 @@ def table_safe(value: Any) -> str:
 def render(result: RunResult, charts: dict[str, list[dict[str, str]]], template_dir: Path = REPO,
            judgements: list[Judgement] | None = None, reproductions: dict[str, Any] | None = None) -> str:
     judged = judgements if judgements is not None else [j for s in result.scenarios for j in judge(s)]
-    context = {"run": result, "host_settings": host_settings(result), "key_findings": key_findings(result, judged),
+    context = {"run": result, "host_settings": host_settings(result), "cell_provenance": cell_provenance(result),
+               "key_findings": key_findings(result, judged),
                "cell_links": cell_links(result), "scenarios": [
         {**_scenario(s, charts.get(s.name, []), [j for j in judged if j.scenario == s.name]),
          "reproduction": (reproductions or {}).get(s.name)} for s in result.scenarios]}
