@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
+from ..results import run_folder
 from ..scenario.schema import Scenario
 from ..scenario.schemes import Scheme, load_schemes
 from ..scenario.values import Point
@@ -44,7 +45,7 @@ def scenario_schemes(scenario: Scenario, path: Path) -> dict[str, Scheme]:
         file = (path.parent / name).resolve()
         if not file.is_file():
             raise ScenarioError(path, f"schemes[{i}]", f"no scheme file {file}")
-        if any((d / "run.json").is_file() for d in file.parents):
+        if any((d / run_folder.RUN_RECORD).is_file() for d in file.parents):
             raise ScenarioError(path, f"schemes[{i}]", f"{file} is in a results folder: fl runs no scheme file from one")
         named.append(file)
     return load_schemes(named)

@@ -17,7 +17,7 @@ from typing import Any
 from ..analysis.cache import cached, compute_contained
 from ..analysis.metrics import Settings
 from ..errors import FlError
-from ..results import cell_folder, files
+from ..results import cell_folder, files, run_folder
 from ..results.cell_metrics import CellMetrics
 from ..results.cell_record import CellRecord
 from ..results.flags import Flag, mismeasured
@@ -127,22 +127,22 @@ class RunResult:
 
 
 def collect(run_dir: Path, workers: int | None = None) -> RunResult:
-    if not (run_dir / "run.json").is_file():
+    if not (run_dir / run_folder.RUN_RECORD).is_file():
         raise FlError(f"{run_dir}: not a run folder (no run.json); run `fl run` first")
-    provenance = files.read(RunRecord, run_dir / "run.json")
+    provenance = files.read(RunRecord, run_dir / run_folder.RUN_RECORD)
     scenarios, unreadable = [], {}
     for d in sorted(run_dir.iterdir()):
-        if (d / "scenario.yml").is_file():
+        if (d / run_folder.SCENARIO).is_file():
             try:
                 scenarios.append(_scenario(d))
             except (FlError, OSError, UnicodeDecodeError) as e:
-                unreadable[d.name] = _reason(d / "scenario.yml", e)
+                unreadable[d.name] = _reason(d / run_folder.SCENARIO, e)
     _fill_metrics([s for s in scenarios], workers or os.cpu_count() or 1)
     return RunResult(run_dir.name, run_dir, provenance, scenarios, unreadable)
 
 
 def _scenario(d: Path) -> ScenarioResult:
-    out = ScenarioResult(d.name, d, load_scenario(d / "scenario.yml"))
+    out = ScenarioResult(d.name, d, load_scenario(d / run_folder.SCENARIO))
     for cell_json in sorted(d.glob(f"*/{cell_folder.CELL}")):
         try:
             out.cells.append(CellResult(d.name, cell_json.parent, files.read(CellRecord, cell_json)))

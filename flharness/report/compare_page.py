@@ -9,6 +9,7 @@ from statistics import fmean
 from typing import Any
 
 from .. import REPO
+from ..results import run_folder
 from . import compare_chart
 from .charts import draw_if_changed
 from .compare import Comparison, Row, compared_text
@@ -22,10 +23,10 @@ CHARTED = ("goodput_mbit", "dss_mbit", "owd_p95_ms", "jain")
 
 def write(cmp: Comparison, out: Path, template_dir: Path = REPO) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    charts = _charts(cmp, out / "charts")
+    charts = _charts(cmp, out / run_folder.CHARTS)
     text = environment(template_dir).get_template("compare.md.j2").render(_context(cmp, charts))
-    (out / "README.md").write_text(text)
-    (out / "index.html").write_text(to_html(text, f"fl compare: {cmp.title()}", template_dir))
+    (out / run_folder.INDEX).write_text(text)
+    (out / run_folder.INDEX_HTML).write_text(to_html(text, f"fl compare: {cmp.title()}", template_dir))
     return out
 
 

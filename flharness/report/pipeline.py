@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from .. import REPO, log
+from ..results import run_folder
 from .charts import scenario_charts
 from .collect import collect
 from .dataset import rows, write_csv, write_summary
@@ -25,7 +26,7 @@ def build(run_dir: Path, workers: int | None = None, template_dir: Path = REPO, 
           strict: bool = False) -> int:
     """Exit status 1 when a plot failed or a cell was unreadable, or with STRICT when an
     expectation was missed."""
-    if not (run_dir / "run.json").is_file():
+    if not (run_dir / run_folder.RUN_RECORD).is_file():
         return _build(run_dir, workers, template_dir, junit, strict)  # collect says what is wrong
     with log.debug_log(run_dir):
         return _build(run_dir, workers, template_dir, junit, strict)
@@ -45,13 +46,13 @@ def _build(run_dir: Path, workers: int | None, template_dir: Path, junit: Path |
     owds = draw_owd_plots(run.scenarios, workers)
     videos = draw_video_plots(run.scenarios)
     LOG.debug("queue, one-way delay and video plots: %s, %s, %s (%.1f s)", queues, owds, videos, time.monotonic() - started)
-    charts = {s.name: scenario_charts(s, s.dir / "charts") for s in run.scenarios}
-    write_csv(rows(run), run_dir / "dataset.csv")
-    write_summary(run, run_dir / "summary.json")
+    charts = {s.name: scenario_charts(s, s.dir / run_folder.CHARTS) for s in run.scenarios}
+    write_csv(rows(run), run_dir / run_folder.DATASET)
+    write_summary(run, run_dir / run_folder.SUMMARY)
     reproductions = {s.name: summary for s in run.scenarios if (summary := write_page(s, template_dir))}
     text = render(run, charts, template_dir, judged, reproductions)
-    write_if_changed(run_dir / "README.md", text)
-    write_if_changed(run_dir / "index.html", to_html(text, f"fl results: {run.name}", template_dir))
+    write_if_changed(run_dir / run_folder.INDEX, text)
+    write_if_changed(run_dir / run_folder.INDEX_HTML, to_html(text, f"fl results: {run.name}", template_dir))
     cells = run.cells()
     invalid = sum(len(s.findings()["invalid"]) for s in run.scenarios)
     flagged = sum(len(s.findings()["flagged"]) for s in run.scenarios)

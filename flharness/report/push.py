@@ -17,13 +17,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from ..errors import FlError
+from ..results import run_folder
 
 LOG = logging.getLogger(__name__)
 DEST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+:[A-Za-z0-9._/+-]*\Z|^/[A-Za-z0-9._/+-]*\Z")
 
 
 def push(run_dir: Path, dest: str, url: str | None, rsh: str = "ssh -o BatchMode=yes") -> int:
-    if not (run_dir / "index.html").is_file():
+    if not (run_dir / run_folder.INDEX_HTML).is_file():
         raise FlError(f"{run_dir}: no index.html; run `fl plot` first")
     if not DEST_RE.match(dest) or ".." in dest.split("/"):
         raise FlError(f"--dest {dest!r}: a local absolute path or [user@]host:path (letters, digits, . _ / + -)")

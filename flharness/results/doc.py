@@ -15,9 +15,10 @@ from . import cell_folder
 from .cell_metrics import CellMetrics
 from .cell_record import CellRecord
 from .run_record import RunRecord
+from . import run_folder
 
 FILES: tuple[tuple[str, type[BaseModel]], ...] = (
-    (cell_folder.CELL, CellRecord), (cell_folder.METRICS, CellMetrics), ("run.json", RunRecord))
+    (cell_folder.CELL, CellRecord), (cell_folder.METRICS, CellMetrics), (run_folder.RUN_RECORD, RunRecord))
 HEADER = """# Results files: field reference
 
 Generated from the pydantic models in `flharness/results/` by `python -m flharness.results.doc`

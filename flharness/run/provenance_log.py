@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ..cells import Cell
-from ..results import files
+from ..results import files, run_folder
 from ..results.cell_record import Backend, BottleneckPorts, CellRecord, Endpoints
 from ..results.run_record import Invocation, Outcome, Planned, RunRecord
 from ..testbed.commands import ports
@@ -45,7 +45,7 @@ def append_invocation(run: Run, plans: list[ScenarioPlan], entry: Invocation | N
         entry.ended, entry.interrupted = time.time(), interrupted
         entry.outcome = Outcome(**{s: sum(r.status == s for r in records or [])
                                    for s in ("ok", "failed", "skipped", "interrupted")})
-    path = run.root / "run.json"
+    path = run.root / run_folder.RUN_RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     record = files.read(RunRecord, path) if path.is_file() else RunRecord(run=run.opts.run)
     record.add(entry)

@@ -24,7 +24,7 @@ from ..cells import Cell
 from ..errors import FlError
 from ..image.store import load_image
 from ..provenance import controller, fl_source
-from ..results import CellRecord, ScenarioFolder, files
+from ..results import CellRecord, ScenarioFolder, files, run_folder
 from ..results.cell_record import CcModule
 from ..results.run_record import RunRecord
 from ..scenario import Scenario
@@ -127,8 +127,8 @@ def _one_kernel_per_testbed(opts: RunOptions, inventories: list[Inventory], cell
 def _check_readable(run_dir: Path, names: list[str]) -> None:
     """Results this fl cannot read (another version's) stop the run before any testbed is
     built or VM booted, naming the file (results/files.py)."""
-    if (run_dir / "run.json").is_file():
-        files.read(RunRecord, run_dir / "run.json")
+    if (run_dir / run_folder.RUN_RECORD).is_file():
+        files.read(RunRecord, run_dir / run_folder.RUN_RECORD)
     for name in names:
         ScenarioFolder(run_dir / name).records()
 
@@ -196,7 +196,7 @@ def _testbed_inventories(opts: RunOptions) -> list[Inventory]:
 def _testbeds(opts: RunOptions, inventories: list[Inventory], run_dir: Path, stack: ExitStack) -> list[Testbed]:
     """The run's testbeds, removed when the run ends whatever happens; VMs are booted (all
     at once) and ready for ssh."""
-    log = run_dir / "fl.log"
+    log = run_dir / run_folder.FL_LOG
     if opts.vm:  # the guests write into it: it must exist before they boot
         made = not run_dir.exists()
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -337,7 +337,7 @@ def _save_scenario(sp: ScenarioPlan) -> bool:
     merged.pop("extends", None)  # merged in: the copy stands alone
     text = f"# {sp.path} as read by fl (extends merged)\n" + yaml.safe_dump(
         merged, sort_keys=False, allow_unicode=True)
-    saved = sp.store.root / "scenario.yml"
+    saved = sp.store.root / run_folder.SCENARIO
     if saved.is_file() and saved.read_text() == text:
         return False
     saved.write_text(text)

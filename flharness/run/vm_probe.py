@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..capabilities import Capabilities
 from ..programs.probe import Request
+from ..results import run_folder
 from ..testbed.inventory import Inventory, load_inventory
 from ..testbed.probe_reply import ProbeReply
 from ..testbed.testbed import Testbed
@@ -21,7 +22,7 @@ LOG = logging.getLogger(__name__)
 def probe_in_vm(cfg: VmConfig, inventory: Path, request: Request) -> Capabilities:
     LOG.info("booting %s (%s, %s clock) to probe it", cfg.release, cfg.accel, cfg.clock)
     with signals_as_interrupt(), tempfile.TemporaryDirectory(prefix="fl-vm-probe-") as tmp:
-        tb = Testbed(load_inventory(inventory), None, Path(tmp) / "fl.log", vm=cfg, results=Path(tmp))
+        tb = Testbed(load_inventory(inventory), None, Path(tmp) / run_folder.FL_LOG, vm=cfg, results=Path(tmp))
         try:
             tb.boot()
             tb.ready()
@@ -43,7 +44,7 @@ def probe_ssh(inv: Inventory, request: Request) -> dict[str, ProbeReply]:
     """The probe on each host of an ssh testbed: host name → its reply."""
     LOG.info("probing the hosts of %s over ssh", inv.path)
     with signals_as_interrupt(), tempfile.TemporaryDirectory(prefix="fl-ssh-probe-") as tmp:
-        tb = Testbed(inv, None, Path(tmp) / "fl.log")
+        tb = Testbed(inv, None, Path(tmp) / run_folder.FL_LOG)
         try:
             tb.boot()
             tb.ready()

@@ -23,6 +23,7 @@ import yaml
 from ..errors import FlError
 from ..hosts import HOSTS
 from ..programs import probe
+from ..results import run_folder
 from . import netns
 from .ansible import PlaybookResult, run_playbook
 from .inventory import Inventory, testbed_inventory
@@ -69,7 +70,7 @@ class Testbed:
         self.folder = STATE_ROOT / "ctl" / self.id  # this machine's: session, inventory, VM
         self.inventory = self.folder / "inventory.yml"
         self.state_file = STATE_DIR / f"{self.id}.json"
-        self.vm = Vm(vm, self.folder / "vm", results, log.parent / f"vm-kernel-{self.id}.log") if vm else None
+        self.vm = Vm(vm, self.folder / "vm", results, log.parent / run_folder.vm_kernel_log(self.id)) if vm else None
         self.session: Session | None = None
         self.started = time.time()
         self.touched = False  # something was started or configured: down must undo it

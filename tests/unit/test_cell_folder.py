@@ -1,11 +1,12 @@
-"""A cell folder's file names are defined once (results/cell_folder.py): no module of fl's
-spells one of them itself, so a writer and its reader cannot drift apart."""
+"""A cell folder's file names are defined once (results/cell_folder.py), and a run folder's
+(results/run_folder.py): no module of fl's spells one of them itself, so a writer and its
+reader cannot drift apart."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from flharness.results import cell_folder
+from flharness.results import cell_folder, run_folder
 
 PACKAGE = Path(cell_folder.__file__).parents[1]
 NAMES = [v for k, v in vars(cell_folder).items() if k.isupper() and isinstance(v, str) and "." in v and "*" not in v]
@@ -21,6 +22,19 @@ def test_no_module_spells_a_cell_folders_file_name():
         text = path.read_text()
         found += [f"{path.relative_to(PACKAGE)}: {n}" for n in NAMES if f'"{n}"' in text or f"'{n}'" in text]
         found += [f"{path.relative_to(PACKAGE)}: {m.group(0)}" for p in PATTERNS for m in re.finditer(p, text)]
+    assert found == []
+
+
+def test_no_module_spells_a_run_folders_file_name():
+    names = [v for k, v in vars(run_folder).items() if k.isupper() and isinstance(v, str) and "." in v]
+    assert {"run.json", "fl.log", "debug.log", "scenario.yml", "dataset.csv", "README.md", "index.html"} <= set(names)
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name in ("run_folder.py", "log.py"):  # log.py defines debug.log, run_folder.py names it
+            continue
+        text = path.read_text()
+        found += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if f'"{n}"' in text or f"'{n}'" in text]
+        found += [f"{path.relative_to(PACKAGE)}: {m.group(0)}" for m in re.finditer(r"vm-kernel-|/ [\"']charts[\"']", text)]
     assert found == []
 
 
