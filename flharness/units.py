@@ -93,3 +93,10 @@ def human_size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit in ("B", "kB") else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} GB"
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """VALUE to DIGITS significant digits as a table shows it, never in exponent form: 1.55,
+    231, and 1308 (not 1.31e+03) where the whole number has more digits."""
+    text = f"{value:.{digits}g}"
+    return f"{value:.0f}" if "e+" in text else text

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..units import significant
 from .collect import CellResult, RunResult
 from .matching import Key, Matching, Side, differing_coordinates
 from .measures import MEASURES, Measure, values
@@ -229,7 +230,7 @@ def summary_lines(cmp: Comparison) -> list[str]:
 
 
 def _num(v: float | None) -> str:
-    return "–" if v is None else f"{v:.4g}"
+    return "–" if v is None else significant(v, 4)
 
 
 def output_dir(results: Path, sides: list[Side], by: str | None) -> Path:

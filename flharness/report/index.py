@@ -35,10 +35,18 @@ def environment(template_dir: Path = REPO) -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
     env.filters["cell"] = table_safe
+    env.filters["verdicts"] = counted_verdicts
     env.filters["num"] = lambda v, digits=2: "–" if v is None else f"{v:.{digits}f}"
     env.filters["date"] = lambda t: "?" if t is None else datetime.datetime.fromtimestamp(
         t, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return env
+
+
+def counted_verdicts(counts: dict[str, int]) -> str:
+    """A reproduction's verdicts with their counts, as a sentence says them: '2 agree, 1
+    differs, 2 not run'."""
+    plural = {"agrees": "agree", "differs": "differ"}
+    return ", ".join(f"{n} {v if n == 1 else plural.get(v, v)}" for v, n in counts.items())
 
 
 def table_safe(value: Any) -> str:

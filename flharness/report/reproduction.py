@@ -17,6 +17,7 @@ from typing import Any, Literal
 from .. import REPO
 from ..scenario.reference import Reference, Row, load_reference, tolerance
 from ..scenario.values import slug
+from ..units import significant
 from .collect import CellResult, ScenarioResult
 from .index import environment, to_html, write_if_changed
 from .measures import measure, series, values
@@ -99,7 +100,7 @@ def _shown(name: str, runs: list[Any]) -> str:
     keys = list(series(m, runs[0]))
     means = [fmean(col) if None not in col else None for col in zip(*(values(m, r) for r in runs))]
     unit = f" ({m.unit})" if m.unit else ""
-    return f"{m.title}{unit}: " + ", ".join(f"{k} {v:.3g}".strip() if v is not None else f"{k} –".strip()
+    return f"{m.title}{unit}: " + ", ".join(f"{k} {significant(v)}".strip() if v is not None else f"{k} –".strip()
                                             for k, v in zip(keys, means))
 
 

@@ -186,3 +186,9 @@ def test_a_rows_cells_under_two_variants_are_compared_apart():
     tally = by_condition(reproduce(s, ref))
     assert tally["qdisc dualpi2(2020)"] == {"agrees": 3 * 28}  # 24 rows at 10 Mbit/s, 4 at 50: D_SS per flow and Jain's index
     assert tally["qdisc dualpi2(mainline)"] == {"agrees": 24, "differs": 2 * 24}  # Jain's index is the same at twice the rates
+
+
+def test_verdict_counts_read_as_a_sentence():
+    from flharness.report.index import counted_verdicts
+    assert counted_verdicts({"agrees": 2, "differs": 1, "not run": 2}) == "2 agree, 1 differs, 2 not run"
+    assert counted_verdicts({"agrees": 1, "differs": 3}) == "1 agrees, 3 differ"

@@ -37,3 +37,10 @@ def test_format_seconds_round_trips():
 
 def test_human_duration():
     assert human_duration(42) == "42s" and human_duration(185) == "3m05s" and human_duration(7620) == "2h07m"
+
+
+def test_significant_digits_without_an_exponent():
+    from flharness.units import significant
+    assert [significant(v) for v in (1.5495, 230.59, 999.6, 1307.56, 4327.34, 0.0, -12345.6)] == \
+        ["1.55", "231", "1000", "1308", "4327", "0", "-12346"]
+    assert significant(0.00123) == "0.00123" and significant(1234.5, 4) == "1234" and significant(12345.6, 4) == "12346"
