@@ -30,7 +30,8 @@ class KeyResult:
 
     @property
     def published(self) -> list[float]:
-        return self.key.published if isinstance(self.key.published, list) else [self.key.published]
+        published = self.key.published
+        return [] if published is None else published if isinstance(published, list) else [published]
 
 
 @dataclass(frozen=True)

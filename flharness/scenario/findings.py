@@ -12,14 +12,16 @@ Validated with the scenario; `fl plot` judges each claim from its expectations' 
 
 A finding's `key` is the number a reader checks it by: one published value (per flow, or
 per cell) of the cells its `cell:` rule selects (axes and values as in include rules), set
-beside the run's mean of the same metric on the study page (the index's Key findings).
+beside the run's mean of the same metric on the study page (the index's Key findings);
+where the source prints no number, `said:` quotes its words and the run's mean stands
+beside them.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ScenarioError
 from .reference import REFERENCE_DIR
@@ -34,8 +36,11 @@ class KeyNumber(BaseModel):
     cell: dict[str, str]
     """The cells it is read from: axis → value, as an include rule."""
     metric: str
-    published: float | list[float]
-    """Per flow (a list in flow order) or per cell, as the metric is."""
+    published: float | list[float] | None = None
+    """Per flow (a list in flow order) or per cell, as the metric is; None where the source
+    gives the finding in words or plots only (`said`)."""
+    said: str | None = None
+    """What the source says instead of a number ("about a 50 % reduction")."""
     what: str
     """What the number is, for people: "D_SS, Prague / Cubic (Mbit/s)"."""
 
@@ -46,6 +51,12 @@ class KeyNumber(BaseModel):
         if v not in METRICS:
             raise ValueError(f"metric {v!r} is none of {', '.join(METRICS)}")
         return v
+
+    @model_validator(mode="after")
+    def _published_or_said(self) -> KeyNumber:
+        if self.published is None and not self.said:
+            raise ValueError("a key number needs `published` or, where the source gives none, `said`")
+        return self
 
     @field_validator("cell", mode="before")
     @classmethod

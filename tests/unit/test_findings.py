@@ -199,3 +199,14 @@ def test_a_finding_is_judged_under_each_variant_of_its_qdisc():
     assert key is not None and len(key.cells) == 1 and key.reproduced == [pytest.approx(0.7 * 47.82), pytest.approx(0.25 * 47.82)]
     mainline = rows[3, "dualpi2(mainline)"].key
     assert mainline is not None and mainline.cells == [] and mainline.reproduced == [None]
+
+
+def test_a_key_the_source_gives_in_words_says_them_beside_the_runs_number():
+    """Findings 2, 5, 8 and 9 have no published number: their keys quote the report's words,
+    and the run's mean stands beside them; a key with neither is refused."""
+    from flharness.scenario.findings import KeyNumber
+    for n in (2, 5, 8, 9):
+        key = L4S.get(n).key
+        assert key is not None and key.published is None and key.said, n
+    with pytest.raises(ValueError, match="needs `published` or"):
+        KeyNumber(scenario="s", cell={}, metric="jain", what="w")
