@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from ..results.cell_metrics import CellMetrics, FlowMetrics, QdiscTotals, QueueSummary
+from ..results.cell_record import CcModule, CellRecord
 from .collect import UNREADABLE, CellResult, RunResult
 
 ECN = ("not_ect", "ect0", "ect1", "ce")
@@ -45,7 +47,8 @@ def _cell_columns(result: RunResult, c: CellResult, axes: list[str]) -> dict[str
         "status": c.status, "reason": c.damage or rec.reason, "valid": c.valid, "invalid": "; ".join(c.invalid),
         "flags": "; ".join(map(str, c.flags)), "flag_codes": " ".join(f.code for f in c.flags),
         "backend": rec.backend.kind, "clock": rec.backend.clock,
-        "kernel": rec.kernel, "calibration": _calibration(c), **_effects(c),
+        "kernel": rec.kernel, "fl_commit": rec.fl.commit, "fl_dirty": rec.fl.dirty, "cc_modules": _cc_modules(rec),
+        "calibration": _calibration(c), **_effects(c),
     }
     cols.update({f"axis_{a}": c.label(a) for a in axes})
     cols.update({"jain": m.jain, "ratio": m.ratio,
@@ -65,6 +68,18 @@ def _cell_columns(result: RunResult, c: CellResult, axes: list[str]) -> dict[str
     cols.update({"probe_rtt_median_ms": probe.rtt_ms.median if probe and probe.rtt_ms else None,
                  "probe_lost_pct": probe.lost_pct if probe else None})
     return cols
+
+
+def _cc_modules(rec: CellRecord) -> str:
+    """The cell's congestion-control modules: 'tcp_cubic 2.3; tcp_prague 3 sha256:977be5d6709e
+    ai_cwnd_limited=1 …', with the parameters (shell-quoted where a value has spaces) of those built outside the kernel (a
+    module_params cell's own in place; --vm-append's too, as the client read them)."""
+    def one(m: CcModule) -> str:
+        words = [m.module, m.version or "", f"sha256:{m.sha256[:12]}" if m.sha256 else ""]
+        if m.file and m.sha256:
+            words += [f"{k}={shlex.quote(v)}" for k, v in sorted(m.parameters.items())]
+        return " ".join(w for w in words if w)
+    return "; ".join(one(m) for _, m in sorted(rec.cc_modules.items()))
 
 
 def _effects(c: CellResult) -> dict[str, int | None]:

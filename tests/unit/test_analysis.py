@@ -7,8 +7,10 @@ middlebox's samples (tc's JSON as fl-qdisc-sample writes it)."""
 from __future__ import annotations
 
 import json
+import shlex
 import socket
 from pathlib import Path
+from types import SimpleNamespace
 
 import dpkt
 import numpy as np
@@ -25,7 +27,7 @@ from flharness.report.collect import CellResult, RunResult, ScenarioResult
 from flharness.report.dataset import rows
 from flharness.report.index import environment, table_safe
 from flharness.report.tables import fairness_table, stat
-from flharness.results import cell_folder
+from flharness.results import cell_folder, files
 from flharness.results.cell_metrics import Capacity, CellMetrics, FlowMetrics, QueueSummary, Spread
 from flharness.results.cell_record import BottleneckPorts, CellConfig, CellRecord, Endpoints
 from flharness.results.flags import Flag
@@ -579,3 +581,19 @@ def test_a_steady_window_across_a_rate_step_begins_after_it(scenario_file):
     assert metrics.steady_start(31.5, 64.0, cell.config) == 31.5
     assert metrics.steady_start(10.0, 29.0, cell.config) == 10.0
     assert metrics.steady_start(24.0, 30.5, cell.config) == 30.5  # never past the window's end
+
+
+def test_the_dataset_names_the_fl_commit_and_the_cc_modules_each_row_ran_with():
+    """A run resumed across commits: each row says its cell's fl commit, and its congestion
+    controls' modules with the parameters of the one fl built (tcp_prague's sha256, each
+    parameter, a value with spaces quoted), read from the recorded cell of the corpus."""
+    corpus = Path(__file__).parents[1] / "fixtures" / "corpus" / "vm-dualpi2-prague"
+    rec = files.read(CellRecord, corpus / "cell.json")
+    prague = rec.cc_modules["prague"]
+    cell = CellResult("s", corpus, rec.model_copy(update={"fl": rec.fl.model_copy(update={"dirty": True})}))
+    run = RunResult("r", Path("r"), RunRecord(run="r"), [ScenarioResult("s", corpus, SimpleNamespace(), [cell])])
+    (row,) = {r["cell"]: r for r in rows(run)}.values()
+    assert row["fl_commit"] == rec.fl.commit and row["fl_dirty"] is True
+    words = dict(w.split("=", 1) for w in shlex.split(row["cc_modules"].split("; ")[1]) if "=" in w)
+    assert row["cc_modules"].startswith("tcp_cubic") and f"sha256:{prague.sha256[:12]}" in row["cc_modules"]
+    assert words == prague.parameters and words["implementation"].startswith("fl tcp_prague")
