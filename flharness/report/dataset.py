@@ -72,8 +72,9 @@ def _cell_columns(result: RunResult, c: CellResult, axes: list[str]) -> dict[str
 
 def _cc_modules(rec: CellRecord) -> str:
     """The cell's congestion-control modules: 'tcp_cubic 2.3; tcp_prague 3 sha256:977be5d6709e
-    ai_cwnd_limited=1 …', with the parameters (shell-quoted where a value has spaces) of those built outside the kernel (a
-    module_params cell's own in place; --vm-append's too, as the client read them)."""
+    ai_cwnd_limited=1 …', with the parameters of those built outside the kernel, as the
+    client read them (a module_params cell's own in place, --vm-append's too), each value
+    shell-quoted where it has spaces."""
     def one(m: CcModule) -> str:
         words = [m.module, m.version or "", f"sha256:{m.sha256[:12]}" if m.sha256 else ""]
         if m.file and m.sha256:
