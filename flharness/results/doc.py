@@ -11,11 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from . import cell_folder
+from . import cell_folder, run_folder
 from .cell_metrics import CellMetrics
 from .cell_record import CellRecord
 from .run_record import RunRecord
-from . import run_folder
 
 FILES: tuple[tuple[str, type[BaseModel]], ...] = (
     (cell_folder.CELL, CellRecord), (cell_folder.METRICS, CellMetrics), (run_folder.RUN_RECORD, RunRecord))
