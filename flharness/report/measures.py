@@ -156,7 +156,8 @@ def values(m: Measure, metrics: CellMetrics) -> list[Value]:
 
 
 def series(m: Measure, metrics: CellMetrics) -> dict[str, Value]:
-    """The measure's values keyed for a table row: 'flow 1 (cubic)', …, or '' for a cell measure."""
+    """The measure's values keyed for a table row: 'flow 1 (cubic)', a scheme's flow by its
+    title and implementation ('flow 1 (QUIC Cubic (ngtcp2 0.12.1))'), or '' for a cell measure."""
     if m.flow is None:
         return {"": values(m, metrics)[0]}
-    return {f"flow {f.index} ({f.cc})": v for f, v in zip(metrics.flows, values(m, metrics))}
+    return {f"flow {f.index} ({f.scheme or f.cc})": v for f, v in zip(metrics.flows, values(m, metrics))}

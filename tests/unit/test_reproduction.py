@@ -60,7 +60,7 @@ def _cell(labels: dict[str, str], dss: list[float] | None, status: str = "ok", r
     record = SimpleNamespace(label=labels.get, status=status, reason=reason, cell="-".join(labels.values()))
     metrics = None if dss is None else SimpleNamespace(
         invalid=[], flags=[], jain=sum(dss) ** 2 / (len(dss) * sum(x * x for x in dss)), ratio=max(dss) / min(dss),
-        flows=[SimpleNamespace(steady_mbit=x) for x in dss])
+        flows=[SimpleNamespace(steady_mbit=x, scheme=None) for x in dss])
     return CellResult("s", Path("/nonexistent"), record, metrics)  # type: ignore[arg-type]
 
 
@@ -150,8 +150,10 @@ def test_cells_no_row_names_are_set_beside_with_the_references_metrics():
     for c in s.cells:
         for i, f in enumerate(c.metrics.flows if c.metrics else [], 1):
             f.index, f.cc = i, str(c.record.label("cc"))
+            f.scheme = "QUIC Cubic (ngtcp2 0.12.1)" if f.cc == "quic_cubic" else None
     quic, vivace = beside(s, ref)
-    assert (quic.row, quic.n, quic.measured) == ("cc quic_cubic, qdisc fifo", 2, ["D_SS (Mbit/s): flow 1 (quic_cubic) 5"])
+    assert (quic.row, quic.n, quic.measured) == ("cc quic_cubic, qdisc fifo", 2,
+                                                 ["D_SS (Mbit/s): flow 1 (QUIC Cubic (ngtcp2 0.12.1)) 5"])
     assert (vivace.row, vivace.n, vivace.measured, vivace.why) == ("cc vivace, qdisc fifo", 0, [], "missing programs: vivace_sender")
 
 
