@@ -109,12 +109,13 @@ def _delay_charts(s: ScenarioResult, cells: list[CellResult], out_dir: Path) -> 
         groups[tuple(c.label(a) for a in conditions)].append(c)
     charts = []
     for key, group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
-        title = ", ".join(f"{a} {k or '–'}" for a, k in zip(conditions, key)) or s.name
+        condition = ", ".join(f"{a} {k or '–'}" for a, k in zip(conditions, key))
+        title, figure_title = condition or s.name, f"{s.name}: {condition}" if condition else s.name
         owd = all(f.owd_ms is not None and f.owd_ms.p95 is not None for c in group for f in _flows(c))
         data = _delay_data(group, scheme, owd)
         suffix = "_".join(str(k) for k in key if k) or "all"
         path = out_dir / f"{s.name}_throughput_delay_{_slug(suffix)}.svg"
-        draw_if_changed(path, data, lambda p, d=data, t=title: throughput_delay.draw(d, f"{s.name}: {t}", p))
+        draw_if_changed(path, (figure_title, data), lambda p, d=data, t=figure_title: throughput_delay.draw(d, t, p))
         what = "one-way delay" if owd else "TCP RTT"
         charts.append({"title": f"Throughput vs 95th percentile {what} per {scheme}, {title}", "path": path.name})
     return charts
