@@ -144,7 +144,7 @@ def _flow_labels(per_side: list[list[CellResult]]) -> list[str]:
     flows = max((len(m.flows) for m in firsts if m), default=0)
     labels = []
     for i in range(flows):
-        ccs = {m.flows[i].cc for m in firsts if m and i < len(m.flows)}
+        ccs = {m.flows[i].shown_cc for m in firsts if m and i < len(m.flows)}
         labels.append(f"flow {i + 1}" + (f" ({ccs.pop()})" if len(ccs) == 1 else ""))
     return labels
 

@@ -160,4 +160,4 @@ def series(m: Measure, metrics: CellMetrics) -> dict[str, Value]:
     title and implementation ('flow 1 (QUIC Cubic (ngtcp2 0.12.1))'), or '' for a cell measure."""
     if m.flow is None:
         return {"": values(m, metrics)[0]}
-    return {f"flow {f.index} ({f.scheme or f.cc})": v for f, v in zip(metrics.flows, values(m, metrics))}
+    return {f"flow {f.index} ({f.shown_cc})": v for f, v in zip(metrics.flows, values(m, metrics))}

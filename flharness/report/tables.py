@@ -116,7 +116,7 @@ def per_cc_table(s: ScenarioResult) -> dict[str, Any] | None:
     groups = _groups(cells, lambda c: (*(c.label(a) for a in axes), *((clocks[c.name],) if split else ())))
     # a sub-matrix that does not sweep an axis leaves its cells without a label on it
     for key, group in sorted(groups.items(), key=lambda kg: tuple(label or "" for label in kg[0])):
-        schemes = dict.fromkeys((f.cc, f.scheme or f.cc) for g in group for f in _metrics(g).flows)
+        schemes = dict.fromkeys((f.cc, f.shown_cc) for g in group for f in _metrics(g).flows)
         for scheme, shown in schemes if mixed else [(None, None)]:
             runs = [[f for f in _metrics(g).flows if scheme in (None, f.cc)] for g in group]
             rows.append({"axes": [*key, shown] if mixed else list(key), **_per_run(runs), **_link_columns(group),

@@ -95,6 +95,12 @@ class FlowMetrics(Contract):
     scheme: str | None = None
     """A scheme's flow (a user-space program's): what tables call it, its implementation and
     version with it ("QUIC Cubic (ngtcp2 0.12.1)"); None for a kernel congestion control's."""
+
+    @property
+    def shown_cc(self) -> str:
+        """What tables call the flow's congestion control: a scheme by its title and
+        implementation, a kernel one by its name."""
+        return self.scheme or self.cc
     payload_share: float | None = None
     """A scheme's flow: its payload's share of its frames on the wire (its datagrams' UDP
     payload over their frames); None: a TCP flow's, full-size segments' 1448/1514. Its

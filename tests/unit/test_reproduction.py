@@ -60,7 +60,7 @@ def _cell(labels: dict[str, str], dss: list[float] | None, status: str = "ok", r
     record = SimpleNamespace(label=labels.get, status=status, reason=reason, cell="-".join(labels.values()))
     metrics = None if dss is None else SimpleNamespace(
         invalid=[], flags=[], jain=sum(dss) ** 2 / (len(dss) * sum(x * x for x in dss)), ratio=max(dss) / min(dss),
-        flows=[SimpleNamespace(steady_mbit=x, scheme=None) for x in dss])
+        flows=[SimpleNamespace(steady_mbit=x, scheme=None, shown_cc=None) for x in dss])
     return CellResult("s", Path("/nonexistent"), record, metrics)  # type: ignore[arg-type]
 
 
@@ -129,7 +129,7 @@ def test_rows_stated_in_words_show_the_runs_means_or_why_not():
     s.cells = [_cell({"cc": "cubic-vs-cubic", "qdisc": "fifo"}, [5.0, 4.0]), _cell({"cc": "cubic-vs-cubic", "qdisc": "fifo"}, [6.0, 4.0])]
     for c in s.cells:
         for i, f in enumerate(c.metrics.flows, 1):  # type: ignore[union-attr]
-            f.index, f.cc = i, "cubic"
+            f.index, f.cc, f.shown_cc = i, "cubic", "cubic"
     fifo, pie = stated(s, ref)
     assert (fifo.n, fifo.note, fifo.why) == (2, "Fig. 1", "")
     assert fifo.measured[0].endswith("flow 1 (cubic) 5.5, flow 2 (cubic) 4") and fifo.measured[0].startswith("D_SS")
@@ -151,6 +151,7 @@ def test_cells_no_row_names_are_set_beside_with_the_references_metrics():
         for i, f in enumerate(c.metrics.flows if c.metrics else [], 1):
             f.index, f.cc = i, str(c.record.label("cc"))
             f.scheme = "QUIC Cubic (ngtcp2 0.12.1)" if f.cc == "quic_cubic" else None
+            f.shown_cc = f.scheme or f.cc  # as FlowMetrics.shown_cc
     quic, vivace = beside(s, ref)
     assert (quic.row, quic.n, quic.measured) == ("cc quic_cubic, qdisc fifo", 2,
                                                  ["D_SS (Mbit/s): flow 1 (QUIC Cubic (ngtcp2 0.12.1)) 5"])
